@@ -1,0 +1,81 @@
+# Finds Strata's dependencies; ON options fail loudly when something is missing.
+include(CheckLanguage)
+
+function(strata_resolve_option name found)
+  if(${name} STREQUAL "ON" AND NOT ${found})
+    message(FATAL_ERROR "${name}=ON but the dependency was not found")
+  endif()
+endfunction()
+
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(Threads REQUIRED)
+find_package(Eigen3 3.3 REQUIRED NO_MODULE)
+
+# OpenBLAS, the OpenMP build (DESIGN.md: mixing the pthreads build with OpenMP cuts GEMM speed).
+find_path(OPENBLAS_INCLUDE_DIR cblas.h
+  PATHS /usr/include/x86_64-linux-gnu/openblas-openmp /usr/include/aarch64-linux-gnu/openblas-openmp
+        /usr/include/openblas /usr/include NO_DEFAULT_PATH)
+find_library(OPENBLAS_LIBRARY NAMES openblas
+  PATHS /usr/lib/x86_64-linux-gnu/openblas-openmp /usr/lib/aarch64-linux-gnu/openblas-openmp
+  NO_DEFAULT_PATH)
+if(NOT OPENBLAS_LIBRARY)
+  find_library(OPENBLAS_LIBRARY NAMES openblas)
+endif()
+if(NOT OPENBLAS_INCLUDE_DIR OR NOT OPENBLAS_LIBRARY)
+  message(FATAL_ERROR "OpenBLAS not found: apt-get install libopenblas-openmp-dev (tools/setup.sh)")
+endif()
+add_library(strata_openblas INTERFACE)
+target_include_directories(strata_openblas SYSTEM INTERFACE ${OPENBLAS_INCLUDE_DIR})
+target_link_libraries(strata_openblas INTERFACE ${OPENBLAS_LIBRARY})
+
+find_package(PkgConfig)
+set(STRATA_HAVE_URING OFF)
+if(PkgConfig_FOUND)
+  pkg_check_modules(URING IMPORTED_TARGET liburing)
+  if(URING_FOUND)
+    set(STRATA_HAVE_URING ON)
+  endif()
+endif()
+
+find_package(Protobuf)
+
+# MPI
+set(STRATA_HAVE_MPI OFF)
+if(NOT STRATA_WITH_MPI STREQUAL "OFF")
+  find_package(MPI COMPONENTS CXX)
+  if(MPI_CXX_FOUND)
+    set(STRATA_HAVE_MPI ON)
+  endif()
+  strata_resolve_option(STRATA_WITH_MPI STRATA_HAVE_MPI)
+endif()
+
+# CUDA
+set(STRATA_HAVE_CUDA OFF)
+if(NOT STRATA_WITH_CUDA STREQUAL "OFF")
+  if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS "$ENV{CUDA_HOME}/bin/nvcc")
+    set(CMAKE_CUDA_COMPILER "$ENV{CUDA_HOME}/bin/nvcc")
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(CMAKE_CUDA_ARCHITECTURES ${STRATA_CUDA_ARCHITECTURES})
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    find_package(CUDAToolkit REQUIRED)
+    set(STRATA_HAVE_CUDA ON)
+  endif()
+  strata_resolve_option(STRATA_WITH_CUDA STRATA_HAVE_CUDA)
+endif()
+
+# GPUDirect Storage (cuFile), only with CUDA.
+set(STRATA_HAVE_GDS OFF)
+if(STRATA_HAVE_CUDA AND NOT STRATA_WITH_GDS STREQUAL "OFF")
+  find_path(CUFILE_INCLUDE_DIR cufile.h HINTS ${CUDAToolkit_INCLUDE_DIRS} $ENV{CUDA_HOME}/include)
+  find_library(CUFILE_LIBRARY cufile HINTS ${CUDAToolkit_LIBRARY_DIR} $ENV{CUDA_HOME}/lib64)
+  if(CUFILE_INCLUDE_DIR AND CUFILE_LIBRARY)
+    set(STRATA_HAVE_GDS ON)
+  endif()
+endif()
+if(NOT STRATA_WITH_GDS STREQUAL "OFF")
+  strata_resolve_option(STRATA_WITH_GDS STRATA_HAVE_GDS)
+endif()

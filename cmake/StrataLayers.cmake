@@ -1,0 +1,89 @@
+# One OBJECT library per layer in DESIGN.md's build order, combined into one shared and one
+# static `strata` (nothing compiles twice). Each layer links only the layers before it.
+set(STRATA_PUBLIC_INCLUDE_DIRS
+  ${PROJECT_SOURCE_DIR}/core/include
+  ${PROJECT_SOURCE_DIR}/ops/include)
+foreach(layer memory models io)
+  if(EXISTS ${PROJECT_SOURCE_DIR}/${layer}/include)
+    list(APPEND STRATA_PUBLIC_INCLUDE_DIRS ${PROJECT_SOURCE_DIR}/${layer}/include)
+  endif()
+endforeach()
+
+configure_file(${PROJECT_SOURCE_DIR}/cmake/config.h.in
+               ${PROJECT_BINARY_DIR}/include/strata/config.h @ONLY)
+
+# Everything every layer compiles against.
+add_library(strata_build_settings INTERFACE)
+target_include_directories(strata_build_settings INTERFACE
+  $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
+  "$<BUILD_INTERFACE:${STRATA_PUBLIC_INCLUDE_DIRS}>"
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
+target_link_libraries(strata_build_settings INTERFACE OpenMP::OpenMP_CXX Threads::Threads
+                      Eigen3::Eigen strata_openblas)
+
+set(STRATA_LAYERS "")
+# strata_layer(NAME DIRS...): an OBJECT library from the .cpp (and, with CUDA, .cu) files of DIRS.
+function(strata_layer name)
+  set(srcs "")
+  foreach(dir ${ARGN})
+    file(GLOB layer_srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${dir}/*.cpp)
+    list(APPEND srcs ${layer_srcs})
+  endforeach()
+  if(NOT srcs)
+    return()
+  endif()
+  add_library(strata_${name} OBJECT ${srcs})
+  target_link_libraries(strata_${name} PUBLIC strata_build_settings)
+  set(STRATA_LAYERS ${STRATA_LAYERS} strata_${name} PARENT_SCOPE)
+endfunction()
+
+strata_layer(tensor core/tensor)
+strata_layer(autograd core/autograd)
+strata_layer(ops ops ops/cpu ops/meta)
+strata_layer(nn core/nn core/optim core/dist)
+strata_layer(memory memory memory/tiers memory/planner)
+strata_layer(models models models/layers models/gpt)
+strata_layer(io io)
+
+if(STRATA_HAVE_CUDA)
+  file(GLOB cuda_srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/ops/cuda/*.cu
+       ${PROJECT_SOURCE_DIR}/ops/cuda/*.cpp)
+  if(NOT cuda_srcs)
+    message(FATAL_ERROR "CUDA is on but ops/cuda has no sources")
+  endif()
+  add_library(strata_cuda OBJECT ${cuda_srcs})
+  target_link_libraries(strata_cuda PUBLIC strata_build_settings CUDA::cudart CUDA::cublasLt
+                        CUDA::cublas)
+  target_compile_options(strata_cuda PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-fPIC>)
+  set_target_properties(strata_cuda PROPERTIES CUDA_ARCHITECTURES "${STRATA_CUDA_ARCHITECTURES}")
+  list(APPEND STRATA_LAYERS strata_cuda)
+endif()
+
+set(strata_objects "")
+foreach(layer ${STRATA_LAYERS})
+  list(APPEND strata_objects $<TARGET_OBJECTS:${layer}>)
+endforeach()
+
+foreach(kind SHARED STATIC)
+  if(kind STREQUAL "SHARED")
+    set(tgt strata)
+  else()
+    set(tgt strata_static)
+  endif()
+  add_library(${tgt} ${kind} ${strata_objects})
+  target_include_directories(${tgt} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
+    "$<BUILD_INTERFACE:${STRATA_PUBLIC_INCLUDE_DIRS}>"
+    $<INSTALL_INTERFACE:include>)
+  target_compile_features(${tgt} PUBLIC cxx_std_20)
+  target_link_libraries(${tgt} PRIVATE ${OPENBLAS_LIBRARY}
+                        PUBLIC OpenMP::OpenMP_CXX Threads::Threads)
+  if(STRATA_HAVE_CUDA)
+    target_link_libraries(${tgt} PRIVATE CUDA::cudart CUDA::cublasLt CUDA::cublas)
+  endif()
+  set_target_properties(${tgt} PROPERTIES OUTPUT_NAME strata)
+endforeach()
+set_target_properties(strata PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR})
+add_library(Strata::strata ALIAS strata)
+add_library(Strata::strata_static ALIAS strata_static)

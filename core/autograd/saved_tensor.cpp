@@ -1,0 +1,58 @@
+#include "strata/autograd/saved_tensor.h"
+
+#include "strata/autograd/scope.h"
+
+namespace strata::autograd {
+
+namespace {
+std::shared_ptr<SavePolicy>& keep_all() {
+  static auto* p = new std::shared_ptr<SavePolicy>(std::make_shared<KeepAllPolicy>());
+  return *p;
+}
+thread_local std::shared_ptr<SavePolicy> tl_policy;
+}  // namespace
+
+std::shared_ptr<SavePolicy> current_save_policy_ptr() { return tl_policy ? tl_policy : keep_all(); }
+SavePolicy& current_save_policy() { return tl_policy ? *tl_policy : *keep_all(); }
+
+SavePolicyGuard::SavePolicyGuard(std::shared_ptr<SavePolicy> policy) : prev_(std::move(tl_policy)) {
+  tl_policy = std::move(policy);
+}
+SavePolicyGuard::~SavePolicyGuard() { tl_policy = std::move(prev_); }
+
+SavedTensor::SavedTensor(const Tensor& t, SaveInfo info) : info_(std::move(info)) {
+  if (!t.defined()) return;
+  defined_ = true;
+  version_ = t.storage()->version_counter();
+  saved_version_ = t.version();
+  info_.bytes = t.nbytes();
+  info_.is_parameter = info_.is_parameter || t.is_parameter();
+  info_.storage_id = t.storage()->id();
+  if (info_.scope.empty()) info_.scope = current_scope_path();
+  if (info_.block.empty()) info_.block = current_block_path();
+  policy_ = current_save_policy_ptr();
+  // Saved without autograd metadata: a node holding its own output must not form a cycle.
+  packed_ = policy_->pack(t.detach(), info_);
+}
+
+Tensor SavedTensor::unpack() const {
+  if (!defined_) return Tensor();
+  STRATA_CHECK(!released_, AutogradError, info_.op,
+               ": backward through the graph a second time (saved tensors were released; "
+               "pass retain_graph=true to the first backward)");
+  uint64_t now = version_->load(std::memory_order_relaxed);
+  STRATA_CHECK(now == saved_version_, AutogradError, info_.op,
+               ": a tensor saved for backward (scope '", info_.scope,
+               "') was modified in place after it was saved (version ", saved_version_, " -> ",
+               now, ")");
+  return policy_->unpack(packed_, info_);
+}
+
+void SavedTensor::release() {
+  if (!defined_ || released_) return;
+  released_ = true;
+  packed_ = Packed{};
+  policy_.reset();
+}
+
+}  // namespace strata::autograd

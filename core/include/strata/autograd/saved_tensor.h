@@ -1,0 +1,102 @@
+// SavedTensor, SaveInfo and the SavePolicy interface: the one way backward reads tensors.
+//
+// Backward formulas never capture tensors. A node stores SavedTensor members; constructing
+// one calls the thread's current SavePolicy::pack, and backward calls unpack(). The tensor
+// cache (memory/) implements SavePolicy; the default KeepAll policy just holds the tensor.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "strata/core/generator.h"
+#include "strata/autograd/scope.h"
+#include "strata/core/tensor.h"
+
+namespace strata::autograd {
+
+class Node;
+
+// Everything a policy or the planner may want to know about a saved tensor.
+struct SaveInfo {
+  const char* op = "";        // op that saves it ("matmul", "layer_norm", ...)
+  std::string scope;          // module path at save time ("h.3.attn")
+  std::string block;          // innermost planner block path
+  size_t bytes = 0;           // bytes of the view (not the whole storage)
+  bool is_parameter = false;  // parameters and their views are never offloaded
+  bool is_output = false;     // the op's own output (e.g. tanh's result)
+  uint32_t slot = 0;          // which of the op's saved tensors
+  RngState rng{};             // for ops with randomness (dropout replay)
+  uint64_t storage_id = 0;
+};
+
+// What a policy returns from pack: either the tensor itself, or a handle it understands.
+struct Packed {
+  Tensor tensor;                 // set when the policy keeps the tensor resident
+  std::shared_ptr<void> handle;  // policy-private state otherwise
+};
+
+enum class ScopeEvent : unsigned char { Enter, Exit };
+
+class SavePolicy {
+ public:
+  virtual ~SavePolicy() = default;
+  virtual Packed pack(const Tensor& t, const SaveInfo& info) = 0;
+  // May wait for a store, load, or recompute.
+  virtual Tensor unpack(Packed& p, const SaveInfo& info) = 0;
+  // Module enter/exit in forward or backward (prefetch hooks here).
+  virtual void on_scope(ScopeEvent, Phase, const std::string& path) {}
+};
+
+// The default policy: keep every saved tensor resident, zero overhead.
+class KeepAllPolicy final : public SavePolicy {
+ public:
+  Packed pack(const Tensor& t, const SaveInfo&) override { return Packed{t, nullptr}; }
+  Tensor unpack(Packed& p, const SaveInfo&) override { return p.tensor; }
+};
+
+// The calling thread's policy (innermost SavePolicyGuard, else KeepAll).
+SavePolicy& current_save_policy();
+
+// Installs a policy for the current thread, RAII; the policy must outlive the graphs that
+// saved through it (SavedTensor holds a shared_ptr to it).
+class SavePolicyGuard {
+ public:
+  explicit SavePolicyGuard(std::shared_ptr<SavePolicy> policy);
+  ~SavePolicyGuard();
+  SavePolicyGuard(const SavePolicyGuard&) = delete;
+  SavePolicyGuard& operator=(const SavePolicyGuard&) = delete;
+
+ private:
+  std::shared_ptr<SavePolicy> prev_;
+};
+std::shared_ptr<SavePolicy> current_save_policy_ptr();
+
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  // Packs `t` (undefined tensors are saved as undefined). `info.op` names the op for errors.
+  SavedTensor(const Tensor& t, SaveInfo info);
+  SavedTensor(SavedTensor&&) = default;
+  SavedTensor& operator=(SavedTensor&&) = default;
+
+  bool defined() const { return defined_; }
+  // Returns the saved tensor; throws AutogradError if it was modified in place since it was
+  // saved, or if it was already released (backward ran without retain_graph).
+  Tensor unpack() const;
+  void release();
+  const SaveInfo& info() const { return info_; }
+
+ private:
+  bool defined_ = false;
+  bool released_ = false;
+  uint64_t saved_version_ = 0;
+  // The saved storage's version counter (not the storage: the policy decides where data lives).
+  std::shared_ptr<std::atomic<uint64_t>> version_;
+  SaveInfo info_;
+  std::shared_ptr<SavePolicy> policy_;
+  mutable Packed packed_;
+};
+
+}  // namespace strata::autograd

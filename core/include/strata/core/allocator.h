@@ -1,0 +1,60 @@
+// Allocator interface (64-byte aligned, category-tagged, with stats) and the CPU allocators.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "strata/core/device.h"
+#include "strata/core/memory_stats.h"
+
+namespace strata {
+
+inline constexpr size_t kAllocAlignment = 64;
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // Returns a 64-byte aligned block of at least `bytes` bytes (nullptr for 0 bytes).
+  virtual void* allocate(size_t bytes, MemoryCategory category) = 0;
+  virtual void deallocate(void* ptr, size_t bytes, MemoryCategory category) = 0;
+  // Moves `bytes` from one accounting category to another (no data moves).
+  void retag(size_t bytes, MemoryCategory from, MemoryCategory to) {
+    if (from != to) stats_.on_retag(from, to, int64_t(bytes));
+  }
+  // Returns cached blocks to the system (no-op for non-caching allocators).
+  virtual void empty_cache() {}
+  virtual Device device() const = 0;
+  MemoryStats& stats() { return stats_; }
+
+ protected:
+  MemoryStats stats_;
+};
+
+// Plain aligned_alloc/free with stats.
+class CpuAllocator final : public Allocator {
+ public:
+  void* allocate(size_t bytes, MemoryCategory category) override;
+  void deallocate(void* ptr, size_t bytes, MemoryCategory category) override;
+  Device device() const override { return kCPU; }
+};
+
+// Caching CPU allocator: size-class free lists so the steady-state training step makes no
+// system allocations. Blocks above `max_cached_block` go straight to the system.
+class CachingCpuAllocator final : public Allocator {
+ public:
+  explicit CachingCpuAllocator(size_t max_cached_bytes = size_t(8) << 30);
+  ~CachingCpuAllocator() override;
+  void* allocate(size_t bytes, MemoryCategory category) override;
+  void deallocate(void* ptr, size_t bytes, MemoryCategory category) override;
+  void empty_cache() override;
+  Device device() const override { return kCPU; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The process-wide CPU allocator (one caching allocator per device, DESIGN.md).
+Allocator& cpu_allocator();
+
+}  // namespace strata

@@ -1,0 +1,134 @@
+// Backend: the kernel interface each device implements (CPU, CUDA, Meta), and its registry.
+//
+// Ops (ops/) do the shape rules, dtype promotion, autograd and cost accounting, then call a
+// Backend with outputs already allocated and inputs already broadcast (stride-0 views) and
+// cast to the compute dtype. Kernels accept arbitrary strides unless a method says otherwise.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "strata/core/allocator.h"
+#include "strata/core/device.h"
+#include "strata/core/generator.h"
+#include "strata/core/stream.h"
+#include "strata/core/tensor.h"
+
+namespace strata {
+
+// Elementwise ops; the math of each lives once in ops/common as a host+device functor.
+enum class EwOp : uint16_t {
+  // unary: out = f(a)        (params: p0, p1 where noted)
+  Copy, Neg, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Abs,
+  Sign, Reciprocal, Square, Sin, Cos,
+  AddScalar,   // a + p0
+  MulScalar,   // a * p0
+  PowScalar,   // a ^ p0
+  RpowScalar,  // p0 ^ a
+  Clamp,       // min(max(a, p0), p1)
+  // binary: out = f(a, b)
+  Add, Sub, Mul, Div, Pow, Maximum, Minimum,
+  Eq, Ne, Lt, Le, Gt, Ge,  // out is bool
+  // backward helpers: out = grad * f'(x) with a = grad, b = x (or y where noted)
+  TanhBackward,      // b = tanh output
+  SigmoidBackward,   // b = sigmoid output
+  ReluBackward,      // b = input
+  GeluErfBackward, GeluTanhBackward, SiluBackward,
+  ClampBackward,     // b = input, params p0, p1
+  // ternary: out = cond ? a : b, with a = cond (bool), b, c
+  Where,
+  kCount
+};
+const char* ew_op_name(EwOp op);
+int ew_op_arity(EwOp op);
+
+struct EwParams {
+  double p0 = 0.0;
+  double p1 = 0.0;
+};
+
+enum class ReduceOp : uint8_t { Sum, Mean, Max, Min, ArgMax, ArgMin };
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceType type() const = 0;
+  virtual Allocator& allocator(int device_index = 0) = 0;
+  // Allocator for host memory this device can copy from asynchronously (pinned on CUDA).
+  virtual Allocator& host_allocator() = 0;
+  virtual std::unique_ptr<Stream> create_stream(int device_index = 0) = 0;
+  virtual std::unique_ptr<Event> create_event() = 0;
+  virtual void synchronize(int device_index = 0) = 0;
+
+  // dst = src, any strides; dtypes may differ (converted); both on this backend's device,
+  // or one of them on the CPU (host <-> device copy).
+  virtual void copy(const Tensor& dst, const Tensor& src) = 0;
+  virtual void fill(const Tensor& dst, double value) = 0;
+  // Elementwise op; `inputs` have out's shape (broadcast as stride-0 views).
+  virtual void elementwise(EwOp op, const Tensor& out, std::span<const Tensor> inputs,
+                           const EwParams& params = {}) = 0;
+  // Reduces the trailing `reduce_numel` elements of each row of a contiguous `in` viewed as
+  // [out.numel(), reduce_numel]; `out` is contiguous. Deterministic: fixed summation order
+  // regardless of threads or alignment.
+  virtual void reduce_rows(ReduceOp op, const Tensor& out, const Tensor& in,
+                           int64_t reduce_numel) = 0;
+  // out[b] = alpha * op(a[b]) @ op(b[b]) + beta * out[b] on 3-D tensors [batch, rows, cols];
+  // a and b may have batch stride 0; each matrix has unit stride in one of its two dims.
+  virtual void bmm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha,
+                   double beta) = 0;
+
+  // Row-wise kernels over contiguous [rows, cols] tensors.
+  virtual void softmax(const Tensor& out, const Tensor& in, bool log) = 0;
+  virtual void softmax_backward(const Tensor& grad_in, const Tensor& grad_out,
+                                const Tensor& out, bool log) = 0;
+  // mean, rstd: [rows] f32/f64; weight, bias: [cols] or undefined.
+  virtual void layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                          const Tensor& x, const Tensor& weight, const Tensor& bias,
+                          double eps) = 0;
+  // grad_weight / grad_bias may be undefined (not needed).
+  virtual void layer_norm_backward(const Tensor& grad_x, const Tensor& grad_weight,
+                                   const Tensor& grad_bias, const Tensor& grad_out,
+                                   const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                                   const Tensor& weight) = 0;
+  // loss[r] = lse[r] - logits[r, target[r]] (0 where target == ignore_index); lse saved.
+  virtual void cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& logits,
+                             const Tensor& target, int64_t ignore_index) = 0;
+  // grad_logits[r] = grad_loss[r] * (softmax(logits[r]) - onehot(target[r])).
+  virtual void cross_entropy_backward(const Tensor& grad_logits, const Tensor& grad_loss,
+                                      const Tensor& logits, const Tensor& lse,
+                                      const Tensor& target, int64_t ignore_index) = 0;
+
+  // Indexing, on contiguous tensors viewed as [outer, dim, inner]; index is i64.
+  virtual void index_select(const Tensor& out, const Tensor& in, int64_t dim,
+                            const Tensor& index) = 0;
+  // out.index_select(dim, index) += src (deterministic: sequential over index).
+  virtual void index_add(const Tensor& out, int64_t dim, const Tensor& index,
+                         const Tensor& src) = 0;
+  virtual void gather(const Tensor& out, const Tensor& in, int64_t dim,
+                      const Tensor& index) = 0;
+  virtual void scatter_add(const Tensor& out, int64_t dim, const Tensor& index,
+                           const Tensor& src) = 0;
+
+  // Philox random numbers for element i of `out` from `state` (same on every backend).
+  virtual void random_uniform(const Tensor& out, RngState state, double low, double high) = 0;
+  virtual void random_normal(const Tensor& out, RngState state, double mean, double std) = 0;
+};
+
+// Process-wide registry (the hardware is process-wide): one backend per device type.
+class BackendRegistry {
+ public:
+  static BackendRegistry& instance();
+  void add(DeviceType type, std::unique_ptr<Backend> backend);
+  bool has(DeviceType type) const;
+  // Throws DeviceError when no backend for `type` was compiled or registered.
+  Backend& get(DeviceType type) const;
+
+ private:
+  std::unique_ptr<Backend> backends_[3];
+};
+
+inline Backend& backend_for(Device d) { return BackendRegistry::instance().get(d.type); }
+
+}  // namespace strata

@@ -1,0 +1,31 @@
+// Device: CPU, CUDA:n, or Meta (shape and cost only, no storage).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace strata {
+
+enum class DeviceType : uint8_t { CPU, CUDA, Meta };
+
+struct Device {
+  DeviceType type = DeviceType::CPU;
+  int index = 0;
+
+  constexpr Device() = default;
+  constexpr Device(DeviceType t, int i = 0) : type(t), index(i) {}
+  // Parses "cpu", "cuda", "cuda:1", "meta"; throws DeviceError otherwise.
+  static Device parse(const std::string& s);
+
+  bool is_cpu() const { return type == DeviceType::CPU; }
+  bool is_cuda() const { return type == DeviceType::CUDA; }
+  bool is_meta() const { return type == DeviceType::Meta; }
+  std::string str() const;
+  friend bool operator==(const Device&, const Device&) = default;
+};
+
+inline constexpr Device kCPU{DeviceType::CPU, 0};
+inline constexpr Device kMeta{DeviceType::Meta, 0};
+inline Device cuda(int index = 0) { return Device(DeviceType::CUDA, index); }
+
+}  // namespace strata

@@ -1,0 +1,55 @@
+// OpObserver: a thread-local hook every op reports its name and cost (FLOPs, bytes) to.
+#pragma once
+
+#include <cstdint>
+
+#include "strata/core/device.h"
+
+namespace strata {
+
+struct OpCost {
+  double flops = 0;
+  double bytes_read = 0;
+  double bytes_written = 0;
+};
+
+struct OpRecord {
+  const char* op;
+  Device device;
+  OpCost cost;
+};
+
+// Installed for the current thread by OpObserverGuard; the planner's tracer and the Meta
+// dry-run cost counters implement it.
+class OpObserver {
+ public:
+  virtual ~OpObserver() = default;
+  virtual void on_op(const OpRecord& record) = 0;
+};
+
+class OpObserverGuard {
+ public:
+  explicit OpObserverGuard(OpObserver* observer);
+  ~OpObserverGuard();
+  OpObserverGuard(const OpObserverGuard&) = delete;
+  OpObserverGuard& operator=(const OpObserverGuard&) = delete;
+  static OpObserver* current();
+
+ private:
+  OpObserver* prev_;
+};
+
+// Sums the cost of every op run while it is installed.
+class CostCounter final : public OpObserver {
+ public:
+  void on_op(const OpRecord& r) override {
+    total.flops += r.cost.flops;
+    total.bytes_read += r.cost.bytes_read;
+    total.bytes_written += r.cost.bytes_written;
+    ++num_ops;
+  }
+  OpCost total;
+  int64_t num_ops = 0;
+};
+
+}  // namespace strata

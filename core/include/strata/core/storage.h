@@ -1,0 +1,55 @@
+// StorageImpl: a refcounted, category-tagged buffer on one device, with a version counter.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "strata/core/allocator.h"
+#include "strata/core/device.h"
+#include "strata/core/memory_stats.h"
+
+namespace strata {
+
+class StorageImpl {
+ public:
+  // Allocates `nbytes` from `allocator` (nullptr for Meta: shape only, no data).
+  StorageImpl(size_t nbytes, Device device, Allocator* allocator, MemoryCategory category);
+  // Wraps memory owned elsewhere; `deleter` (may be empty) runs when the storage dies.
+  StorageImpl(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter);
+  ~StorageImpl();
+  StorageImpl(const StorageImpl&) = delete;
+  StorageImpl& operator=(const StorageImpl&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+  // Process-unique id: the tensor cache keys saved tensors by storage, not by tensor.
+  uint64_t id() const { return id_; }
+
+  // Bumped by every in-place write; SavedTensor compares it at unpack time.
+  uint64_t version() const { return version_->load(std::memory_order_relaxed); }
+  void bump_version() { version_->fetch_add(1, std::memory_order_relaxed); }
+  // Shared with SavedTensor, which checks it without keeping the data alive.
+  const std::shared_ptr<std::atomic<uint64_t>>& version_counter() const { return version_; }
+
+  MemoryCategory category() const { return category_; }
+  // Re-tags the bytes in the owning allocator's stats (no-op for external memory).
+  void set_category(MemoryCategory c);
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  Device device_;
+  Allocator* allocator_ = nullptr;
+  MemoryCategory category_;
+  std::function<void(void*)> deleter_;
+  uint64_t id_;
+  std::shared_ptr<std::atomic<uint64_t>> version_ = std::make_shared<std::atomic<uint64_t>>(0);
+};
+
+using Storage = std::shared_ptr<StorageImpl>;
+
+}  // namespace strata

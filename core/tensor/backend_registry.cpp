@@ -1,0 +1,25 @@
+#include "strata/core/backend.h"
+
+namespace strata {
+
+BackendRegistry& BackendRegistry::instance() {
+  // Leaked on purpose: tensors may be freed during static destruction.
+  static BackendRegistry* r = new BackendRegistry();
+  return *r;
+}
+
+void BackendRegistry::add(DeviceType type, std::unique_ptr<Backend> backend) {
+  backends_[size_t(type)] = std::move(backend);
+}
+
+bool BackendRegistry::has(DeviceType type) const { return backends_[size_t(type)] != nullptr; }
+
+Backend& BackendRegistry::get(DeviceType type) const {
+  Backend* b = backends_[size_t(type)].get();
+  STRATA_CHECK(b != nullptr, DeviceError, "no backend for device type ", Device(type).str(),
+               type == DeviceType::CUDA ? " (Strata was built without CUDA, or no ops ran yet)"
+                                        : " (no ops ran yet)");
+  return *b;
+}
+
+}  // namespace strata

@@ -1,0 +1,120 @@
+// The math of every elementwise op, written once as host+device code (CPU and CUDA kernels
+// both instantiate ew_apply<OP, T>).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "strata/core/backend.h"
+#include "strata/core/philox.h"
+
+namespace strata::common {
+
+// Overloads on ::expf / ::exp etc. resolve on the host and in CUDA device code alike.
+STRATA_HD float m_exp(float x) { return ::expf(x); }
+STRATA_HD double m_exp(double x) { return ::exp(x); }
+STRATA_HD float m_log(float x) { return ::logf(x); }
+STRATA_HD double m_log(double x) { return ::log(x); }
+STRATA_HD float m_sqrt(float x) { return ::sqrtf(x); }
+STRATA_HD double m_sqrt(double x) { return ::sqrt(x); }
+STRATA_HD float m_tanh(float x) { return ::tanhf(x); }
+STRATA_HD double m_tanh(double x) { return ::tanh(x); }
+STRATA_HD float m_erf(float x) { return ::erff(x); }
+STRATA_HD double m_erf(double x) { return ::erf(x); }
+STRATA_HD float m_pow(float x, float y) { return ::powf(x, y); }
+STRATA_HD double m_pow(double x, double y) { return ::pow(x, y); }
+STRATA_HD float m_sin(float x) { return ::sinf(x); }
+STRATA_HD double m_sin(double x) { return ::sin(x); }
+STRATA_HD float m_cos(float x) { return ::cosf(x); }
+STRATA_HD double m_cos(double x) { return ::cos(x); }
+STRATA_HD int64_t m_pow(int64_t x, int64_t y) {
+  int64_t r = 1;
+  for (int64_t i = 0; i < y; ++i) r *= x;
+  return r;
+}
+
+// Ops that also make sense on integers (the rest promote integers to f32 first).
+constexpr bool ew_supports_integers(EwOp op) {
+  switch (op) {
+    case EwOp::Copy: case EwOp::Neg: case EwOp::Abs: case EwOp::Sign: case EwOp::Square:
+    case EwOp::AddScalar: case EwOp::MulScalar: case EwOp::Clamp: case EwOp::Add:
+    case EwOp::Sub: case EwOp::Mul: case EwOp::Maximum: case EwOp::Minimum: case EwOp::Eq:
+    case EwOp::Ne: case EwOp::Lt: case EwOp::Le: case EwOp::Gt: case EwOp::Ge: case EwOp::Where:
+    case EwOp::Relu:
+      return true;
+    default:
+      return false;
+  }
+}
+
+constexpr bool ew_is_comparison(EwOp op) {
+  return op == EwOp::Eq || op == EwOp::Ne || op == EwOp::Lt || op == EwOp::Le ||
+         op == EwOp::Gt || op == EwOp::Ge;
+}
+
+template <class T>
+STRATA_HD T gelu_tanh_inner(T x) {
+  const T k0 = T(0.7978845608028654);  // sqrt(2/pi)
+  const T k1 = T(0.044715);
+  return k0 * (x + k1 * x * x * x);
+}
+
+// out = OP(a, b, c) computed in T; comparisons return 1/0; Where's a is the condition.
+template <EwOp OP, class T>
+STRATA_HD T ew_apply(T a, T b, T c, T p0, T p1) {
+  if constexpr (OP == EwOp::Copy) return a;
+  else if constexpr (OP == EwOp::Neg) return -a;
+  else if constexpr (OP == EwOp::Exp) return m_exp(a);
+  else if constexpr (OP == EwOp::Log) return m_log(a);
+  else if constexpr (OP == EwOp::Sqrt) return m_sqrt(a);
+  else if constexpr (OP == EwOp::Rsqrt) return T(1) / m_sqrt(a);
+  else if constexpr (OP == EwOp::Tanh) return m_tanh(a);
+  else if constexpr (OP == EwOp::Sigmoid) return T(1) / (T(1) + m_exp(-a));
+  else if constexpr (OP == EwOp::Relu) return a > T(0) ? a : T(0);
+  else if constexpr (OP == EwOp::GeluErf) return T(0.5) * a * (T(1) + m_erf(a * T(0.7071067811865476)));
+  else if constexpr (OP == EwOp::GeluTanh) return T(0.5) * a * (T(1) + m_tanh(gelu_tanh_inner(a)));
+  else if constexpr (OP == EwOp::Silu) return a / (T(1) + m_exp(-a));
+  else if constexpr (OP == EwOp::Abs) return a < T(0) ? -a : a;
+  else if constexpr (OP == EwOp::Sign) return T((a > T(0)) - (a < T(0)));
+  else if constexpr (OP == EwOp::Reciprocal) return T(1) / a;
+  else if constexpr (OP == EwOp::Square) return a * a;
+  else if constexpr (OP == EwOp::Sin) return m_sin(a);
+  else if constexpr (OP == EwOp::Cos) return m_cos(a);
+  else if constexpr (OP == EwOp::AddScalar) return a + p0;
+  else if constexpr (OP == EwOp::MulScalar) return a * p0;
+  else if constexpr (OP == EwOp::PowScalar) return m_pow(a, p0);
+  else if constexpr (OP == EwOp::RpowScalar) return m_pow(p0, a);
+  else if constexpr (OP == EwOp::Clamp) return a < p0 ? p0 : (a > p1 ? p1 : a);
+  else if constexpr (OP == EwOp::Add) return a + b;
+  else if constexpr (OP == EwOp::Sub) return a - b;
+  else if constexpr (OP == EwOp::Mul) return a * b;
+  else if constexpr (OP == EwOp::Div) return a / b;
+  else if constexpr (OP == EwOp::Pow) return m_pow(a, b);
+  else if constexpr (OP == EwOp::Maximum) return (a != a || a > b) ? a : b;  // NaN propagates
+  else if constexpr (OP == EwOp::Minimum) return (a != a || a < b) ? a : b;
+  else if constexpr (OP == EwOp::Eq) return T(a == b);
+  else if constexpr (OP == EwOp::Ne) return T(a != b);
+  else if constexpr (OP == EwOp::Lt) return T(a < b);
+  else if constexpr (OP == EwOp::Le) return T(a <= b);
+  else if constexpr (OP == EwOp::Gt) return T(a > b);
+  else if constexpr (OP == EwOp::Ge) return T(a >= b);
+  else if constexpr (OP == EwOp::TanhBackward) return a * (T(1) - b * b);
+  else if constexpr (OP == EwOp::SigmoidBackward) return a * b * (T(1) - b);
+  else if constexpr (OP == EwOp::ReluBackward) return b > T(0) ? a : T(0);
+  else if constexpr (OP == EwOp::GeluErfBackward) {
+    T cdf = T(0.5) * (T(1) + m_erf(b * T(0.7071067811865476)));
+    T pdf = m_exp(T(-0.5) * b * b) * T(0.3989422804014327);  // 1/sqrt(2 pi)
+    return a * (cdf + b * pdf);
+  } else if constexpr (OP == EwOp::GeluTanhBackward) {
+    T th = m_tanh(gelu_tanh_inner(b));
+    T dinner = T(0.7978845608028654) * (T(1) + T(3) * T(0.044715) * b * b);
+    return a * (T(0.5) * (T(1) + th) + T(0.5) * b * (T(1) - th * th) * dinner);
+  } else if constexpr (OP == EwOp::SiluBackward) {
+    T s = T(1) / (T(1) + m_exp(-b));
+    return a * s * (T(1) + b * (T(1) - s));
+  } else if constexpr (OP == EwOp::ClampBackward) return (b >= p0 && b <= p1) ? a : T(0);
+  else if constexpr (OP == EwOp::Where) return a != T(0) ? b : c;
+  else return T(0);
+}
+
+}  // namespace strata::common

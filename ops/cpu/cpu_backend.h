@@ -1,0 +1,50 @@
+// CpuBackend: the CPU implementation of the Backend interface (OpenMP + OpenBLAS + Eigen).
+#pragma once
+
+#include "strata/core/backend.h"
+
+namespace strata::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  DeviceType type() const override { return DeviceType::CPU; }
+  Allocator& allocator(int) override { return cpu_allocator(); }
+  Allocator& host_allocator() override { return cpu_allocator(); }
+  std::unique_ptr<Stream> create_stream(int) override;
+  std::unique_ptr<Event> create_event() override;
+  void synchronize(int) override {}
+
+  void copy(const Tensor& dst, const Tensor& src) override;
+  void fill(const Tensor& dst, double value) override;
+  void elementwise(EwOp op, const Tensor& out, std::span<const Tensor> inputs,
+                   const EwParams& params) override;
+  void reduce_rows(ReduceOp op, const Tensor& out, const Tensor& in, int64_t reduce_numel) override;
+  void bmm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) override;
+  void softmax(const Tensor& out, const Tensor& in, bool log) override;
+  void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out,
+                        bool log) override;
+  void layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                  const Tensor& weight, const Tensor& bias, double eps) override;
+  void layer_norm_backward(const Tensor& grad_x, const Tensor& grad_weight,
+                           const Tensor& grad_bias, const Tensor& grad_out, const Tensor& x,
+                           const Tensor& mean, const Tensor& rstd, const Tensor& weight) override;
+  void cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& logits,
+                     const Tensor& target, int64_t ignore_index) override;
+  void cross_entropy_backward(const Tensor& grad_logits, const Tensor& grad_loss,
+                              const Tensor& logits, const Tensor& lse, const Tensor& target,
+                              int64_t ignore_index) override;
+  void index_select(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) override;
+  void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override;
+  void gather(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) override;
+  void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override;
+  void random_uniform(const Tensor& out, RngState state, double low, double high) override;
+  void random_normal(const Tensor& out, RngState state, double mean, double std) override;
+};
+
+// Helpers shared by the CPU kernel files.
+// A contiguous f32/f64 copy of `t` in dtype `dt` (returns `t` itself when it already is one).
+Tensor contiguous_as(const Tensor& t, DType dt);
+// Checks that `t` is a contiguous tensor of a dtype the row kernels support.
+void check_row_kernel_input(const Tensor& t, const char* kernel);
+
+}  // namespace strata::cpu

@@ -1,0 +1,88 @@
+// CPU copy (strided, with dtype conversion) and fill.
+#include <cstring>
+
+#include "ops/cpu/cpu_backend.h"
+#include "ops/cpu/dtype_dispatch.h"
+#include "ops/cpu/strided_loop.h"
+
+namespace strata::cpu {
+
+namespace {
+
+template <size_t Bytes>
+struct Chunk {
+  unsigned char b[Bytes];
+};
+
+// Same-dtype copy: moves raw element bytes.
+template <size_t Bytes>
+void copy_same(const Tensor& dst, const Tensor& src) {
+  strided_for_each<2>(dst.shape(), {static_cast<char*>(dst.data_ptr()), static_cast<char*>(src.data_ptr())},
+                      {&dst.strides(), &src.strides()}, {int64_t(Bytes), int64_t(Bytes)},
+                      [](std::array<char*, 2> p, const int64_t* s, int64_t n) {
+                        if (s[0] == int64_t(Bytes) && s[1] == int64_t(Bytes)) {
+                          std::memcpy(p[0], p[1], size_t(n) * Bytes);
+                          return;
+                        }
+                        for (int64_t i = 0; i < n; ++i)
+                          *reinterpret_cast<Chunk<Bytes>*>(p[0] + i * s[0]) =
+                              *reinterpret_cast<const Chunk<Bytes>*>(p[1] + i * s[1]);
+                      });
+}
+
+}  // namespace
+
+void CpuBackend::copy(const Tensor& dst, const Tensor& src) {
+  STRATA_CHECK(dst.shape() == src.shape(), ShapeError, "copy: destination ", dst.str(),
+               " and source ", src.str(), " differ in shape");
+  STRATA_CHECK(dst.device().is_cpu() && src.device().is_cpu(), DeviceError,
+               "CPU copy between ", src.str(), " and ", dst.str());
+  if (dst.numel() == 0) return;
+  if (dst.dtype() == src.dtype()) {
+    switch (dst.element_size()) {
+      case 1: return copy_same<1>(dst, src);
+      case 2: return copy_same<2>(dst, src);
+      case 4: return copy_same<4>(dst, src);
+      default: return copy_same<8>(dst, src);
+    }
+  }
+  dispatch_dtype(dst.dtype(), [&](auto d) {
+    using D = decltype(d);
+    dispatch_dtype(src.dtype(), [&](auto s) {
+      using S = decltype(s);
+      strided_for_each<2>(dst.shape(), {static_cast<char*>(dst.data_ptr()), static_cast<char*>(src.data_ptr())},
+                          {&dst.strides(), &src.strides()}, {int64_t(sizeof(D)), int64_t(sizeof(S))},
+                          [](std::array<char*, 2> p, const int64_t* st, int64_t n) {
+                            for (int64_t i = 0; i < n; ++i)
+                              *reinterpret_cast<D*>(p[0] + i * st[0]) =
+                                  convert<D>(*reinterpret_cast<const S*>(p[1] + i * st[1]));
+                          });
+    });
+  });
+}
+
+void CpuBackend::fill(const Tensor& dst, double value) {
+  if (dst.numel() == 0) return;
+  dispatch_dtype(dst.dtype(), [&](auto d) {
+    using D = decltype(d);
+    D v = convert<D>(value);
+    strided_for_each<1>(dst.shape(), {static_cast<char*>(dst.data_ptr())}, {&dst.strides()},
+                        {int64_t(sizeof(D))}, [v](std::array<char*, 1> p, const int64_t* st, int64_t n) {
+                          for (int64_t i = 0; i < n; ++i) *reinterpret_cast<D*>(p[0] + i * st[0]) = v;
+                        });
+  });
+}
+
+Tensor contiguous_as(const Tensor& t, DType dt) {
+  if (t.dtype() == dt && t.is_contiguous()) return t;
+  Tensor out = Tensor::empty(t.shape(), dt, kCPU);
+  CpuBackend().copy(out, t);
+  return out;
+}
+
+void check_row_kernel_input(const Tensor& t, const char* kernel) {
+  STRATA_CHECK(t.is_contiguous() && (t.dtype() == DType::f32 || t.dtype() == DType::f64), TypeError,
+               kernel, ": expects a contiguous f32/f64 tensor, got ", t.str());
+}
+
+}  // namespace strata::cpu

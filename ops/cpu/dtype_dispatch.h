@@ -1,0 +1,42 @@
+// STRATA_DISPATCH_ALL: runs a generic lambda with the C++ type of a DType.
+#pragma once
+
+#include <cstdint>
+
+#include "strata/core/dtype.h"
+#include "strata/core/error.h"
+
+namespace strata::cpu {
+
+template <class F>
+decltype(auto) dispatch_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::f32: return f(float{});
+    case DType::f64: return f(double{});
+    case DType::bf16: return f(bf16{});
+    case DType::f16: return f(f16{});
+    case DType::i32: return f(int32_t{});
+    case DType::i64: return f(int64_t{});
+    case DType::u8: return f(uint8_t{});
+    case DType::boolean: return f(bool{});
+  }
+  throw TypeError("unknown dtype");
+}
+
+// Conversions through float for the 16-bit types, static_cast otherwise.
+template <class To, class From>
+inline To convert(From v) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_same_v<To, bf16> || std::is_same_v<To, f16>) {
+    return To(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<From, bf16> || std::is_same_v<From, f16>) {
+    return static_cast<To>(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,10 @@
+// Umbrella header for the functional ops API.
+#pragma once
+
+#include "strata/ops/elementwise.h"
+#include "strata/ops/factory.h"
+#include "strata/ops/indexing.h"
+#include "strata/ops/linalg.h"
+#include "strata/ops/nn.h"
+#include "strata/ops/reduction.h"
+#include "strata/ops/shape_ops.h"

@@ -1,0 +1,27 @@
+// Differentiable neural-network ops: softmax, cross_entropy, layer_norm, embedding, dropout.
+#pragma once
+
+#include <string>
+
+#include "strata/core/tensor.h"
+
+namespace strata::ops {
+
+Tensor softmax(const Tensor& x, int64_t dim = -1);
+Tensor log_softmax(const Tensor& x, int64_t dim = -1);
+
+enum class Reduction { None, Mean, Sum };
+// Fused, stable softmax cross-entropy: logits [N, C] (or [..., C]), target i64 [N] (or [...]).
+// Mean is over targets that are not ignore_index (as PyTorch).
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100,
+                     Reduction reduction = Reduction::Mean);
+// Normalizes over the trailing dims of `normalized_shape`; weight and bias may be undefined.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+// Rows of weight [V, C] picked by i64 indices of any shape: result [..., C].
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+// Inverted dropout from the current Generator; the mask is not saved: backward regenerates it
+// from the recorded (seed, offset), bit for bit.
+Tensor dropout(const Tensor& x, double p, bool training = true);
+
+}  // namespace strata::ops

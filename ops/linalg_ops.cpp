@@ -1,0 +1,131 @@
+// matmul / bmm / linear: batch dims broadcast, reduced to the Backend's 3-D bmm.
+#include "ops/dispatch.h"
+#include "ops/op_node.h"
+#include "strata/ops/elementwise.h"
+#include "strata/ops/factory.h"
+#include "strata/ops/linalg.h"
+#include "strata/ops/reduction.h"
+#include "strata/ops/shape_ops.h"
+
+namespace strata::ops {
+
+using detail::make_node;
+using detail::OpNode;
+using detail::set_outputs;
+
+namespace {
+
+// [batch..., R, C] viewed as 3-D [prod(batch), R, C] (a copy only when the batch dims cannot
+// be merged into one stride).
+Tensor as_3d(const Tensor& t) {
+  const int64_t n = t.dim();
+  int64_t batch = 1;
+  for (int64_t i = 0; i < n - 2; ++i) batch *= t.size(i);
+  Shape s{batch, t.size(n - 2), t.size(n - 1)};
+  // mergeable if batch dims are "contiguous among themselves" (or all size 1 / stride 0)
+  int64_t stride = 0;
+  bool ok = true, first = true;
+  int64_t expect = 0;
+  for (int64_t i = n - 3; i >= 0; --i) {
+    if (t.size(i) == 1) continue;
+    if (first) {
+      stride = t.stride(i);
+      expect = t.stride(i) * t.size(i);
+      first = false;
+    } else {
+      ok = ok && t.stride(i) == expect;
+      expect = t.stride(i) * t.size(i);
+    }
+  }
+  if (ok) return detail::raw_view(t, s, {stride, t.stride(n - 2), t.stride(n - 1)}, t.storage_offset());
+  Tensor c = detail::raw_contiguous(t);
+  return detail::raw_view(c, s, contiguous_strides(s), 0);
+}
+
+// out[B, M, N] = a @ b through the backend (no autograd).
+Tensor bmm_raw(const Tensor& a3, const Tensor& b3, DType dt) {
+  Device dev = a3.device();
+  Tensor out = detail::alloc({a3.size(0), a3.size(1), b3.size(2)}, dt, dev);
+  detail::kernels(dev).bmm(out, detail::raw_cast(a3, dt), detail::raw_cast(b3, dt), 1.0, 0.0);
+  detail::record("matmul", dev, 2.0 * double(a3.size(0)) * double(a3.size(1)) * double(a3.size(2)) * double(b3.size(2)),
+                 double(a3.nbytes() + b3.nbytes()), double(out.nbytes()));
+  return out;
+}
+
+// Forward of matmul for a >= 2-D and b >= 2-D, no autograd.
+Tensor matmul_raw(const Tensor& a, const Tensor& b) {
+  DType dt = promote_types(a.dtype(), b.dtype());
+  STRATA_CHECK(is_floating(dt), TypeError, "matmul: needs floating tensors, got ", a.str(), " @ ", b.str());
+  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  STRATA_CHECK(b.size(-2) == K, ShapeError, "matmul: shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()),
+               " do not match (", K, " != ", b.size(-2), ")");
+  if (b.dim() == 2) {
+    // Fold a's batch dims into M: one GEMM.
+    Tensor a2 = detail::raw_reshape(a, {a.numel() / std::max<int64_t>(K, 1), K});
+    Shape os(a.shape().begin(), a.shape().end() - 1);
+    os.push_back(N);
+    Tensor o = bmm_raw(detail::raw_view(a2, {1, a2.size(0), K}, {0, a2.stride(0), a2.stride(1)}, a2.storage_offset()),
+                       detail::raw_view(b, {1, K, N}, {0, b.stride(0), b.stride(1)}, b.storage_offset()), dt);
+    return detail::raw_view(o, os, contiguous_strides(os), 0);
+  }
+  Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  Shape batch = broadcast_shapes(ba, bb, "matmul");
+  Shape sa = batch, sb = batch;
+  sa.insert(sa.end(), {M, K});
+  sb.insert(sb.end(), {K, N});
+  Tensor o = bmm_raw(as_3d(detail::raw_expand(a, sa)), as_3d(detail::raw_expand(b, sb)), dt);
+  Shape os = batch;
+  os.insert(os.end(), {M, N});
+  return detail::raw_view(o, os, contiguous_strides(os), 0);
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  detail::common_device("matmul", {&a, &b});
+  STRATA_CHECK(a.dim() >= 1 && b.dim() >= 1, ShapeError, "matmul: 0-d operand (", a.str(), " @ ", b.str(), ")");
+  if (a.dim() == 1) return squeeze(matmul(unsqueeze(a, 0), b), -2);
+  if (b.dim() == 1) return squeeze(matmul(a, unsqueeze(b, 1)), -1);
+  Tensor out = matmul_raw(a, b);
+  if (auto node = make_node("MatmulBackward", {a, b})) {
+    node->save(node->needs_grad(1) ? a : Tensor());
+    node->save(node->needs_grad(0) ? b : Tensor());
+    node->backward = [sa = a.shape(), sb = b.shape()](OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
+      Tensor ga, gb;
+      if (n.needs_grad(0)) ga = sum_to(matmul(g[0], transpose(n.saved(1), -1, -2)), sa);
+      if (n.needs_grad(1)) {
+        Tensor av = n.saved(0);
+        if (sb.size() == 2) {  // one GEMM over all of a's rows
+          Tensor a2 = reshape(av, {-1, av.size(-1)});
+          Tensor g2 = reshape(g[0], {-1, g[0].size(-1)});
+          gb = matmul(transpose(a2, 0, 1), g2);
+        } else {
+          gb = sum_to(matmul(transpose(av, -1, -2), g[0]), sb);
+        }
+      }
+      return {ga, gb};
+    };
+    set_outputs(node, {&out});
+  }
+  return out;
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  STRATA_CHECK(a.dim() == 3 && b.dim() == 3 && a.size(0) == b.size(0), ShapeError, "bmm: expects [B, M, K] @ [B, K, N], got ",
+               shape_str(a.shape()), " @ ", shape_str(b.shape()));
+  return matmul(a, b);
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  STRATA_CHECK(w.dim() == 2 && x.dim() >= 1 && x.size(-1) == w.size(1), ShapeError, "linear: input ",
+               shape_str(x.shape()), " and weight ", shape_str(w.shape()), " (weight is [out, in])");
+  Tensor y = matmul(x, transpose(w, 0, 1));
+  if (bias.defined()) {
+    STRATA_CHECK(bias.dim() == 1 && bias.size(0) == w.size(0), ShapeError, "linear: bias ", shape_str(bias.shape()),
+                 " for weight ", shape_str(w.shape()));
+    y = add(y, bias);
+  }
+  return y;
+}
+
+}  // namespace strata::ops

@@ -1,0 +1,233 @@
+// softmax, log_softmax, cross_entropy, layer_norm, embedding, dropout.
+#include <limits>
+
+#include "ops/dispatch.h"
+#include "strata/autograd/grad_mode.h"
+#include "ops/op_node.h"
+#include "strata/ops/elementwise.h"
+#include "strata/ops/factory.h"
+#include "strata/ops/indexing.h"
+#include "strata/ops/nn.h"
+#include "strata/ops/reduction.h"
+#include "strata/ops/shape_ops.h"
+
+namespace strata::ops {
+
+using detail::make_node;
+using detail::OpNode;
+using detail::set_outputs;
+
+namespace {
+
+// Row kernels run in f32 or f64 on contiguous rows.
+DType row_dtype(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
+
+Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
+  const char* name = log ? "log_softmax" : "softmax";
+  STRATA_CHECK(is_floating(x.dtype()), TypeError, name, ": needs a floating tensor, got ", x.str());
+  dim = wrap_dim(dim, x.dim(), name);
+  const int64_t last = std::max<int64_t>(x.dim() - 1, 0);
+  Tensor xt = dim == last ? x : detail::raw_view(x, x.shape(), x.strides(), x.storage_offset());
+  if (dim != last) {
+    Shape s = x.shape(), st = x.strides();
+    std::swap(s[size_t(dim)], s[size_t(last)]);
+    std::swap(st[size_t(dim)], st[size_t(last)]);
+    xt = detail::raw_view(x, s, st, x.storage_offset());
+  }
+  DType dt = row_dtype(x.dtype());
+  Tensor in = detail::raw_contiguous(detail::raw_cast(xt, dt));
+  Tensor y = detail::alloc(in.shape(), dt, x.device());
+  detail::kernels(x.device()).softmax(y, in, log);
+  detail::record(name, x.device(), 5.0 * double(x.numel()), double(x.nbytes()), double(y.nbytes()));
+  // back to x's layout and dtype (no autograd: this node covers the whole op)
+  if (dim != last) {
+    Shape s = y.shape(), st = y.strides();
+    std::swap(s[size_t(dim)], s[size_t(last)]);
+    std::swap(st[size_t(dim)], st[size_t(last)]);
+    y = detail::raw_contiguous(detail::raw_view(y, s, st, 0));
+  }
+  Tensor out = detail::raw_cast(y, x.dtype());
+  if (auto node = make_node(log ? "LogSoftmaxBackward" : "SoftmaxBackward", {x})) {
+    node->save(out, true);
+    node->backward = [dim, last, log](OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
+      Tensor y = n.saved(0);
+      auto to_rows = [&](const Tensor& t) {
+        Tensor v = t;
+        if (dim != last) v = transpose(t, dim, last);
+        return detail::raw_contiguous(detail::raw_cast(v, row_dtype(t.dtype())));
+      };
+      Tensor yr = to_rows(y), gr = to_rows(g[0]);
+      Tensor dx = detail::alloc(yr.shape(), yr.dtype(), yr.device());
+      detail::kernels(yr.device()).softmax_backward(dx, gr, yr, log);
+      Tensor r = dim != last ? transpose(dx, dim, last) : dx;
+      return {detail::raw_cast(detail::raw_contiguous(r), y.dtype())};
+    };
+    set_outputs(node, {&out});
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, true); }
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index, Reduction reduction) {
+  detail::common_device("cross_entropy", {&logits, &target});
+  STRATA_CHECK(logits.dim() >= 1 && target.dtype() == DType::i64, TypeError,
+               "cross_entropy: expects float logits [..., C] and i64 targets, got ", logits.str(), " and ",
+               target.str());
+  const int64_t C = logits.size(-1);
+  Shape tshape(logits.shape().begin(), logits.shape().end() - 1);
+  STRATA_CHECK(target.shape() == tshape, ShapeError, "cross_entropy: logits ", shape_str(logits.shape()),
+               " need targets of shape ", shape_str(tshape), ", got ", shape_str(target.shape()));
+  DType dt = row_dtype(logits.dtype());
+  const int64_t R = logits.numel() / std::max<int64_t>(C, 1);
+  Tensor x = detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(logits, {R, C}), dt));
+  Tensor t = detail::raw_contiguous(detail::raw_reshape(target, {R}));
+  Tensor loss_rows = detail::alloc({R}, dt, logits.device());
+  Tensor lse = detail::alloc({R}, dt, logits.device());
+  detail::kernels(logits.device()).cross_entropy(loss_rows, lse, x, t, ignore_index);
+  detail::record("cross_entropy", logits.device(), 4.0 * double(logits.numel()), double(logits.nbytes()),
+                 double(loss_rows.nbytes()));
+
+  double scale = 1.0;
+  Tensor out;
+  {
+    autograd::NoGradGuard ng;
+    if (reduction == Reduction::None) {
+      out = detail::raw_cast(detail::raw_reshape(loss_rows, tshape), logits.dtype());
+    } else {
+      Tensor total = sum(loss_rows);
+      if (reduction == Reduction::Mean) {
+        int64_t count = 0;
+        if (!logits.device().is_meta()) {
+          count = int64_t(sum(ne(t, scalar_tensor(double(ignore_index), TensorOptions(DType::i64).device(t.device())))).item());
+        } else {
+          count = R;
+        }
+        scale = count > 0 ? 1.0 / double(count) : std::numeric_limits<double>::quiet_NaN();
+        total = mul(total, scale);
+      }
+      out = detail::raw_cast(total, logits.dtype());
+    }
+  }
+  if (auto node = make_node("CrossEntropyBackward", {logits})) {
+    node->save(logits);
+    node->save(t);
+    node->save(lse);
+    node->backward = [ignore_index, reduction, scale, C, R, ls = logits.shape()](
+                         OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
+      Tensor lg = n.saved(0);
+      DType dt = row_dtype(lg.dtype());
+      Tensor x = detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(lg, {R, C}), dt));
+      Tensor gl = reduction == Reduction::None
+                      ? detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(g[0], {R}), dt))
+                      : detail::raw_contiguous(detail::raw_expand(
+                            detail::raw_reshape(detail::raw_cast(mul(g[0], scale), dt), {1}), {R}));
+      Tensor dx = detail::alloc({R, C}, dt, lg.device());
+      detail::kernels(lg.device()).cross_entropy_backward(dx, gl, x, n.saved(2), n.saved(1), ignore_index);
+      return {detail::raw_cast(detail::raw_reshape(dx, ls), lg.dtype())};
+    };
+    set_outputs(node, {&out});
+  }
+  return out;
+}
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+  detail::common_device("layer_norm", {&x, &weight, &bias});
+  const int64_t k = int64_t(normalized_shape.size());
+  STRATA_CHECK(k >= 1 && x.dim() >= k &&
+                   Shape(x.shape().end() - k, x.shape().end()) == normalized_shape,
+               ShapeError, "layer_norm: input ", shape_str(x.shape()), " does not end in normalized_shape ",
+               shape_str(normalized_shape));
+  for (const Tensor* p : {&weight, &bias})
+    STRATA_CHECK(!p->defined() || p->shape() == normalized_shape, ShapeError, "layer_norm: weight/bias ",
+                 shape_str(p->shape()), " must be ", shape_str(normalized_shape));
+  const int64_t C = shape_numel(normalized_shape), R = x.numel() / std::max<int64_t>(C, 1);
+  DType dt = row_dtype(x.dtype());
+  auto rows = [&](const Tensor& t, Shape s) {
+    return t.defined() ? detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(t, s), dt)) : Tensor();
+  };
+  Tensor xr = rows(x, {R, C}), wr = rows(weight, {C}), br = rows(bias, {C});
+  Tensor y = detail::alloc({R, C}, dt, x.device());
+  Tensor mu = detail::alloc({R}, dt, x.device()), rs = detail::alloc({R}, dt, x.device());
+  detail::kernels(x.device()).layer_norm(y, mu, rs, xr, wr, br, eps);
+  detail::record("layer_norm", x.device(), 8.0 * double(x.numel()), double(x.nbytes()), double(x.nbytes()));
+  Tensor out = detail::raw_cast(detail::raw_reshape(y, x.shape()), x.dtype());
+  if (auto node = make_node("LayerNormBackward", {x, weight, bias})) {
+    node->save(x);
+    node->save(weight);
+    node->save(mu);
+    node->save(rs);
+    node->backward = [R, C](OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
+      Tensor xv = n.saved(0), wv = n.saved(1);
+      DType dt = row_dtype(xv.dtype());
+      auto rows = [&](const Tensor& t, Shape s) {
+        return t.defined() ? detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(t, s), dt)) : Tensor();
+      };
+      Device dev = xv.device();
+      Tensor gx = n.needs_grad(0) ? detail::alloc({R, C}, dt, dev) : Tensor();
+      Tensor gw = n.needs_grad(1) ? detail::alloc({C}, dt, dev) : Tensor();
+      Tensor gb = n.needs_grad(2) ? detail::alloc({C}, dt, dev) : Tensor();
+      detail::kernels(dev).layer_norm_backward(gx, gw, gb, rows(g[0], {R, C}), rows(xv, {R, C}), n.saved(2),
+                                               n.saved(3), rows(wv, {C}));
+      auto back = [&](const Tensor& t, const Tensor& like) {
+        return t.defined() ? detail::raw_cast(detail::raw_reshape(t, like.shape()), like.dtype()) : Tensor();
+      };
+      return {back(gx, xv), back(gw, wv), gb.defined() ? detail::raw_cast(detail::raw_reshape(gb, wv.defined() ? wv.shape() : Shape{C}), xv.dtype()) : Tensor()};
+    };
+    set_outputs(node, {&out});
+  }
+  return out;
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  STRATA_CHECK(weight.dim() == 2 && indices.dtype() == DType::i64, TypeError,
+               "embedding: expects weight [V, C] and i64 indices, got ", weight.str(), " and ", indices.str());
+  Tensor flat = reshape(indices, {-1});
+  Tensor rows = index_select(weight, 0, flat);
+  Shape s = indices.shape();
+  s.push_back(weight.size(1));
+  return reshape(rows, s);
+}
+
+Tensor dropout(const Tensor& x, double p, bool training) {
+  STRATA_CHECK(p >= 0.0 && p <= 1.0, ValueError, "dropout: p must be in [0, 1], got ", p);
+  if (!training || p == 0.0) return x;
+  if (p == 1.0) return mul(x, 0.0);
+  const double scale = 1.0 / (1.0 - p);
+  Device dev = x.device();
+  // mask[i] = (u[i] >= p) * scale, regenerated in backward from the same Philox state.
+  auto make_mask = [dev, p, scale](const Shape& shape, DType dt, RngState s) {
+    Tensor u = detail::alloc(shape, dt, dev);
+    detail::kernels(dev).random_uniform(u, s, 0.0, 1.0);
+    Tensor keep = detail::alloc(shape, DType::boolean, dev);
+    Tensor thr = full({}, p, TensorOptions(dt).device(dev));
+    Tensor a[2] = {u, detail::raw_expand(thr, shape)};
+    detail::kernels(dev).elementwise(EwOp::Ge, keep, a);
+    Tensor m = detail::raw_cast(keep, dt);
+    Tensor a2[1] = {m};
+    detail::kernels(dev).elementwise(EwOp::MulScalar, m, a2, {scale, 0});
+    return m;
+  };
+  DType dt = is_floating(x.dtype()) ? x.dtype() : DType::f32;
+  RngState state = current_generator().reserve(uint64_t(x.numel()));
+  Tensor mask;
+  Tensor out;
+  {
+    autograd::NoGradGuard ng;
+    mask = make_mask(x.shape(), dt, state);
+    out = mul(x, mask);
+  }
+  if (auto node = make_node("DropoutBackward", {x})) {
+    node->backward = [make_mask, state, shape = x.shape(), dt](OpNode&, std::vector<Tensor>& g) -> std::vector<Tensor> {
+      return {mul(g[0], make_mask(shape, dt, state))};
+    };
+    set_outputs(node, {&out});
+  }
+  return out;
+}
+
+}  // namespace strata::ops

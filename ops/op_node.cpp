@@ -1,0 +1,35 @@
+#include "ops/op_node.h"
+
+#include "strata/autograd/grad_mode.h"
+
+namespace strata::ops::detail {
+
+size_t OpNode::save(const Tensor& t, bool is_output, RngState rng) {
+  autograd::SaveInfo info;
+  info.op = name_;
+  info.is_output = is_output;
+  info.slot = uint32_t(saved_.size());
+  info.rng = rng;
+  saved_.emplace_back(t, std::move(info));
+  return saved_.size() - 1;
+}
+
+std::shared_ptr<OpNode> make_node(const char* name, const std::vector<Tensor>& inputs) {
+  if (!autograd::any_requires_grad(inputs)) return nullptr;
+  auto node = std::make_shared<OpNode>(name);
+  for (const Tensor& t : inputs) node->next_edges.push_back(autograd::gradient_edge(t));
+  return node;
+}
+
+void set_outputs(const std::shared_ptr<OpNode>& node, const std::vector<Tensor*>& outputs) {
+  for (uint32_t i = 0; i < outputs.size(); ++i) {
+    Tensor* out = outputs[i];
+    node->output_meta.push_back({out->shape(), out->dtype(), out->device()});
+    if (!is_floating(out->dtype())) continue;
+    AutogradMeta& m = out->autograd_meta();
+    m.grad_fn = node;
+    m.output_nr = i;
+  }
+}
+
+}  // namespace strata::ops::detail
