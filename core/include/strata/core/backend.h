@@ -55,6 +55,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual DeviceType type() const = 0;
+  // Devices of this type present at run time (0 for CUDA on a machine without a GPU).
+  virtual int device_count() const { return 1; }
   virtual Allocator& allocator(int device_index = 0) = 0;
   // Allocator for host memory this device can copy from asynchronously (pinned on CUDA).
   virtual Allocator& host_allocator() = 0;

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs every Debian package Strata's build needs, then configures and builds it.
+# Idempotent: on a machine that has everything it only (re)builds. Run as root (or with sudo).
+#   tools/setup.sh               # install + build into ./build
+#   STRATA_SKIP_BUILD=1 tools/setup.sh   # install only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libopenblas-openmp-dev    # GEMM (the OpenMP build: one thread pool with our kernels)
+  libeigen3-dev             # maps, reductions, small fixed-size math
+  libprotobuf-dev protobuf-compiler   # checkpoint index, configs, plans
+  libgtest-dev libgmock-dev libbenchmark-dev
+  liburing-dev              # NVMe tier: io_uring + O_DIRECT
+  libopenmpi-dev openmpi-bin          # data-parallel runs under mpirun
+  nlohmann-json3-dev        # golden fixtures, benchmark reports
+  libcli11-dev              # trainer command lines
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all packages present"
+fi
+
+[ "${STRATA_SKIP_BUILD:-0}" = "1" ] && exit 0
+
+build_dir=${STRATA_BUILD_DIR:-build}
+cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=Release)
+# CUDA is built when the toolkit is present (nvcc or $CUDA_HOME); CI forces it on.
+if [ -n "${STRATA_CMAKE_ARGS:-}" ]; then
+  read -r -a extra <<< "$STRATA_CMAKE_ARGS"
+  cmake_args+=("${extra[@]}")
+fi
+cmake -S . -B "$build_dir" "${cmake_args[@]}"
+cmake --build "$build_dir" -j"$(nproc)"
