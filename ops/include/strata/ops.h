@@ -1,6 +1,9 @@
 // Umbrella header for the functional ops API.
 #pragma once
 
+#include "strata/autograd/grad_mode.h"
+#include "strata/core/generator.h"
+#include "strata/core/tensor.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
 #include "strata/ops/indexing.h"

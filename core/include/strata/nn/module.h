@@ -1,0 +1,177 @@
+// Module: the base of every layer and model. Parameters, buffers and child modules with
+// libtorch's vocabulary and PyTorch's dotted names, train/eval, state_dict, and the module
+// scope that every forward runs in (so saved tensors know their path, e.g. "h.3.attn").
+//
+//   class Block : public strata::nn::Module {
+//    public:
+//     Block() {
+//       fc = register_module("fc", std::make_shared<Linear>(LinearOptions(4, 4)));
+//       mark_as_block();
+//     }
+//     Tensor forward(const Tensor& x) override { return (*fc)(x); }  // (*block)(x) scopes it
+//     std::shared_ptr<Linear> fc;
+//   };
+//
+// Multi-input forwards: define `Tensor forward(const Tensor& x, const Tensor& mask)` and an
+// `operator()` that returns `call(&Block::forward, x, mask)`, or open the scope by hand with
+// `ModuleScope scope(*this);` at the top of any member function.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "strata/autograd/scope.h"
+#include "strata/core/tensor.h"
+#include "strata/nn/ordered_dict.h"
+
+namespace strata::nn {
+
+// Ordered name -> tensor map with PyTorch's state_dict names ("h.0.attn.c_attn.weight").
+using StateDict = OrderedDict<Tensor>;
+
+class Module;
+
+// Pushes `module`'s scope (its scope_name and block flag) for the lifetime of this object;
+// pushes nothing for a module without a name (a root model, or one never registered).
+class ModuleScope {
+ public:
+  explicit ModuleScope(const Module& module);
+  ModuleScope(const ModuleScope&) = delete;
+  ModuleScope& operator=(const ModuleScope&) = delete;
+
+ private:
+  std::optional<autograd::ScopeGuard> guard_;
+};
+
+class Module : public std::enable_shared_from_this<Module> {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // ---- registration (names: non-empty, no '.', unique within this module) ----
+
+  // Makes `tensor` (detached first if it is not a leaf) a parameter of this module: sets
+  // requires_grad, marks it is_parameter, and re-tags its storage MemoryCategory::Parameter.
+  // Returns the registered handle (the same tensor object the caller passed).
+  Tensor& register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
+  // A tensor that is state but not trained (running stats, masks). Non-persistent buffers
+  // are left out of state_dict(), as in PyTorch.
+  Tensor& register_buffer(const std::string& name, Tensor tensor, bool persistent = true);
+  // Adopts `module` as a child named `name` and returns it, typed.
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    static_assert(std::is_base_of_v<Module, M>, "register_module: M must derive from strata::nn::Module");
+    attach_child(name, module);
+    return module;
+  }
+
+  // ---- traversal (PyTorch order: own entries first, then children depth-first) ----
+
+  // Tied parameters (one tensor registered twice) are listed once, under their first name.
+  StateDict named_parameters(bool recurse = true) const;
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  StateDict named_buffers(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  OrderedDict<std::shared_ptr<Module>> named_children() const;
+  std::vector<std::shared_ptr<Module>> children() const;
+  // This module (under "") and every descendant, preorder, each once. The entry for this
+  // module does not own it when it is not held by a shared_ptr.
+  OrderedDict<std::shared_ptr<Module>> named_modules() const;
+  std::vector<std::shared_ptr<Module>> modules() const;
+  // Elements of the unique parameters (trainable_only: those that require grad).
+  int64_t num_parameters(bool trainable_only = false) const;
+
+  // ---- modes and gradients ----
+
+  // Sets training mode on this module and every descendant (Dropout reads it).
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  // Drops (set_to_none) or zero-fills the .grad() of every parameter.
+  void zero_grad(bool set_to_none = true);
+
+  // ---- state ----
+
+  // Parameters and persistent buffers, detached, sharing storage with the module.
+  StateDict state_dict() const;
+  // Copies `state` into the parameters and buffers (dtype converted, shape must match).
+  // Checks everything before copying anything, and throws ValueError naming every missing
+  // key, unexpected key (strict only) and shape mismatch (always), as PyTorch does.
+  void load_state_dict(const StateDict& state, bool strict = true);
+  // Moves/converts every parameter, buffer and gradient in place: the tensor objects the
+  // module, its subclasses' members and optimizers hold stay the same and see the new data
+  // (PyTorch's `param.data = fn(param)`). to(DType) converts floating tensors only.
+  void to(Device device);
+  void to(DType dtype);
+
+  // ---- names and scopes ----
+
+  // Name in the parent ("" for a root or an unregistered module).
+  const std::string& name() const { return name_; }
+  // What forward pushes onto the scope stack: the name, prefixed with the names of
+  // containers that are never called themselves (a ModuleList "h" makes item 3 "h.3").
+  const std::string& scope_name() const { return scope_name_; }
+  // Marks this module as a planner block (its scope is a checkpointing/offload unit).
+  void mark_as_block(bool block = true) { is_block_ = block; }
+  bool is_block() const { return is_block_; }
+  // Class name without namespaces, e.g. "Linear" (for messages and printing).
+  std::string type_name() const;
+
+  // ---- calling ----
+
+  // The single-tensor forward; modules with other signatures define their own overloads.
+  virtual Tensor forward(const Tensor& x);
+  // Runs forward(x) inside this module's scope.
+  Tensor operator()(const Tensor& x);
+  // Runs (this->*fn)(args...) inside this module's scope: `call(&Attn::forward, x, mask)`.
+  template <class Self, class R, class... Params, class... Args>
+  R call(R (Self::*fn)(Params...), Args&&... args) {
+    static_assert(std::is_base_of_v<Module, Self>, "call: fn must be a member of a Module");
+    ModuleScope scope(*this);
+    return (static_cast<Self&>(*this).*fn)(std::forward<Args>(args)...);
+  }
+  template <class Self, class R, class... Params, class... Args>
+  R call(R (Self::*fn)(Params...) const, Args&&... args) const {
+    static_assert(std::is_base_of_v<Module, Self>, "call: fn must be a member of a Module");
+    ModuleScope scope(*this);
+    return (static_cast<const Self&>(*this).*fn)(std::forward<Args>(args)...);
+  }
+
+ protected:
+  // For containers that are never called (ModuleList): children's scope names get this
+  // module's scope name as a prefix.
+  void set_scope_transparent(bool transparent);
+
+ private:
+  struct TensorSlot {
+    Tensor tensor;
+    bool persistent = true;
+  };
+  void attach_child(const std::string& name, std::shared_ptr<Module> child);
+  void check_new_name(const std::string& name, const char* what) const;
+  void restamp_child_scopes();
+  // Calls fn(prefixed_name, module) for this module and every descendant, preorder.
+  void visit(const std::string& prefix,
+             const std::function<void(const std::string&, const Module&)>& fn) const;
+  void convert_tensors(const std::function<Tensor(const Tensor&)>& fn);
+
+  std::string name_;
+  std::string scope_name_;
+  bool is_block_ = false;
+  bool training_ = true;
+  bool scope_transparent_ = false;
+  OrderedDict<Tensor> parameters_;
+  OrderedDict<TensorSlot> buffers_;
+  OrderedDict<std::shared_ptr<Module>> children_;
+};
+
+}  // namespace strata::nn
