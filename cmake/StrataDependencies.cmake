@@ -38,6 +38,7 @@ if(PkgConfig_FOUND)
 endif()
 
 find_package(Protobuf)
+find_package(nlohmann_json 3 REQUIRED)
 
 # MPI
 set(STRATA_HAVE_MPI OFF)

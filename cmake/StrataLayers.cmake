@@ -44,6 +44,9 @@ strata_layer(nn core/nn core/optim core/dist)
 strata_layer(memory memory memory/tiers memory/planner)
 strata_layer(models models models/layers models/gpt)
 strata_layer(io io)
+if(TARGET strata_io)
+  target_link_libraries(strata_io PRIVATE nlohmann_json::nlohmann_json)
+endif()
 
 if(STRATA_HAVE_CUDA)
   file(GLOB cuda_srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/ops/cuda/*.cu
@@ -57,6 +60,14 @@ if(STRATA_HAVE_CUDA)
   target_compile_options(strata_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-fPIC>)
   set_target_properties(strata_cuda PROPERTIES CUDA_ARCHITECTURES "${STRATA_CUDA_ARCHITECTURES}")
+  target_include_directories(strata_cuda PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
+  # CMake < 3.26 knows no C++20 dialect for nvcc (CUDA_STANDARD 20 fails to generate): pass
+  # the flag by hand instead (nvcc rejects a second -std, so the property must be unset).
+  if(NOT "cuda_std_20" IN_LIST CMAKE_CUDA_COMPILE_FEATURES)
+    set_property(TARGET strata_cuda PROPERTY CUDA_STANDARD)
+    set_property(TARGET strata_cuda PROPERTY CUDA_STANDARD_REQUIRED OFF)
+    target_compile_options(strata_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20>)
+  endif()
   list(APPEND STRATA_LAYERS strata_cuda)
 endif()
 

@@ -1,0 +1,171 @@
+#include "strata/io/token_shards.h"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+#include "io/atomic_file.h"
+#include "strata/ops/factory.h"
+
+namespace strata::io {
+
+std::shared_ptr<TokenShard> TokenShard::open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  STRATA_CHECK(fd >= 0, IoError, "token shard '", path, "': cannot open (", std::strerror(errno), ")");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    throw IoError(detail::concat("token shard '", path, "': cannot stat (", std::strerror(errno), ")"));
+  }
+  size_t bytes = size_t(st.st_size);
+  if (bytes < size_t(kTokenShardHeaderBytes)) {
+    ::close(fd);
+    throw IoError(detail::concat("token shard '", path, "': ", bytes, " bytes is shorter than the ",
+                                 kTokenShardHeaderBytes, "-byte header"));
+  }
+  void* map = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  STRATA_CHECK(map != MAP_FAILED, IoError, "token shard '", path, "': mmap failed (", std::strerror(errno), ")");
+  std::shared_ptr<TokenShard> s(new TokenShard());
+  s->path_ = path;
+  s->map_ = map;
+  s->map_bytes_ = bytes;
+  const int32_t* header = static_cast<const int32_t*>(map);
+  STRATA_CHECK(header[0] == kTokenShardMagic, IoError, "token shard '", path, "': bad magic ", header[0],
+               " at offset 0 (expected ", kTokenShardMagic, ", llm.c's format)");
+  STRATA_CHECK(header[1] == kTokenShardVersion, IoError, "token shard '", path, "': unsupported version ",
+               header[1], " at offset 4 (expected ", kTokenShardVersion, ": uint16 tokens)");
+  const int64_t n = header[2];
+  STRATA_CHECK(n >= 0 && kTokenShardHeaderBytes + 2 * n == int64_t(bytes), IoError, "token shard '", path,
+               "': header says ", n, " tokens (", kTokenShardHeaderBytes + 2 * n, " bytes) but the file has ",
+               bytes, " bytes (truncated or corrupt)");
+  s->num_tokens_ = n;
+  s->tokens_ = reinterpret_cast<const uint16_t*>(static_cast<const char*>(map) + kTokenShardHeaderBytes);
+  return s;
+}
+
+TokenShard::~TokenShard() {
+  if (map_) ::munmap(map_, map_bytes_);
+}
+
+void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens) {
+  std::vector<char> buf(size_t(kTokenShardHeaderBytes) + 2 * tokens.size());
+  int32_t header[256] = {};
+  header[0] = kTokenShardMagic;
+  header[1] = kTokenShardVersion;
+  STRATA_CHECK(tokens.size() < size_t(INT32_MAX), IoError, "token shard '", path, "': too many tokens (",
+               tokens.size(), ")");
+  header[2] = int32_t(tokens.size());
+  std::memcpy(buf.data(), header, sizeof(header));
+  uint16_t* out = reinterpret_cast<uint16_t*>(buf.data() + kTokenShardHeaderBytes);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    STRATA_CHECK(tokens[i] >= 0 && tokens[i] < 65536, ValueError, "token shard '", path, "': token ", tokens[i],
+                 " at position ", i, " does not fit in uint16");
+    out[i] = uint16_t(tokens[i]);
+  }
+  write_file_atomically(path, buf.data(), buf.size());
+}
+
+std::vector<std::string> glob_paths(const std::string& pattern) {
+  glob_t g{};
+  int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
+  std::vector<std::string> out;
+  if (rc == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  ::globfree(&g);
+  STRATA_CHECK(!out.empty(), IoError, "no files match '", pattern, "'");
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TokenLoader::TokenLoader(std::vector<std::string> paths, TokenLoaderOptions options) : opt_(options) {
+  STRATA_CHECK(!paths.empty(), ValueError, "TokenLoader: no shard paths");
+  STRATA_CHECK(opt_.batch > 0 && opt_.seq_len > 0, ValueError, "TokenLoader: B=", opt_.batch, " T=", opt_.seq_len,
+               " must be positive");
+  STRATA_CHECK(opt_.world_size > 0 && opt_.rank >= 0 && opt_.rank < opt_.world_size, ValueError,
+               "TokenLoader: rank ", opt_.rank, " of world size ", opt_.world_size);
+  for (const auto& p : paths) {
+    shards_.push_back(TokenShard::open(p));
+    STRATA_CHECK(samples_in_shard_tokens(shards_.back()->num_tokens()) >= opt_.batch * opt_.world_size, IoError,
+                 "token shard '", p, "': ", shards_.back()->num_tokens(), " tokens is too few for B=", opt_.batch,
+                 " T=", opt_.seq_len, " on ", opt_.world_size, " ranks");
+  }
+  reset();
+}
+
+int64_t TokenLoader::samples_in_shard_tokens(int64_t n) const { return n > 0 ? (n - 1) / opt_.seq_len : 0; }
+
+int64_t TokenLoader::num_tokens() const {
+  int64_t n = 0;
+  for (const auto& s : shards_) n += s->num_tokens();
+  return n;
+}
+
+void TokenLoader::set_cursor(const DataCursor& c) {
+  STRATA_CHECK(c.epoch >= 0 && c.shard >= 0 && c.shard < int64_t(shards_.size()) && c.sample >= 0, ValueError,
+               "TokenLoader: invalid cursor (epoch ", c.epoch, ", shard ", c.shard, ", sample ", c.sample, ")");
+  cursor_ = c;
+  order_epoch_ = order_shard_ = -1;
+  start_epoch_shard();
+}
+
+// Orders depend only on (seed, epoch, shard), so a restored cursor resumes the same sequence.
+void TokenLoader::start_epoch_shard() {
+  if (order_epoch_ != cursor_.epoch) {
+    shard_order_.resize(shards_.size());
+    std::iota(shard_order_.begin(), shard_order_.end(), 0);
+    if (opt_.shuffle) {
+      std::mt19937_64 g(opt_.seed * 0x9E3779B97F4A7C15ull + uint64_t(cursor_.epoch));
+      std::shuffle(shard_order_.begin(), shard_order_.end(), g);
+    }
+    order_epoch_ = cursor_.epoch;
+    order_shard_ = -1;
+  }
+  if (order_shard_ != cursor_.shard) {
+    const int64_t n = samples_in_shard_tokens(shards_[size_t(shard_order_[size_t(cursor_.shard)])]->num_tokens());
+    sample_order_.resize(size_t(n));
+    std::iota(sample_order_.begin(), sample_order_.end(), 0);
+    if (opt_.shuffle) {
+      std::mt19937_64 g((opt_.seed + 1) * 0xBF58476D1CE4E5B9ull + uint64_t(cursor_.epoch) * 1000003ull +
+                        uint64_t(cursor_.shard));
+      std::shuffle(sample_order_.begin(), sample_order_.end(), g);
+    }
+    order_shard_ = cursor_.shard;
+  }
+}
+
+void TokenLoader::next(Tensor* inputs, Tensor* targets) {
+  const int64_t B = opt_.batch, T = opt_.seq_len, W = opt_.world_size;
+  // Move on when this shard has no full round of W batches left.
+  if (cursor_.sample + W * B > int64_t(sample_order_.size())) {
+    cursor_.sample = 0;
+    if (++cursor_.shard == int64_t(shards_.size())) {
+      cursor_.shard = 0;
+      ++cursor_.epoch;
+    }
+    start_epoch_shard();
+  }
+  const TokenShard& shard = *shards_[size_t(shard_order_[size_t(cursor_.shard)])];
+  std::vector<int64_t> x(size_t(B * T)), y(size_t(B * T));
+  const int64_t first = cursor_.sample + int64_t(opt_.rank) * B;
+  for (int64_t b = 0; b < B; ++b) {
+    const uint16_t* w = shard.tokens() + sample_order_[size_t(first + b)] * T;
+    for (int64_t t = 0; t < T; ++t) {
+      x[size_t(b * T + t)] = w[t];
+      y[size_t(b * T + t)] = w[t + 1];
+    }
+  }
+  cursor_.sample += W * B;
+  *inputs = ops::from_vector(x, {B, T});
+  *targets = ops::from_vector(y, {B, T});
+}
+
+}  // namespace strata::io
