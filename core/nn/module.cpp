@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <typeinfo>
+#include <unordered_set>
 
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/memory_stats.h"
@@ -49,7 +50,7 @@ void Module::check_new_name(const std::string& name, const char* what) const {
                "': the name is already taken by a parameter, buffer or module");
 }
 
-Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
+Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
   check_new_name(name, "parameter");
   STRATA_CHECK(tensor.defined(), ValueError, type_name(), ": parameter '", name, "' is undefined");
   if (!tensor.is_leaf()) tensor = tensor.detach();
@@ -59,7 +60,7 @@ Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool 
   return parameters_.insert(name, std::move(tensor));
 }
 
-Tensor& Module::register_buffer(const std::string& name, Tensor tensor, bool persistent) {
+Tensor Module::register_buffer(const std::string& name, Tensor tensor, bool persistent) {
   check_new_name(name, "buffer");
   STRATA_CHECK(tensor.defined(), ValueError, type_name(), ": buffer '", name, "' is undefined");
   return buffers_.insert(name, TensorSlot{std::move(tensor), persistent}).tensor;
@@ -173,17 +174,19 @@ void Module::train(bool on) {
   for (auto& [name, child] : children_) child->train(on);
 }
 
-void Module::zero_grad(bool set_to_none) {
-  for (Tensor& p : parameters()) {
-    if (!p.grad().defined()) continue;
+void zero_grad(const std::vector<Tensor>& tensors, bool set_to_none) {
+  for (Tensor t : tensors) {
+    if (!t.grad().defined()) continue;
     if (set_to_none) {
-      p.set_grad(Tensor());
+      t.set_grad(Tensor());
     } else {
-      Tensor g = p.grad();
+      Tensor g = t.grad();
       g.zero_();
     }
   }
 }
+
+void Module::zero_grad(bool set_to_none) { nn::zero_grad(parameters(), set_to_none); }
 
 // ---- state ----
 

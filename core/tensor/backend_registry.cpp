@@ -2,6 +2,17 @@
 
 namespace strata {
 
+void Backend::attention(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                        const Tensor&, bool, double) {
+  throw NotImplementedError("attention: no fused kernel on " + out.device().str());
+}
+
+void Backend::attention_backward(const Tensor& grad_q, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                 const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool,
+                                 double) {
+  throw NotImplementedError("attention_backward: no fused kernel on " + grad_q.device().str());
+}
+
 BackendRegistry& BackendRegistry::instance() {
   // Leaked on purpose: tensors may be freed during static destruction.
   static BackendRegistry* r = new BackendRegistry();

@@ -37,6 +37,12 @@ class CpuBackend final : public Backend {
   void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override;
   void gather(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) override;
   void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override;
+  void attention(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                 const Tensor& mask, bool causal, double scale) override;
+  void attention_backward(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v,
+                          const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
+                          const Tensor& out, const Tensor& lse, const Tensor& mask, bool causal,
+                          double scale) override;
   void random_uniform(const Tensor& out, RngState state, double low, double high) override;
   void random_normal(const Tensor& out, RngState state, double mean, double std) override;
 };

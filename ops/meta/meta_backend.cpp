@@ -57,6 +57,10 @@ class MetaBackend final : public Backend {
   void index_add(const Tensor&, int64_t, const Tensor&, const Tensor&) override {}
   void gather(const Tensor&, const Tensor&, int64_t, const Tensor&) override {}
   void scatter_add(const Tensor&, int64_t, const Tensor&, const Tensor&) override {}
+  void attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool,
+                 double) override {}
+  void attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                          const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool, double) override {}
   void random_uniform(const Tensor&, RngState, double, double) override {}
   void random_normal(const Tensor&, RngState, double, double) override {}
 

@@ -4,6 +4,7 @@
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/generator.h"
 #include "strata/core/tensor.h"
+#include "strata/ops/attention.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
 #include "strata/ops/indexing.h"

@@ -113,6 +113,17 @@ class Backend {
   virtual void scatter_add(const Tensor& out, int64_t dim, const Tensor& index,
                            const Tensor& src) = 0;
 
+  // Fused attention on 4-D tensors q [B, H, T, D], k [B, H, S, D], v [B, H, S, Dv]
+  // (contiguous); mask: undefined or an additive f32/f64 [B, H, T, S] view (stride 0 where
+  // broadcast); causal: key s attends query t only when s <= t. Writes out [B, H, T, Dv] and the
+  // row log-sum-exp lse [B, H, T] that backward needs. Default: not implemented.
+  virtual void attention(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                         const Tensor& v, const Tensor& mask, bool causal, double scale);
+  virtual void attention_backward(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v,
+                                  const Tensor& grad_out, const Tensor& q, const Tensor& k,
+                                  const Tensor& v, const Tensor& out, const Tensor& lse,
+                                  const Tensor& mask, bool causal, double scale);
+
   // Philox random numbers for element i of `out` from `state` (same on every backend).
   virtual void random_uniform(const Tensor& out, RngState state, double low, double high) = 0;
   virtual void random_normal(const Tensor& out, RngState state, double mean, double std) = 0;

@@ -23,7 +23,6 @@
 #include <optional>
 #include <string>
 #include <type_traits>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -37,6 +36,10 @@ namespace strata::nn {
 using StateDict = OrderedDict<Tensor>;
 
 class Module;
+
+// Drops (set_to_none) or zero-fills the .grad() of each tensor (Module::zero_grad and
+// Optimizer::zero_grad).
+void zero_grad(const std::vector<Tensor>& tensors, bool set_to_none = true);
 
 // Pushes `module`'s scope (its scope_name and block flag) for the lifetime of this object;
 // pushes nothing for a module without a name (a root model, or one never registered).
@@ -62,10 +65,10 @@ class Module : public std::enable_shared_from_this<Module> {
   // Makes `tensor` (detached first if it is not a leaf) a parameter of this module: sets
   // requires_grad, marks it is_parameter, and re-tags its storage MemoryCategory::Parameter.
   // Returns the registered handle (the same tensor object the caller passed).
-  Tensor& register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
+  Tensor register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
   // A tensor that is state but not trained (running stats, masks). Non-persistent buffers
   // are left out of state_dict(), as in PyTorch.
-  Tensor& register_buffer(const std::string& name, Tensor tensor, bool persistent = true);
+  Tensor register_buffer(const std::string& name, Tensor tensor, bool persistent = true);
   // Adopts `module` as a child named `name` and returns it, typed.
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
@@ -110,6 +113,7 @@ class Module : public std::enable_shared_from_this<Module> {
   // Moves/converts every parameter, buffer and gradient in place: the tensor objects the
   // module, its subclasses' members and optimizers hold stay the same and see the new data
   // (PyTorch's `param.data = fn(param)`). to(DType) converts floating tensors only.
+  // Optimizer state is not converted: convert before the optimizer's first step.
   void to(Device device);
   void to(DType dtype);
 
@@ -137,13 +141,13 @@ class Module : public std::enable_shared_from_this<Module> {
   R call(R (Self::*fn)(Params...), Args&&... args) {
     static_assert(std::is_base_of_v<Module, Self>, "call: fn must be a member of a Module");
     ModuleScope scope(*this);
-    return (static_cast<Self&>(*this).*fn)(std::forward<Args>(args)...);
+    return (dynamic_cast<Self&>(*this).*fn)(std::forward<Args>(args)...);
   }
   template <class Self, class R, class... Params, class... Args>
   R call(R (Self::*fn)(Params...) const, Args&&... args) const {
     static_assert(std::is_base_of_v<Module, Self>, "call: fn must be a member of a Module");
     ModuleScope scope(*this);
-    return (static_cast<const Self&>(*this).*fn)(std::forward<Args>(args)...);
+    return (dynamic_cast<const Self&>(*this).*fn)(std::forward<Args>(args)...);
   }
 
  protected:

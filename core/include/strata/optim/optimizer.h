@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -130,8 +131,12 @@ class Optimizer {
   // Names of the state one parameter carries (all present or all absent), e.g.
   // {"step", "exp_avg", "exp_avg_sq"}; "step" is a one-element f64 CPU tensor.
   virtual std::vector<std::string> state_names() const = 0;
-  // State of the parameter with global index `i`.
-  TensorDict& state_at(size_t i) { return state_[i]; }
+  // For step(): calls fn(options of its group, parameter, gradient, state) for every
+  // parameter that has a gradient, in parameters() order, under NoGradGuard, and bumps the
+  // parameter's version afterwards. Checks that both are dense CPU f32/f64 tensors of one
+  // dtype and shape (NotImplementedError otherwise: the update loops index them directly).
+  void for_each_update(
+      const std::function<void(const OptimizerOptions&, Tensor& param, const Tensor& grad, TensorDict& state)>& fn);
   const char* name() const { return name_; }
 
  private:

@@ -1,0 +1,79 @@
+#include "strata/optim/adamw.h"
+
+#include <cmath>
+
+#include "core/optim/cpu_update.h"
+#include "strata/core/memory_stats.h"
+#include "strata/ops/factory.h"
+
+namespace strata::optim {
+
+void AdamWOptions::validate(const char* optimizer) const {
+  OptimizerOptions::validate(optimizer);
+  STRATA_CHECK(eps_ >= 0.0, ValueError, optimizer, ": invalid epsilon value: ", eps_);
+  STRATA_CHECK(betas_.first >= 0.0 && betas_.first < 1.0, ValueError, optimizer,
+               ": invalid beta parameter at index 0: ", betas_.first);
+  STRATA_CHECK(betas_.second >= 0.0 && betas_.second < 1.0, ValueError, optimizer,
+               ": invalid beta parameter at index 1: ", betas_.second);
+}
+
+AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options)
+    : AdamW(std::vector<ParamGroup>{ParamGroup(std::move(params))}, options) {}
+
+AdamW::AdamW(std::vector<ParamGroup> groups, const AdamWOptions& defaults)
+    : Optimizer(std::move(groups), defaults, "AdamW") {}
+
+namespace {
+
+// Scalars are computed in double and rounded to T, as PyTorch passes Python floats to its
+// in-place ops; the per-element expressions follow _single_tensor_adamw op by op.
+template <class T>
+void adamw_update(T* p, const T* g, T* m, T* v, int64_t n, double step, const AdamWOptions& o) {
+  const double lr = o.lr(), beta1 = o.betas().first, beta2 = o.betas().second;
+  const double bias_correction1 = 1.0 - std::pow(beta1, step);
+  const double bias_correction2 = 1.0 - std::pow(beta2, step);
+  const T decay = T(1.0 - lr * o.weight_decay());
+  const T b1 = T(beta1), one_minus_b1 = T(1.0 - beta1), b2 = T(beta2), one_minus_b2 = T(1.0 - beta2);
+  const T neg_step_size = T(-(lr / bias_correction1));
+  const T bias_correction2_sqrt = T(std::sqrt(bias_correction2));
+  const T eps = T(o.eps());
+#pragma omp parallel for schedule(static) if (n >= detail::kParallelMinElements)
+  for (int64_t i = 0; i < n; ++i) {
+    const T gi = g[i];
+    p[i] = p[i] * decay;
+    m[i] = m[i] * b1 + one_minus_b1 * gi;
+    v[i] = v[i] * b2 + one_minus_b2 * (gi * gi);
+    const T denom = std::sqrt(v[i]) / bias_correction2_sqrt + eps;
+    p[i] = p[i] + neg_step_size * (m[i] / denom);
+  }
+}
+
+}  // namespace
+
+void AdamW::step() {
+  for_each_update([](const OptimizerOptions& options, Tensor& p, const Tensor& g, TensorDict& state) {
+    const auto& o = static_cast<const AdamWOptions&>(options);
+    if (state.empty()) {
+      MemoryCategoryGuard category(MemoryCategory::OptimizerState);
+      state.insert("step", ops::zeros({}, DType::f64));
+      state.insert("exp_avg", ops::zeros(p.shape(), TensorOptions(p.dtype()).device(p.device())));
+      state.insert("exp_avg_sq", ops::zeros(p.shape(), TensorOptions(p.dtype()).device(p.device())));
+    }
+    Tensor& step_t = state.at("step");
+    Tensor& m = state.at("exp_avg");
+    Tensor& v = state.at("exp_avg_sq");
+    detail::check_updatable("AdamW.step", "exp_avg", m);
+    detail::check_updatable("AdamW.step", "exp_avg_sq", v);
+    double* step = step_t.data<double>();
+    *step += 1.0;
+    detail::dispatch_floating(p.dtype(), [&](auto t) {
+      using T = decltype(t);
+      adamw_update<T>(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(), p.numel(), *step, o);
+    });
+    step_t.bump_version();
+    m.bump_version();
+    v.bump_version();
+  });
+}
+
+}  // namespace strata::optim

@@ -1,0 +1,125 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "strata/autograd/engine.h"
+#include "strata/autograd/saved_tensor.h"
+#include "strata/core/op_observer.h"
+#include "strata/ops.h"
+
+using namespace strata;
+
+namespace {
+
+// The unfused reference: softmax(q k^T * scale + mask) v with explicit ops.
+Tensor reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, bool causal) {
+  const int64_t T = q.size(-2), S = k.size(-2);
+  Tensor s = ops::mul(ops::matmul(q, ops::transpose(k, -1, -2)), 1.0 / std::sqrt(double(q.size(-1))));
+  if (causal) {
+    Tensor qi = ops::reshape(ops::arange(T), {T, 1}), ki = ops::reshape(ops::arange(S), {1, S});
+    s = ops::masked_fill(s, ops::gt(ki, qi), -INFINITY);
+  }
+  if (mask.defined()) s = ops::masked_fill(s, ops::eq(mask, ops::zeros({}, DType::boolean)), -INFINITY);
+  return ops::matmul(ops::softmax(s, -1), v);
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  std::vector<double> x = a.to_double_vector(), y = b.to_double_vector();
+  EXPECT_EQ(x.size(), y.size());
+  double m = 0;
+  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
+  return m;
+}
+
+struct Case {
+  int64_t B, H, T, S, D, Dv;
+  bool causal;
+  bool mask;
+};
+
+}  // namespace
+
+class AttentionMatchesUnfusedReference : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AttentionMatchesUnfusedReference, ForwardAndBackwardInF64) {
+  const Case c = GetParam();
+  manual_seed(5);
+  auto opts = TensorOptions(DType::f64).requires_grad(true);
+  Tensor q = ops::randn({c.B, c.H, c.T, c.D}, opts), k = ops::randn({c.B, c.H, c.S, c.D}, opts),
+         v = ops::randn({c.B, c.H, c.S, c.Dv}, opts);
+  Tensor mask;
+  if (c.mask) {  // padding-style mask [B, 1, 1, S]: last key of batch 0 masked
+    std::vector<double> m(size_t(c.B * c.S), 1.0);
+    m[size_t(c.S - 1)] = 0.0;
+    mask = ops::from_vector(m, {c.B, 1, 1, c.S}, DType::boolean);
+  }
+  Tensor w = ops::randn({c.B, c.H, c.T, c.Dv}, DType::f64);
+  Tensor fused = ops::scaled_dot_product_attention(q, k, v, mask, 0.0, c.causal);
+  Tensor ref = reference_attention(q, k, v, mask, c.causal);
+  EXPECT_LT(max_abs_diff(fused, ref), 1e-12);
+  std::vector<Tensor> gf = autograd::grad({ops::sum(fused * w)}, {q, k, v});
+  std::vector<Tensor> gr = autograd::grad({ops::sum(ref * w)}, {q, k, v});
+  for (int i = 0; i < 3; ++i) EXPECT_LT(max_abs_diff(gf[size_t(i)], gr[size_t(i)]), 1e-11) << "input " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, AttentionMatchesUnfusedReference,
+                         ::testing::Values(Case{1, 1, 5, 5, 3, 3, false, false}, Case{2, 3, 70, 70, 8, 8, true, false},
+                                           Case{2, 2, 65, 130, 4, 6, false, true},
+                                           Case{1, 2, 129, 129, 16, 16, true, false}));
+
+TEST(Attention, F32AgreesWithF64AndThreeDInputsWork) {
+  manual_seed(9);
+  Tensor q = ops::randn({4, 33, 16}), k = ops::randn({4, 33, 16}), v = ops::randn({4, 33, 16});
+  Tensor a = ops::scaled_dot_product_attention(q, k, v, Tensor(), 0.0, true);
+  Tensor b = ops::scaled_dot_product_attention(q.to(DType::f64), k.to(DType::f64), v.to(DType::f64), Tensor(), 0.0, true);
+  EXPECT_EQ(a.shape(), (Shape{4, 33, 16}));
+  EXPECT_LT(max_abs_diff(a, b), 1e-5);
+}
+
+TEST(Attention, SavesOnlyLinearMemoryForBackward) {
+  // What the node saves must not grow with T * S: q, k, v, out and lse only.
+  manual_seed(1);
+  auto opts = TensorOptions(DType::f32).requires_grad(true);
+  const int64_t T = 512, D = 16;
+  Tensor q = ops::randn({1, 1, T, D}, opts), k = ops::randn({1, 1, T, D}, opts), v = ops::randn({1, 1, T, D}, opts);
+  struct Sizes final : autograd::SavePolicy {
+    autograd::Packed pack(const Tensor& t, const autograd::SaveInfo& i) override {
+      bytes += i.bytes;
+      return {t, nullptr};
+    }
+    Tensor unpack(autograd::Packed& p, const autograd::SaveInfo&) override { return p.tensor; }
+    size_t bytes = 0;
+  };
+  auto sizes = std::make_shared<Sizes>();
+  {
+    autograd::SavePolicyGuard g(sizes);
+    ops::scaled_dot_product_attention(q, k, v, Tensor(), 0.0, true);
+  }
+  EXPECT_EQ(sizes->bytes, size_t(4 * (4 * T * D + T)));
+}
+
+TEST(Attention, FullyMaskedRowsGiveZerosNotNaN) {
+  Tensor q = ops::randn({1, 1, 2, 4}, DType::f64), k = ops::randn({1, 1, 3, 4}, DType::f64),
+         v = ops::randn({1, 1, 3, 4}, DType::f64);
+  Tensor mask = ops::from_vector(std::vector<double>{0, 0, 0, 1, 1, 0}, {2, 3}, DType::boolean);
+  std::vector<double> o = ops::scaled_dot_product_attention(q, k, v, mask).to_double_vector();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(o[size_t(i)], 0.0);
+  for (double x : o) EXPECT_FALSE(std::isnan(x));
+}
+
+TEST(Attention, BadShapesAndDropoutAreRejected) {
+  Tensor q = ops::zeros({1, 2, 4, 8}), k = ops::zeros({1, 2, 4, 7});
+  EXPECT_THROW(ops::scaled_dot_product_attention(q, k, k), ShapeError);
+  EXPECT_THROW(ops::scaled_dot_product_attention(q, q, q, Tensor(), 0.1), NotImplementedError);
+}
+
+TEST(Attention, MetaReportsCost) {
+  Tensor q = ops::empty({2, 12, 256, 64}, kMeta);
+  CostCounter c;
+  {
+    OpObserverGuard g(&c);
+    Tensor o = ops::scaled_dot_product_attention(q, q, q, Tensor(), 0.0, true);
+    EXPECT_EQ(o.shape(), q.shape());
+  }
+  EXPECT_GT(c.total.flops, 2.0 * 2 * 12 * 256 * 256 * 64);
+}
