@@ -84,7 +84,7 @@ Tensor matmul_raw(const Tensor& a, const Tensor& b) {
 Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::common_device("matmul", {&a, &b});
   STRATA_CHECK(a.dim() >= 1 && b.dim() >= 1, ShapeError, "matmul: 0-d operand (", a.str(), " @ ", b.str(), ")");
-  if (a.dim() == 1) return squeeze(matmul(unsqueeze(a, 0), b), -2);
+  if (a.dim() == 1) return squeeze(matmul(unsqueeze(a, 0), b), b.dim() == 1 ? -1 : -2);
   if (b.dim() == 1) return squeeze(matmul(a, unsqueeze(b, 1)), -1);
   Tensor out = matmul_raw(a, b);
   if (auto node = make_node("MatmulBackward", {a, b})) {

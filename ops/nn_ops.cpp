@@ -161,7 +161,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     node->save(weight);
     node->save(mu);
     node->save(rs);
-    node->backward = [R, C](OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
+    node->backward = [R, C, ns = normalized_shape](OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
       Tensor xv = n.saved(0), wv = n.saved(1);
       DType dt = row_dtype(xv.dtype());
       auto rows = [&](const Tensor& t, Shape s) {
@@ -176,7 +176,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
       auto back = [&](const Tensor& t, const Tensor& like) {
         return t.defined() ? detail::raw_cast(detail::raw_reshape(t, like.shape()), like.dtype()) : Tensor();
       };
-      return {back(gx, xv), back(gw, wv), gb.defined() ? detail::raw_cast(detail::raw_reshape(gb, wv.defined() ? wv.shape() : Shape{C}), xv.dtype()) : Tensor()};
+      return {back(gx, xv), back(gw, wv), gb.defined() ? detail::raw_cast(detail::raw_reshape(gb, ns), xv.dtype()) : Tensor()};
     };
     set_outputs(node, {&out});
   }
@@ -199,12 +199,15 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   if (p == 1.0) return mul(x, 0.0);
   const double scale = 1.0 / (1.0 - p);
   Device dev = x.device();
-  // mask[i] = (u[i] >= p) * scale, regenerated in backward from the same Philox state.
+  // mask[i] = (u[i] >= p) * scale, regenerated in backward from the same Philox state. u and p
+  // are compared in f32 whatever x's dtype (rounding u to bf16 would shift the keep rate and
+  // make the mask depend on the dtype), and the mask stays in f32 for 16-bit x, so x * scale is
+  // rounded once (a bf16 scale would bias the kept values by up to 2^-9).
   auto make_mask = [dev, p, scale](const Shape& shape, DType dt, RngState s) {
-    Tensor u = detail::alloc(shape, dt, dev);
+    Tensor u = detail::alloc(shape, DType::f32, dev);
     detail::kernels(dev).random_uniform(u, s, 0.0, 1.0);
     Tensor keep = detail::alloc(shape, DType::boolean, dev);
-    Tensor thr = full({}, p, TensorOptions(dt).device(dev));
+    Tensor thr = full({}, p, TensorOptions(DType::f32).device(dev));
     Tensor a[2] = {u, detail::raw_expand(thr, shape)};
     detail::kernels(dev).elementwise(EwOp::Ge, keep, a);
     Tensor m = detail::raw_cast(keep, dt);
@@ -213,17 +216,18 @@ Tensor dropout(const Tensor& x, double p, bool training) {
     return m;
   };
   DType dt = is_floating(x.dtype()) ? x.dtype() : DType::f32;
+  DType mask_dt = dt == DType::f64 ? DType::f64 : DType::f32;
   RngState state = current_generator().reserve(uint64_t(x.numel()));
   Tensor mask;
   Tensor out;
   {
     autograd::NoGradGuard ng;
-    mask = make_mask(x.shape(), dt, state);
-    out = mul(x, mask);
+    mask = make_mask(x.shape(), mask_dt, state);
+    out = detail::raw_cast(mul(x, mask), dt);
   }
   if (auto node = make_node("DropoutBackward", {x})) {
-    node->backward = [make_mask, state, shape = x.shape(), dt](OpNode&, std::vector<Tensor>& g) -> std::vector<Tensor> {
-      return {mul(g[0], make_mask(shape, dt, state))};
+    node->backward = [make_mask, state, shape = x.shape(), mask_dt](OpNode&, std::vector<Tensor>& g) -> std::vector<Tensor> {
+      return {detail::raw_cast(mul(g[0], make_mask(shape, mask_dt, state)), g[0].dtype())};
     };
     set_outputs(node, {&out});
   }

@@ -127,7 +127,7 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& dims, int64_t correction
   ReducePlan p = plan_reduce(x, dims, keepdim, "var");
   Tensor mu = dims.empty() ? mean(x) : mean(x, dims, /*keepdim=*/true);
   Tensor d = sub(x, mu);
-  Tensor ss = dims.empty() ? sum(square(d)) : sum(square(d), dims, keepdim);
+  Tensor ss = dims.empty() ? reshape(sum(square(d)), p.out_shape) : sum(square(d), dims, keepdim);
   double denom = double(p.reduce_numel - correction);
   STRATA_CHECK(denom > 0, ValueError, "var: ", p.reduce_numel, " elements with correction ", correction);
   return mul(ss, 1.0 / denom);

@@ -49,14 +49,14 @@ void gather_typed(const Tensor& out, const Tensor& in, int64_t dim, const Tensor
   const int64_t* idx = index.data<int64_t>();
   const T* x = in.data<T>();
   T* y = out.data<T>();
+  // Checked up front: an exception must not escape the OpenMP region below.
+  for (int64_t p = 0; p < index.numel(); ++p) check_index(idx[p], i3.d, "gather", in);
 #pragma omp parallel for schedule(static) if (index.numel() > kParallelGrain)
   for (int64_t o = 0; o < x3.outer; ++o)
     for (int64_t j = 0; j < x3.d; ++j)
       for (int64_t c = 0; c < x3.inner; ++c) {
         int64_t pos = (o * x3.d + j) * x3.inner + c;
-        int64_t k = idx[pos];
-        check_index(k, i3.d, "gather", in);
-        y[pos] = x[(o * i3.d + k) * i3.inner + c];
+        y[pos] = x[(o * i3.d + idx[pos]) * i3.inner + c];
       }
 }
 
@@ -93,6 +93,8 @@ void check_contig(std::initializer_list<const Tensor*> ts, const char* op) {
     STRATA_CHECK(t->is_contiguous(), ValueError, op, ": expects contiguous tensors, got ", t->str());
 }
 
+bool is_half(DType t) { return t == DType::bf16 || t == DType::f16; }
+
 }  // namespace
 
 void CpuBackend::index_select(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) {
@@ -111,18 +113,34 @@ void CpuBackend::index_select(const Tensor& out, const Tensor& in, int64_t dim, 
   }
 }
 
+// 16-bit floats gather exactly through f32 and accumulate in f32, rounded once at the end.
 void CpuBackend::index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   check_contig({&out, &src, &index}, "index_add");
+  if (is_half(out.dtype())) {
+    Tensor o32 = contiguous_as(out, DType::f32);
+    index_add(o32, dim, index, contiguous_as(src, DType::f32));
+    return copy(out, o32);
+  }
   float_or_int(out.dtype(), "index_add", [&](auto v) { index_add_typed<decltype(v)>(out, dim, index, src); });
 }
 
 void CpuBackend::gather(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) {
   check_contig({&out, &in, &index}, "gather");
+  if (is_half(in.dtype())) {
+    Tensor o32 = Tensor::empty(out.shape(), DType::f32, kCPU);
+    gather(o32, contiguous_as(in, DType::f32), dim, index);
+    return copy(out, o32);
+  }
   float_or_int(in.dtype(), "gather", [&](auto v) { gather_typed<decltype(v)>(out, in, dim, index); });
 }
 
 void CpuBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   check_contig({&out, &src, &index}, "scatter_add");
+  if (is_half(out.dtype())) {
+    Tensor o32 = contiguous_as(out, DType::f32);
+    scatter_add(o32, dim, index, contiguous_as(src, DType::f32));
+    return copy(out, o32);
+  }
   float_or_int(out.dtype(), "scatter_add", [&](auto v) { scatter_add_typed<decltype(v)>(out, dim, index, src); });
 }
 

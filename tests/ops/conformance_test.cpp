@@ -1,0 +1,769 @@
+// The op conformance harness: every op, every backend, one table (after ggml's test-backend-ops).
+//
+// How it works
+//   Each row of the table below (`build_table`) is one OpCase: a name "family.variant", the
+//   input specs, a lambda that runs the Strata op, and a lambda that computes the same thing
+//   in double precision with the plain loops of tests/support/op_reference.h. An input spec
+//   says the shape the op sees, how the tensor is laid out (in(shape) is contiguous; .T()
+//   transposed, .step(d) a stride-2 slice with an odd offset, .bcast(base) a stride-0 expand,
+//   .offset() a view 3 elements into its storage) and what values it holds (.pos(), .away(),
+//   .ints(), idx(...), mask(...)). Every non-contiguous layout is a differentiable view of a
+//   contiguous leaf, so gradients flow through the view ops too.
+//
+//   For every family, three suites run each of its rows:
+//   - Conformance/OpForward: on each backend (CPU; CUDA when compiled and a device is present,
+//     otherwise the test is SKIPPED) in f64 and f32, and in bf16 for rows marked .bf16(); inputs
+//     are rounded to the dtype first, outputs are compared with the reference by normalized MSE
+//     (sum (got - want)^2 / sum want^2) against the row's per-dtype bound; integer and bool
+//     outputs must match exactly; output shapes and dtypes must match.
+//   - Gradcheck/OpGradcheck: in f64, the analytic gradient of sum(out * w) for random w
+//     (autograd::grad with w as the seed) against central finite differences, for every
+//     floating input, for every row not marked .no_grad().
+//   - Conformance/OpMeta: the row on Meta tensors of the same shapes: same output shapes and
+//     dtypes as on the CPU, a nonzero cost reported to a CostCounter (zero for rows marked
+//     .view(): a view moves no data), and for differentiable rows a backward on Meta that
+//     gives gradients of the leaves' shapes. Meta tensors have no data, so nothing is touched.
+//
+// Adding an op = adding a row (or a family of rows) here:
+//   t.add("myop.T", {in({3, 5}).T()}, OP(ops::myop(x[0])), REF(R::map(r[0], my_double_fn)));
+// Run: strata_tests --gtest_filter='Conformance*:Gradcheck*:Determinism*', or one family on every
+// backend and suite with --gtest_filter='*/myop_cpu:*/myop_cuda:*/myop'.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numbers>
+#include <numeric>
+#include <string>
+
+#include "strata/autograd/engine.h"
+#include "strata/autograd/grad_mode.h"
+#include "strata/core/generator.h"
+#include "strata/core/op_observer.h"
+#include "strata/core/philox.h"
+#include "support/op_case.h"
+
+// The fused attention kernel joins the table when its op exists.
+#if __has_include("strata/ops/attention.h")
+#include "strata/ops/attention.h"
+#define STRATA_CONFORMANCE_ATTENTION 1
+#endif
+
+namespace strata::testing {
+namespace {
+
+namespace R = ref;
+
+#define OP(...) [=](const Tensors& x) -> Tensors { return {__VA_ARGS__}; }
+#define OPS(...) [=](const Tensors& x) -> Tensors { return __VA_ARGS__; }
+#define REF(...) [=](const Refs& r) -> Refs { return {__VA_ARGS__}; }
+
+using UnaryFn = std::function<Tensor(const Tensor&)>;
+using BinaryFn = std::function<Tensor(const Tensor&, const Tensor&)>;
+
+class Table {
+ public:
+  OpCase& add(std::string name, std::vector<InputSpec> inputs, std::function<Tensors(const Tensors&)> run,
+              std::function<Refs(const Refs&)> ref) {
+    rows.emplace_back(std::move(name), std::move(inputs), std::move(run), std::move(ref));
+    return rows.back();
+  }
+
+  // Elementwise f(x) on four layouts: odd contiguous, transposed, row-strided, offset.
+  void unary(const std::string& name, UnaryFn op, double (*f)(double), Values v = Values::Normal,
+             bool bf16 = false) {
+    auto run = [op](const Tensors& x) -> Tensors { return {op(x[0])}; };
+    auto rf = [f](const Refs& r) -> Refs { return {R::map(r[0], f)}; };
+    auto kind = [v](InputSpec s) {
+      s.values = v;
+      return s;
+    };
+    add(name + ".c33", {kind(in({33}))}, run, rf);
+    OpCase& t = add(name + ".T", {kind(in({3, 5}).T())}, run, rf);
+    if (bf16) t.bf16();
+    add(name + ".step0", {kind(in({2, 7}).step(0))}, run, rf);
+    add(name + ".offset", {kind(in({1, 13}).offset())}, run, rf);
+  }
+
+  // Elementwise f(a, b) with broadcasting, on five layout pairs.
+  void binary(const std::string& name, BinaryFn op, double (*f)(double, double), Values va = Values::Normal,
+              Values vb = Values::Normal, bool bf16 = false) {
+    auto run = [op](const Tensors& x) -> Tensors { return {op(x[0], x[1])}; };
+    auto rf = [f](const Refs& r) -> Refs { return {R::zip(r[0], r[1], f)}; };
+    auto A = [va](InputSpec s) {
+      s.values = va;
+      return s;
+    };
+    auto B = [vb](InputSpec s) {
+      s.values = vb;
+      return s;
+    };
+    add(name + ".c13", {A(in({13})), B(in({13}))}, run, rf);
+    OpCase& bc = add(name + ".bcast", {A(in({4, 3, 5})), B(in({3, 1}).T())}, run, rf);
+    if (bf16) bc.bf16();
+    add(name + ".T_step", {A(in({5, 3}).T()), B(in({5, 3}).step())}, run, rf);
+    add(name + ".expand_offset", {A(in({3, 7}).bcast({3, 1})), B(in({3, 7}).offset())}, run, rf);
+    add(name + ".scalar0d", {A(in({2, 7}).step(0)), B(in({}))}, run, rf);
+  }
+
+  std::vector<OpCase> rows;
+};
+
+double gelu_erf(double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }
+double gelu_tanh(double v) {
+  return 0.5 * v * (1 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
+}
+double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
+double sign(double v) { return double((v > 0) - (v < 0)); }
+
+// Same-shape three-input elementwise reference.
+template <class F>
+Ref zip3(const Ref& a, const Ref& b, const Ref& c, F f) {
+  Ref out(a.shape);
+  for (int64_t i = 0; i < a.numel(); ++i) out.v[size_t(i)] = f(a.v[size_t(i)], b.v[size_t(i)], c.v[size_t(i)]);
+  return out;
+}
+Ref cast(const Ref& a, DType t) { return R::map(a, [t](double v) { return quantize(v, t); }).as(t); }
+Ref compare(const Ref& a, const Ref& b, bool (*f)(double, double)) {
+  return R::zip(a, b, [f](double x, double y) { return double(f(x, y)); }).as(DType::boolean);
+}
+Tensors values_indices(const ops::ValuesIndices& v) { return {v.values, v.indices}; }
+
+std::vector<OpCase> build_table() {
+  Table t;
+  using ops::Reduction;
+
+  // ---- elementwise, unary ----
+  t.unary("neg", [](const Tensor& x) { return ops::neg(x); }, [](double v) { return -v; }, Values::Normal, true);
+  t.unary("exp", [](const Tensor& x) { return ops::exp(x); }, [](double v) { return std::exp(v); }, Values::Normal, true);
+  t.unary("log", [](const Tensor& x) { return ops::log(x); }, [](double v) { return std::log(v); }, Values::Positive);
+  t.unary("sqrt", [](const Tensor& x) { return ops::sqrt(x); }, [](double v) { return std::sqrt(v); }, Values::Positive);
+  t.unary("rsqrt", [](const Tensor& x) { return ops::rsqrt(x); }, [](double v) { return 1 / std::sqrt(v); },
+          Values::Positive);
+  t.unary("tanh", [](const Tensor& x) { return ops::tanh(x); }, [](double v) { return std::tanh(v); }, Values::Normal, true);
+  t.unary("sigmoid", [](const Tensor& x) { return ops::sigmoid(x); }, sigmoid, Values::Normal, true);
+  t.unary("relu", [](const Tensor& x) { return ops::relu(x); }, [](double v) { return v > 0 ? v : 0; }, Values::Away, true);
+  t.unary("gelu", [](const Tensor& x) { return ops::gelu(x); }, gelu_erf, Values::Normal, true);
+  t.unary("gelu_tanh", [](const Tensor& x) { return ops::gelu(x, "tanh"); }, gelu_tanh, Values::Normal, true);
+  t.unary("silu", [](const Tensor& x) { return ops::silu(x); }, [](double v) { return v * sigmoid(v); }, Values::Normal, true);
+  t.unary("abs", [](const Tensor& x) { return ops::abs(x); }, [](double v) { return std::fabs(v); }, Values::Away);
+  t.unary("sign", [](const Tensor& x) { return ops::sign(x); }, sign, Values::Away);
+  t.unary("square", [](const Tensor& x) { return ops::square(x); }, [](double v) { return v * v; }, Values::Normal, true);
+  t.unary("reciprocal", [](const Tensor& x) { return ops::reciprocal(x); }, [](double v) { return 1 / v; }, Values::Away);
+  t.unary("sin", [](const Tensor& x) { return ops::sin(x); }, [](double v) { return std::sin(v); });
+  t.unary("cos", [](const Tensor& x) { return ops::cos(x); }, [](double v) { return std::cos(v); });
+  t.unary("clamp", [](const Tensor& x) { return ops::clamp(x, -0.5, 0.7); },
+          [](double v) { return std::min(std::max(v, -0.5), 0.7); });
+  t.unary("add_scalar", [](const Tensor& x) { return ops::add(x, 2.5); }, [](double v) { return v + 2.5; });
+  t.unary("mul_scalar", [](const Tensor& x) { return ops::mul(x, -1.5); }, [](double v) { return v * -1.5; });
+  t.unary("pow_scalar", [](const Tensor& x) { return ops::pow(x, 2.5); }, [](double v) { return std::pow(v, 2.5); },
+          Values::Positive);
+  t.unary("pow_int_scalar", [](const Tensor& x) { return ops::pow(x, 3.0); }, [](double v) { return v * v * v; });
+  t.unary("rpow_scalar", [](const Tensor& x) { return ops::pow(1.7, x); }, [](double v) { return std::pow(1.7, v); });
+
+  // ---- elementwise, binary (NumPy broadcasting) ----
+  t.binary("add", [](const Tensor& a, const Tensor& b) { return ops::add(a, b); },
+           [](double a, double b) { return a + b; }, Values::Normal, Values::Normal, true);
+  t.binary("sub", [](const Tensor& a, const Tensor& b) { return ops::sub(a, b); },
+           [](double a, double b) { return a - b; }, Values::Normal, Values::Normal, true);
+  t.binary("mul", [](const Tensor& a, const Tensor& b) { return ops::mul(a, b); },
+           [](double a, double b) { return a * b; }, Values::Normal, Values::Normal, true);
+  t.binary("div", [](const Tensor& a, const Tensor& b) { return ops::div(a, b); },
+           [](double a, double b) { return a / b; }, Values::Normal, Values::Away, true);
+  t.binary("pow", [](const Tensor& a, const Tensor& b) { return ops::pow(a, b); },
+           [](double a, double b) { return std::pow(a, b); }, Values::Positive, Values::Normal);
+  t.binary("maximum", [](const Tensor& a, const Tensor& b) { return ops::maximum(a, b); },
+           [](double a, double b) { return std::max(a, b); });
+  t.binary("minimum", [](const Tensor& a, const Tensor& b) { return ops::minimum(a, b); },
+           [](double a, double b) { return std::min(a, b); });
+  t.binary("add_alpha", [](const Tensor& a, const Tensor& b) { return ops::add(a, b, 0.5); },
+           [](double a, double b) { return a + 0.5 * b; });
+  t.binary("sub_alpha", [](const Tensor& a, const Tensor& b) { return ops::sub(a, b, 2.0); },
+           [](double a, double b) { return a - 2.0 * b; });
+  t.add("operators.mixed", {in({3, 4}).T(), in({3, 4}).step(), in({3, 4}).pos()},
+        OP(((x[0] + x[1]) * x[0] - x[1] / x[2] + 2.0 * (-x[0]) / 4.0) - 1.0 + x[1] * 0.5),
+        REF(zip3(r[0], r[1], r[2], [](double a, double b, double c) {
+          return ((a + b) * a - b / c + 2.0 * (-a) / 4.0) - 1.0 + b * 0.5;
+        })));
+
+  // ---- comparisons (bool results, not differentiable); small integers make ties ----
+  struct Cmp {
+    const char* name;
+    BinaryFn op;
+    bool (*f)(double, double);
+  };
+  const Cmp cmps[] = {
+      {"eq", [](const Tensor& a, const Tensor& b) { return ops::eq(a, b); }, [](double a, double b) { return a == b; }},
+      {"ne", [](const Tensor& a, const Tensor& b) { return ops::ne(a, b); }, [](double a, double b) { return a != b; }},
+      {"lt", [](const Tensor& a, const Tensor& b) { return ops::lt(a, b); }, [](double a, double b) { return a < b; }},
+      {"le", [](const Tensor& a, const Tensor& b) { return ops::le(a, b); }, [](double a, double b) { return a <= b; }},
+      {"gt", [](const Tensor& a, const Tensor& b) { return ops::gt(a, b); }, [](double a, double b) { return a > b; }},
+      {"ge", [](const Tensor& a, const Tensor& b) { return ops::ge(a, b); }, [](double a, double b) { return a >= b; }},
+  };
+  for (const Cmp& c : cmps) {
+    auto op = c.op;
+    auto f = c.f;
+    t.add(std::string(c.name) + ".T_bcast", {in({3, 7}).ints().T(), in({7}).ints()}, OP(op(x[0], x[1])),
+          REF(compare(r[0], r[1], f)))
+        .no_grad()
+        .bf16();
+    t.add(std::string(c.name) + ".step_offset", {in({2, 5}).ints().step(), in({2, 5}).ints().offset()},
+          OP(op(x[0], x[1])), REF(compare(r[0], r[1], f)))
+        .no_grad();
+  }
+  t.add("eq.scalar", {in({3, 5}).ints().T()}, OP(ops::eq(x[0], 1.0)),
+        REF(compare(r[0], Ref({}, {1.0}), [](double a, double b) { return a == b; })))
+      .no_grad();
+  t.add("gt.scalar", {in({13}).ints()}, OP(ops::gt(x[0], 0.5)),
+        REF(compare(r[0], Ref({}, {0.5}), [](double a, double b) { return a > b; })))
+      .no_grad();
+  t.add("lt.scalar", {in({2, 7}).ints().step()}, OP(ops::lt(x[0], -1.0)),
+        REF(compare(r[0], Ref({}, {-1.0}), [](double a, double b) { return a < b; })))
+      .no_grad();
+
+  // ---- selection ----
+  t.add("where.bcast", {mask({4, 1}), in({4, 5}).T(), in({5})}, OP(ops::where(x[0], x[1], x[2])),
+        REF(R::where(r[0], r[1], r[2])))
+      .bf16();
+  t.add("where.step", {mask({3, 4}).step(0), in({3, 4}).step(), in({3, 4}).offset()},
+        OP(ops::where(x[0], x[1], x[2])), REF(R::where(r[0], r[1], r[2])));
+  t.add("masked_fill.bcast", {in({3, 7}).step(), mask({7})}, OP(ops::masked_fill(x[0], x[1], 3.25)),
+        REF(R::where(r[1], Ref({}, {3.25}), r[0])))
+      .bf16();
+  t.add("masked_fill.T", {in({4, 3}).T(), mask({4, 3}).T()}, OP(ops::masked_fill(x[0], x[1], -7.0)),
+        REF(R::where(r[1], Ref({}, {-7.0}), r[0])));
+
+  // ---- reductions ----
+  t.add("sum.all_T", {in({4, 7}).T()}, OP(ops::sum(x[0])), REF(R::sum(r[0]))).bf16();
+  t.add("sum.method_offset", {in({13}).offset()}, OP(x[0].sum()), REF(R::sum(r[0])));
+  t.add("sum.dim0_step", {in({3, 5}).step()}, OP(ops::sum(x[0], {0})), REF(R::sum(r[0], {0})));
+  t.add("sum.dims02_keep_T", {in({2, 3, 4}).T()}, OP(ops::sum(x[0], {0, 2}, true)), REF(R::sum(r[0], {0, 2}, true)))
+      .bf16();
+  t.add("sum.last_bcast", {in({3, 4, 5}).bcast({4, 1})}, OP(ops::sum(x[0], {-1})), REF(R::sum(r[0], {-1})));
+  t.add("sum.size1_dim", {in({3, 1, 5})}, OP(ops::sum(x[0], {1})), REF(R::sum(r[0], {1})));
+  t.add("sum.large_T", {in({181, 203}).T()}, OP(ops::sum(x[0], {0})), REF(R::sum(r[0], {0}))).no_grad();
+  t.add("mean.all_offset", {in({13}).offset()}, OP(ops::mean(x[0])), REF(R::mean(r[0])));
+  t.add("mean.method_T", {in({3, 5}).T()}, OP(x[0].mean()), REF(R::mean(r[0])));
+  t.add("mean.dim1_keep_T", {in({3, 7}).T()}, OP(ops::mean(x[0], {1}, true)), REF(R::mean(r[0], {1}, true))).bf16();
+  t.add("mean.dims_step", {in({2, 3, 5}).step(1)}, OP(ops::mean(x[0], {0, -1})), REF(R::mean(r[0], {0, -1})));
+  t.add("var.dim1_T", {in({3, 7}).T()}, OP(ops::var(x[0], {1})), REF(R::var(r[0], {1}, 1, false)));
+  t.add("var.dims02_keep_c0", {in({2, 3, 4}).step()}, OP(ops::var(x[0], {0, 2}, 0, true)),
+        REF(R::var(r[0], {0, 2}, 0, true)));
+  t.add("var.all", {in({13})}, OP(ops::var(x[0], {})), REF(R::var(r[0], {}, 1, false)));
+  t.add("var.all_keep", {in({3, 4}).T()}, OP(ops::var(x[0], {}, 1, true)), REF(R::var(r[0], {}, 1, true)));
+  t.add("max.all_T", {in({4, 7}).T()}, OP(ops::max(x[0])), REF(R::extremum(r[0], {}, false, true))).bf16();
+  t.add("min.all_step", {in({3, 5}).step()}, OP(ops::min(x[0])), REF(R::extremum(r[0], {}, false, false)));
+  t.add("max.dim1_keep", {in({3, 7}).step()}, OPS(values_indices(ops::max(x[0], 1, true))),
+        REF(R::extremum(r[0], {1}, true, true), R::arg_extremum(r[0], 1, true, true)));
+  t.add("max.dim0_T", {in({5, 3}).T()}, OPS(values_indices(ops::max(x[0], 0))),
+        REF(R::extremum(r[0], {0}, false, true), R::arg_extremum(r[0], 0, false, true)));
+  t.add("min.dim0_offset", {in({5, 3}).offset()}, OPS(values_indices(ops::min(x[0], 0))),
+        REF(R::extremum(r[0], {0}, false, false), R::arg_extremum(r[0], 0, false, false)));
+  t.add("min.last_keep_3d", {in({2, 3, 4}).T()}, OPS(values_indices(ops::min(x[0], -1, true))),
+        REF(R::extremum(r[0], {-1}, true, false), R::arg_extremum(r[0], -1, true, false)));
+  t.add("argmax.last_step", {in({3, 7}).step()}, OP(ops::argmax(x[0], -1)), REF(R::arg_extremum(r[0], -1, false, true)))
+      .no_grad()
+      .bf16();
+  t.add("argmax.ties_first", {in({4, 6}).ints()}, OP(ops::argmax(x[0], 1)), REF(R::arg_extremum(r[0], 1, false, true)))
+      .no_grad();
+  t.add("argmin.dim0_keep_T", {in({5, 3}).T()}, OP(ops::argmin(x[0], 0, true)),
+        REF(R::arg_extremum(r[0], 0, true, false)))
+      .no_grad();
+  t.add("argmin.ties_first", {in({3, 5}).ints().T()}, OP(ops::argmin(x[0], 0)),
+        REF(R::arg_extremum(r[0], 0, false, false)))
+      .no_grad();
+
+  // ---- matrix products ----
+  t.add("matmul.dot", {in({7}), in({7}).step()}, OP(ops::matmul(x[0], x[1])), REF(R::matmul(r[0], r[1])));
+  t.add("matmul.vec_mat", {in({5}), in({5, 3}).T()}, OP(ops::matmul(x[0], x[1])), REF(R::matmul(r[0], r[1])));
+  t.add("matmul.mat_vec", {in({4, 5}).step(), in({5}).offset()}, OP(ops::matmul(x[0], x[1])),
+        REF(R::matmul(r[0], r[1])));
+  t.add("matmul.2d", {in({3, 5}), in({5, 4})}, OP(ops::matmul(x[0], x[1])), REF(R::matmul(r[0], r[1]))).bf16();
+  t.add("matmul.2d_TT", {in({3, 5}).T(), in({5, 4}).T()}, OP(ops::matmul(x[0], x[1])), REF(R::matmul(r[0], r[1])))
+      .bf16();
+  t.add("matmul.2d_step", {in({3, 5}).step(), in({5, 4}).step(0)}, OP(ops::matmul(x[0], x[1])),
+        REF(R::matmul(r[0], r[1])));
+  t.add("matmul.ones", {in({1, 7}), in({7, 1}).T()}, OP(ops::matmul(x[0], x[1])), REF(R::matmul(r[0], r[1])));
+  t.add("matmul.batched_bcast", {in({2, 1, 3, 5}), in({4, 5, 2}).T()}, OP(ops::matmul(x[0], x[1])),
+        REF(R::matmul(r[0], r[1])))
+      .bf16();
+  t.add("matmul.batched_mat", {in({2, 3, 5}).T(), in({5, 4})}, OP(ops::matmul(x[0], x[1])), REF(R::matmul(r[0], r[1])));
+  t.add("matmul.mat_batched", {in({3, 5}), in({2, 5, 4}).step(1)}, OP(ops::matmul(x[0], x[1])),
+        REF(R::matmul(r[0], r[1])));
+  t.add("matmul.batch_expand", {in({3, 4, 5}).bcast({4, 5}), in({3, 5, 2})}, OP(ops::matmul(x[0], x[1])),
+        REF(R::matmul(r[0], r[1])));
+  t.add("matmul.vec_batched", {in({5}), in({2, 5, 3})}, OP(ops::matmul(x[0], x[1])), REF(R::matmul(r[0], r[1])));
+  t.add("matmul.batched_vec", {in({2, 3, 5}).T(), in({5})}, OP(ops::matmul(x[0], x[1])), REF(R::matmul(r[0], r[1])));
+  t.add("bmm.T_step", {in({3, 4, 5}).T(), in({3, 5, 2}).step(1)}, OP(ops::bmm(x[0], x[1])),
+        REF(R::matmul(r[0], r[1])))
+      .bf16();
+  t.add("bmm.offset", {in({2, 1, 7}).offset(), in({2, 7, 3})}, OP(ops::bmm(x[0], x[1])), REF(R::matmul(r[0], r[1])));
+  t.add("linear.bias", {in({4, 5}), in({3, 5}), in({3})}, OP(ops::linear(x[0], x[1], x[2])),
+        REF(R::zip(R::matmul(r[0], R::transpose(r[1], 0, 1)), r[2], std::plus<>())))
+      .bf16();
+  t.add("linear.no_bias_3d", {in({2, 3, 5}).step(), in({4, 5}).T()}, OP(ops::linear(x[0], x[1])),
+        REF(R::matmul(r[0], R::transpose(r[1], 0, 1))));
+  t.add("linear.vec", {in({5}), in({3, 5}), in({3}).offset()}, OP(ops::linear(x[0], x[1], x[2])),
+        REF(R::zip(R::matmul(r[0], R::transpose(r[1], 0, 1)), r[2], std::plus<>())));
+
+  // ---- softmax family ----
+  t.add("softmax.last_T", {in({3, 7}).T()}, OP(ops::softmax(x[0], -1)), REF(R::softmax(r[0], -1, false))).bf16();
+  t.add("softmax.dim1_step", {in({4, 3, 5}).step()}, OP(ops::softmax(x[0], 1)), REF(R::softmax(r[0], 1, false)));
+  t.add("softmax.dim0", {in({13, 2})}, OP(ops::softmax(x[0], 0)), REF(R::softmax(r[0], 0, false)));
+  t.add("softmax.size1", {in({4, 1}).offset()}, OP(ops::softmax(x[0], -1)), REF(R::softmax(r[0], -1, false)));
+  t.add("log_softmax.last_bcast", {in({3, 7}).bcast({7})}, OP(ops::log_softmax(x[0], -1)),
+        REF(R::softmax(r[0], -1, true)));
+  t.add("log_softmax.dim0_T", {in({5, 3}).T()}, OP(ops::log_softmax(x[0], 0)), REF(R::softmax(r[0], 0, true))).bf16();
+  t.add("log_softmax.dim1_3d", {in({2, 33, 3}).step(0)}, OP(ops::log_softmax(x[0], 1)), REF(R::softmax(r[0], 1, true)));
+
+  // ---- losses and normalization ----
+  const std::vector<double> tgt{0, 3, -100, 1, 4, 2};
+  t.add("cross_entropy.mean", {in({6, 5}).T(), idx({6}, 5, tgt)}, OP(ops::cross_entropy(x[0], x[1])),
+        REF(R::cross_entropy(r[0], r[1], -100, R::Reduce::Mean)))
+      .bf16();
+  t.add("cross_entropy.sum", {in({6, 5}).step(), idx({6}, 5, tgt)},
+        OP(ops::cross_entropy(x[0], x[1], -100, Reduction::Sum)), REF(R::cross_entropy(r[0], r[1], -100, R::Reduce::Sum)));
+  t.add("cross_entropy.none", {in({6, 5}).offset(), idx({6}, 5, tgt)},
+        OP(ops::cross_entropy(x[0], x[1], -100, Reduction::None)),
+        REF(R::cross_entropy(r[0], r[1], -100, R::Reduce::None)));
+  t.add("cross_entropy.ignore2", {in({6, 5}), idx({6}, 5, {2, 0, 2, 4, 1, 3})},
+        OP(ops::cross_entropy(x[0], x[1], 2)), REF(R::cross_entropy(r[0], r[1], 2, R::Reduce::Mean)));
+  t.add("cross_entropy.3d", {in({2, 3, 7}).T(), idx({2, 3}, 7)}, OP(ops::cross_entropy(x[0], x[1])),
+        REF(R::cross_entropy(r[0], r[1], -100, R::Reduce::Mean)));
+  t.add("layer_norm.affine_T", {in({4, 7}).T(), in({7}), in({7})}, OP(ops::layer_norm(x[0], {7}, x[1], x[2])),
+        REF(R::layer_norm(r[0], 1, &r[1], &r[2], 1e-5)))
+      .bf16();
+  t.add("layer_norm.plain_step", {in({3, 13}).step()}, OP(ops::layer_norm(x[0], {13})),
+        REF(R::layer_norm(r[0], 1, nullptr, nullptr, 1e-5)));
+  t.add("layer_norm.2d_affine", {in({2, 3, 5}), in({3, 5}).T(), in({3, 5}).offset()},
+        OP(ops::layer_norm(x[0], {3, 5}, x[1], x[2])), REF(R::layer_norm(r[0], 2, &r[1], &r[2], 1e-5)));
+  t.add("layer_norm.bias_only_2d", {in({2, 3, 5}).step(), in({3, 5})},
+        OP(ops::layer_norm(x[0], {3, 5}, Tensor(), x[1])), REF(R::layer_norm(r[0], 2, nullptr, &r[1], 1e-5)));
+  t.add("layer_norm.weight_only", {in({4, 7}).bcast({7}), in({7})}, OP(ops::layer_norm(x[0], {7}, x[1])),
+        REF(R::layer_norm(r[0], 1, &r[1], nullptr, 1e-5)));
+  t.add("embedding.2d_idx", {in({10, 4}), idx({2, 3}, 10, {1, 7, 1, 0, 9, 7})}, OP(ops::embedding(x[0], x[1])),
+        REF(R::reshape(R::index_select(r[0], 0, r[1]), {2, 3, 4})))
+      .bf16();
+  t.add("embedding.T_weight", {in({10, 4}).T(), idx({5}, 10, {3, 3, 0, 9, 2})}, OP(ops::embedding(x[0], x[1])),
+        REF(R::index_select(r[0], 0, r[1])));
+
+#ifdef STRATA_CONFORMANCE_ATTENTION
+  // ---- fused attention against softmax(q k^T * scale + mask) v ----
+  {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    auto sdpa = [](const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m, bool causal, double scale) {
+      return ops::scaled_dot_product_attention(q, k, v, m, 0.0, causal, scale);
+    };
+    t.add("attention.3d", {in({2, 5, 4}).T(), in({2, 6, 4}).step(), in({2, 6, 3})},
+          OP(sdpa(x[0], x[1], x[2], Tensor(), false, nan)),
+          REF(R::attention(r[0], r[1], r[2], nullptr, false, false, 1 / std::sqrt(4.0))))
+        .bf16();
+    t.add("attention.causal_4d", {in({1, 2, 5, 4}), in({1, 2, 5, 4}).offset(), in({1, 2, 5, 3}).T()},
+          OP(sdpa(x[0], x[1], x[2], Tensor(), true, nan)),
+          REF(R::attention(r[0], r[1], r[2], nullptr, false, true, 0.5)));
+    // Every query row keeps at least one key (fully masked rows are attention_test.cpp's business).
+    t.add("attention.bool_mask", {in({2, 3, 4}), in({2, 6, 4}), in({2, 6, 2}).step(), mask({3, 6}, {1, 0, 1, 1, 0, 0,
+                                                                                                     0, 0, 0, 0, 0, 1,
+                                                                                                     1, 1, 1, 1, 1, 1})},
+          OP(sdpa(x[0], x[1], x[2], x[3], false, 0.3)), REF(R::attention(r[0], r[1], r[2], &r[3], true, false, 0.3)));
+    t.add("attention.additive_mask", {in({2, 2, 3, 4}), in({2, 2, 5, 4}), in({2, 2, 5, 4}), in({3, 5}).bcast({5}).no_grad()},
+          OP(sdpa(x[0], x[1], x[2], x[3], false, nan)),
+          REF(R::attention(r[0], r[1], r[2], &r[3], false, false, 0.5)));
+  }
+#endif
+
+  // ---- dropout: identity cases, and a seeded one whose mask the reference rebuilds from Philox ----
+  t.add("dropout.p0", {in({3, 7}).T()}, OP(ops::dropout(x[0], 0.0)), REF(r[0])).view();
+  t.add("dropout.eval", {in({3, 7}).step()}, OP(ops::dropout(x[0], 0.5, false)), REF(r[0])).view();
+  t.add("dropout.p1", {in({2, 5})}, OP(ops::dropout(x[0], 1.0)), REF(R::map(r[0], [](double) { return 0.0; })));
+  t.add("dropout.seeded", {in({5, 7}).step()},
+        [](const Tensors& x) -> Tensors {
+          Generator g(1234);
+          GeneratorGuard guard(g);
+          return {ops::dropout(x[0], 0.25)};
+        },
+        [](const Refs& r) -> Refs {
+          Ref out = r[0];
+          for (int64_t i = 0; i < out.numel(); ++i) {
+            float u = philox::to_uniform(philox::word(1234, 0, uint64_t(i)));
+            out.v[size_t(i)] = u >= 0.25f ? out.v[size_t(i)] / 0.75 : 0.0;
+          }
+          return {out};
+        })
+      .bf16();
+
+  // ---- joining and splitting ----
+  t.add("cat.dim0", {in({2, 3}), in({1, 3}).T(), in({4, 3}).step()}, OP(ops::cat({x[0], x[1], x[2]}, 0)),
+        REF(R::cat({r[0], r[1], r[2]}, 0)))
+      .bf16();
+  t.add("cat.dim1", {in({2, 1}), in({2, 3}).T(), in({2, 4}).bcast({4})}, OP(ops::cat({x[0], x[1], x[2]}, 1)),
+        REF(R::cat({r[0], r[1], r[2]}, 1)));
+  t.add("cat.last_3d", {in({2, 2, 3}).offset(), in({2, 2, 1})}, OP(ops::cat({x[0], x[1]}, -1)),
+        REF(R::cat({r[0], r[1]}, -1)));
+  for (int64_t d : {0, 1, -1}) {
+    t.add("stack.dim" + std::string(d < 0 ? "m1" : std::to_string(d)), {in({3, 4}), in({3, 4}).T(), in({3, 4}).step()},
+          OP(ops::stack({x[0], x[1], x[2]}, d)), REF(R::stack({r[0], r[1], r[2]}, d)));
+  }
+  t.add("split.dim0_T", {in({7, 3}).T()}, [](const Tensors& x) { return ops::split(x[0], 2, 0); },
+        REF(R::slice(r[0], 0, 0, 2), R::slice(r[0], 0, 2, 4), R::slice(r[0], 0, 4, 6), R::slice(r[0], 0, 6, 7)))
+      .view();
+  t.add("split.sizes_step", {in({3, 6}).step(0)}, [](const Tensors& x) { return ops::split_with_sizes(x[0], {1, 4, 1}, 1); },
+        REF(R::slice(r[0], 1, 0, 1), R::slice(r[0], 1, 1, 5), R::slice(r[0], 1, 5, 6)))
+      .view();
+  t.add("chunk.dim1_offset", {in({2, 7}).offset()}, [](const Tensors& x) { return ops::chunk(x[0], 3, 1); },
+        REF(R::slice(r[0], 1, 0, 3), R::slice(r[0], 1, 3, 6), R::slice(r[0], 1, 6, 7)))
+      .view();
+
+  // ---- views and layout ----
+  t.add("view.infer", {in({3, 4})}, OP(ops::view(x[0], {2, -1})), REF(R::reshape(r[0], {2, 6}))).view();
+  t.add("view.method_offset", {in({12}).offset()}, OP(x[0].view({3, 4})), REF(R::reshape(r[0], {3, 4}))).view();
+  t.add("reshape.copy_T", {in({3, 4}).T()}, OP(ops::reshape(x[0], {4, 3})), REF(R::reshape(r[0], {4, 3})));
+  t.add("reshape.view", {in({2, 3, 4})}, OP(x[0].reshape({6, -1})), REF(R::reshape(r[0], {6, 4}))).view();
+  t.add("permute.step", {in({2, 3, 4}).step()}, OP(ops::permute(x[0], {2, 0, 1})), REF(R::permute(r[0], {2, 0, 1})))
+      .view();
+  t.add("transpose.bcast", {in({3, 4, 5}).bcast({4, 1})}, OP(ops::transpose(x[0], 0, 2)),
+        REF(R::transpose(r[0], 0, 2)))
+      .view();
+  t.add("transpose.method_t", {in({3, 5}).step()}, OP(x[0].t()), REF(R::transpose(r[0], 0, 1))).view();
+  t.add("narrow.T", {in({3, 7}).T()}, OP(ops::narrow(x[0], 1, 2, 3)), REF(R::slice(r[0], 1, 2, 5))).view();
+  t.add("narrow.negative_start", {in({5, 3})}, OP(x[0].narrow(0, -2, 2)), REF(R::slice(r[0], 0, 3, 5))).view();
+  t.add("select.step", {in({4, 3, 5}).step()}, OP(ops::select(x[0], 1, -1)), REF(R::select(r[0], 1, 2))).view();
+  t.add("select.method", {in({4, 3}).T()}, OP(x[0].select(0, 1)), REF(R::select(r[0], 0, 1))).view();
+  t.add("slice.step3", {in({3, 13})}, OP(ops::slice(x[0], 1, 1, 13, 3)), REF(R::slice(r[0], 1, 1, 13, 3))).view();
+  t.add("slice.clamped", {in({2, 7}).T()}, OP(x[0].slice(1, -4, 100, 2)), REF(R::slice(r[0], 1, 3, 7, 2))).view();
+  t.add("expand.new_dims", {in({3, 1})}, OP(ops::expand(x[0], {2, 3, 4})), REF(R::broadcast_to(r[0], {2, 3, 4}))).view();
+  t.add("expand.minus1_T", {in({3, 1}).T()}, OP(x[0].expand({-1, 5})), REF(R::broadcast_to(r[0], {3, 5}))).view();
+  t.add("unsqueeze.mid", {in({3, 4}).T()}, OP(ops::unsqueeze(x[0], 1)), REF(R::unsqueeze(r[0], 1))).view();
+  t.add("unsqueeze.last", {in({3, 4}).step()}, OP(x[0].unsqueeze(-1)), REF(R::unsqueeze(r[0], -1))).view();
+  t.add("squeeze.size1", {in({3, 1, 4})}, OP(ops::squeeze(x[0], 1)), REF(R::reshape(r[0], {3, 4}))).view();
+  t.add("squeeze.not_size1", {in({3, 4}).T()}, OP(x[0].squeeze(0)), REF(r[0])).view();
+  t.add("flatten.copy_T", {in({2, 3, 4}).T()}, OP(ops::flatten(x[0], 1, 2)), REF(R::reshape(r[0], {2, 12})));
+  t.add("flatten.all", {in({2, 3, 4})}, OP(x[0].flatten()), REF(R::reshape(r[0], {24}))).view();
+  t.add("contiguous.T", {in({3, 5}).T()}, OP(ops::contiguous(x[0])), REF(r[0])).bf16();
+  t.add("contiguous.already", {in({3, 5})}, OP(x[0].contiguous()), REF(r[0])).view();
+  t.add("clone.step", {in({3, 5}).step()}, OP(ops::clone(x[0])), REF(r[0])).bf16();
+  t.add("clone.method_bcast", {in({3, 5}).bcast({5})}, OP(x[0].clone()), REF(r[0]));
+  t.add("to.f64", {in({3, 5}).T()}, OP(ops::to(x[0], DType::f64)), REF(Ref(r[0]).as(DType::f64))).bf16();
+  t.add("to.f32_roundtrip", {in({3, 5}).step()}, OP(ops::to(ops::to(x[0], DType::f32), DType::f64)),
+        REF(cast(r[0], DType::f32).as(DType::f64)))
+      .fd(1e-2, 1e-4);
+  t.add("to.bf16", {in({3, 5}).offset()}, OP(x[0].to(DType::bf16)), REF(cast(r[0], DType::bf16))).no_grad();
+  t.add("to.i64", {in({13}).ints()}, OP(ops::to(x[0], DType::i64)), REF(Ref(r[0]).as(DType::i64))).no_grad();
+  t.add("sum_to.T", {in({2, 3, 4}).T()}, OP(ops::sum_to(x[0], {3, 1})), REF(R::reshape(R::sum(r[0], {0, 2}), {3, 1})));
+
+  // ---- indexing ----
+  t.add("index_select.dim0_T", {in({5, 3}).T(), idx({4}, 5, {4, 0, 4, 2})}, OP(ops::index_select(x[0], 0, x[1])),
+        REF(R::index_select(r[0], 0, r[1])))
+      .bf16();
+  t.add("index_select.dim1_step", {in({3, 7}).step(), idx({5}, 7, {6, 0, 3, 3, 1})},
+        OP(ops::index_select(x[0], 1, x[1])), REF(R::index_select(r[0], 1, r[1])));
+  t.add("gather.dim1_T", {in({3, 5}).T(), idx({3, 4}, 5)}, OP(ops::gather(x[0], 1, x[1])), REF(R::gather(r[0], 1, r[1])))
+      .bf16();
+  t.add("gather.dim0_step", {in({4, 3}).step(), idx({2, 3}, 4)}, OP(ops::gather(x[0], 0, x[1])),
+        REF(R::gather(r[0], 0, r[1])));
+  t.add("scatter_add.dim0", {in({4, 3}), idx({5, 3}, 4), in({5, 3}).T()}, OP(ops::scatter_add(x[0], 0, x[1], x[2])),
+        REF(R::scatter_add(r[0], 0, r[1], r[2])))
+      .bf16();
+  t.add("scatter_add.dim1", {in({3, 4}).step(), idx({3, 6}, 4), in({3, 6}).offset()},
+        OP(ops::scatter_add(x[0], 1, x[1], x[2])), REF(R::scatter_add(r[0], 1, r[1], r[2])));
+  t.add("index_add.dim1", {in({3, 5}).step(), idx({3}, 5, {4, 0, 4}), in({3, 3}).T()},
+        OP(ops::index_add(x[0], 1, x[1], x[2])), REF(R::index_add(r[0], 1, r[1], r[2])))
+      .bf16();
+  t.add("index_add.dim0", {in({4, 2}), idx({5}, 4, {1, 1, 3, 0, 1}), in({5, 2})},
+        OP(ops::index_add(x[0], 0, x[1], x[2])), REF(R::index_add(r[0], 0, r[1], r[2])));
+
+  // ---- in-place (not differentiable) ----
+  t.add("add_.alpha_bcast", {in({3, 7}).T(), in({7})},
+        [](const Tensors& x) -> Tensors {
+          Tensor y = ops::clone(x[0]);
+          ops::add_(y, x[1], 0.5);
+          return {y};
+        },
+        REF(R::zip(r[0], r[1], [](double a, double b) { return a + 0.5 * b; })))
+      .no_grad();
+  t.add("mul_.scalar", {in({3, 5}).step()},
+        [](const Tensors& x) -> Tensors {
+          Tensor y = ops::clone(x[0]);
+          ops::mul_(y, -2.0);
+          return {y};
+        },
+        REF(R::map(r[0], [](double a) { return -2.0 * a; })))
+      .no_grad();
+
+  // ---- sizes past the CPU's parallel grain (32768 elements): OpenMP chunks start mid-row ----
+  t.add("large.add_T_bcast", {in({181, 203}).T(), in({203})}, OP(ops::add(x[0], x[1])),
+        REF(R::zip(r[0], r[1], std::plus<>())))
+      .no_grad();
+  t.add("large.exp_step", {in({97, 379}).step()}, OP(ops::exp(x[0])), REF(R::map(r[0], [](double v) { return std::exp(v); })))
+      .no_grad();
+  t.add("large.contiguous_T", {in({190, 190}).T()}, OP(ops::contiguous(x[0])), REF(r[0])).no_grad();
+  t.add("large.softmax", {in({64, 600})}, OP(ops::softmax(x[0], -1)), REF(R::softmax(r[0], -1, false))).no_grad();
+  t.add("large.layer_norm", {in({64, 600}), in({600}), in({600})}, OP(ops::layer_norm(x[0], {600}, x[1], x[2])),
+        REF(R::layer_norm(r[0], 1, &r[1], &r[2], 1e-5)))
+      .no_grad()
+      .tol32(1e-9);
+  t.add("large.gather", {in({200, 200}), idx({200, 200}, 200)}, OP(ops::gather(x[0], 1, x[1])),
+        REF(R::gather(r[0], 1, r[1])))
+      .no_grad();
+  t.add("large.scatter_add", {in({200, 50}), idx({200, 200}, 50), in({200, 200})},
+        OP(ops::scatter_add(x[0], 1, x[1], x[2])), REF(R::scatter_add(r[0], 1, r[1], r[2])))
+      .no_grad();
+  return std::move(t.rows);
+}
+
+const std::vector<OpCase>& table() {
+  static const std::vector<OpCase> rows = build_table();
+  return rows;
+}
+
+// Families ("add" for "add.c13", "add.bcast", ...) are the unit of a test: one line per op and
+// backend in the report, the rows inside named by SCOPED_TRACE.
+struct Family {
+  std::string name;
+  std::vector<size_t> rows;
+};
+const std::vector<Family>& families() {
+  static const std::vector<Family> fams = [] {
+    std::vector<Family> out;
+    std::map<std::string, size_t> at;
+    for (size_t i = 0; i < table().size(); ++i) {
+      const std::string& n = table()[i].name;
+      std::string fam = n.substr(0, n.find('.'));
+      auto [it, fresh] = at.emplace(fam, out.size());
+      if (fresh) out.push_back({fam, {}});
+      out[it->second].rows.push_back(i);
+    }
+    return out;
+  }();
+  return fams;
+}
+
+struct Param {
+  size_t family;
+  DeviceType device;
+};
+void PrintTo(const Param& p, std::ostream* os) {
+  *os << families()[p.family].name << " on " << Device(p.device).str();
+}
+
+std::vector<Param> params(bool grad_only, bool meta) {
+  std::vector<Param> out;
+  for (size_t f = 0; f < families().size(); ++f) {
+    bool any = !grad_only;
+    for (size_t r : families()[f].rows) any = any || table()[r].differentiable;
+    if (!any) continue;
+    if (meta) {
+      out.push_back({f, DeviceType::Meta});
+    } else {
+      out.push_back({f, DeviceType::CPU});
+      out.push_back({f, DeviceType::CUDA});
+    }
+  }
+  return out;
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  const char* dev = info.param.device == DeviceType::CPU ? "_cpu" : info.param.device == DeviceType::CUDA ? "_cuda" : "";
+  return families()[info.param.family].name + dev;
+}
+
+class OpTest : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    if (GetParam().device != DeviceType::Meta && !backend_present(GetParam().device))
+      GTEST_SKIP() << "backend not compiled in or no device present";
+  }
+  Device device() const { return Device(GetParam().device, 0); }
+  const Family& family() const { return families()[GetParam().family]; }
+};
+
+DType coarser(DType a, DType b) {
+  auto rank = [](DType t) { return t == DType::f64 ? 2 : t == DType::f32 ? 1 : 0; };
+  return rank(a) <= rank(b) ? a : b;
+}
+
+void expect_matches(const OpCase& c, const Tensors& out, const Refs& want, DType dt) {
+  ASSERT_EQ(out.size(), want.size());
+  for (size_t k = 0; k < out.size(); ++k) {
+    SCOPED_TRACE("output " + std::to_string(k));
+    ASSERT_TRUE(out[k].defined());
+    ASSERT_EQ(out[k].shape(), want[k].shape);
+    const DType expect = want[k].dtype.value_or(dt);
+    ASSERT_EQ(dtype_name(out[k].dtype()), std::string(dtype_name(expect)));
+    std::vector<double> got = out[k].to_double_vector();
+    if (!is_floating(expect)) {
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got[i], want[k].v[i]) << "at flat index " << i;
+      continue;
+    }
+    EXPECT_LE(nmse(got, want[k].v), c.tol(coarser(dt, expect)));
+  }
+}
+
+// Runs `check` for every row of the family (of the rows `pick` accepts); an exception fails
+// that row, by name, and the next row still runs.
+template <class Pick, class Check>
+void for_each_row(const Family& f, Pick pick, Check check) {
+  for (size_t r : f.rows) {
+    const OpCase& c = table()[r];
+    if (!pick(c)) continue;
+    SCOPED_TRACE(c.name);
+    try {
+      check(c);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << c.name << " threw: " << e.what();
+    }
+  }
+}
+bool any_row(const OpCase&) { return true; }
+bool differentiable_row(const OpCase& c) { return c.differentiable; }
+
+// ---------------------------------------------------------------------------------------------
+using OpForward = OpTest;
+
+void check_forward(const OpCase& c, Device dev) {
+  std::vector<DType> dtypes{DType::f64, DType::f32};
+  if (c.with_bf16) dtypes.push_back(DType::bf16);
+  for (DType dt : dtypes) {
+    SCOPED_TRACE(dtype_name(dt));
+    BuiltInputs b = build_inputs(c, all_leaf_values(c, dt), dt, dev, false);
+    Refs want = c.ref(b.logical);
+    Tensors out = c.run(b.args);
+    expect_matches(c, out, want, dt);
+    for (const Tensor& o : out) EXPECT_EQ(o.device(), dev);
+  }
+}
+
+TEST_P(OpForward, MatchesDoubleReference) {
+  for_each_row(family(), any_row, [&](const OpCase& c) { check_forward(c, device()); });
+}
+
+// ---------------------------------------------------------------------------------------------
+using OpGradcheck = OpTest;
+
+// sum_k <out_k, w_k> over the floating outputs.
+double weighted_loss(const Tensors& out, const std::vector<std::vector<double>>& w) {
+  double loss = 0;
+  size_t wi = 0;
+  for (const Tensor& o : out) {
+    if (!is_floating(o.dtype())) continue;
+    std::vector<double> v = o.to_double_vector();
+    for (size_t i = 0; i < v.size(); ++i) loss += v[i] * w[wi][i];
+    ++wi;
+  }
+  return loss;
+}
+
+void check_gradient(const OpCase& c, Device dev) {
+  std::vector<std::vector<double>> values = all_leaf_values(c, DType::f64);
+  BuiltInputs b = build_inputs(c, values, DType::f64, dev, true);
+  ASSERT_FALSE(b.grad_leaves.empty());
+  Tensors out = c.run(b.args);
+
+  Tensors outs, seeds, leaves;
+  std::vector<std::vector<double>> w;
+  uint64_t st = seed_of(c.name, 977);
+  for (const Tensor& o : out) {
+    if (!is_floating(o.dtype())) continue;
+    ASSERT_TRUE(o.requires_grad()) << "a floating output of " << c.name << " does not require grad";
+    std::vector<double> wv(size_t(o.numel()));
+    for (double& x : wv) x = 2 * uniform01(st) - 1;
+    seeds.push_back(ops::from_vector(wv, o.shape(), TensorOptions(o.dtype()).device(dev)));
+    outs.push_back(o);
+    w.push_back(std::move(wv));
+  }
+  for (size_t j : b.grad_leaves) leaves.push_back(b.leaves[j]);
+  Tensors grads = autograd::grad(outs, leaves, seeds, false, /*allow_unused=*/true);
+
+  for (size_t li = 0; li < leaves.size(); ++li) {
+    const size_t j = b.grad_leaves[li];
+    SCOPED_TRACE("input " + std::to_string(j));
+    std::vector<double> analytic(values[j].size(), 0.0);
+    if (grads[li].defined()) {
+      ASSERT_EQ(grads[li].shape(), leaves[li].shape());
+      ASSERT_EQ(grads[li].dtype(), DType::f64);
+      analytic = grads[li].to_double_vector();
+    }
+    double worst = 0;
+    size_t worst_at = 0;
+    double worst_num = 0;
+    for (size_t e = 0; e < values[j].size(); ++e) {
+      NoGradGuard no_grad;
+      auto vals = values;
+      vals[j][e] = values[j][e] + c.fd_eps;
+      double lp = weighted_loss(c.run(build_inputs(c, vals, DType::f64, dev, false).args), w);
+      vals[j][e] = values[j][e] - c.fd_eps;
+      double lm = weighted_loss(c.run(build_inputs(c, vals, DType::f64, dev, false).args), w);
+      double num = (lp - lm) / (2 * c.fd_eps);
+      double err = std::fabs(num - analytic[e]) / (1 + std::fabs(num));
+      if (err > worst) worst = err, worst_at = e, worst_num = num;
+    }
+    EXPECT_LE(worst, c.fd_tol) << "element " << worst_at << ": analytic " << analytic[worst_at] << ", numeric "
+                               << worst_num;
+  }
+}
+
+TEST_P(OpGradcheck, MatchesFiniteDifferences) {
+  for_each_row(family(), differentiable_row, [&](const OpCase& c) { check_gradient(c, device()); });
+}
+
+// ---------------------------------------------------------------------------------------------
+using OpMeta = OpTest;
+
+void check_meta(const OpCase& c) {
+  auto values = all_leaf_values(c, DType::f32);
+  Tensors want = c.run(build_inputs(c, values, DType::f32, kCPU, false).args);
+  BuiltInputs b = build_inputs(c, values, DType::f32, kMeta, c.differentiable);
+  CostCounter counter;
+  Tensors got;
+  {
+    OpObserverGuard guard(&counter);
+    got = c.run(b.args);
+  }
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    EXPECT_TRUE(got[k].device().is_meta());
+    EXPECT_EQ(got[k].shape(), want[k].shape());
+    EXPECT_EQ(got[k].dtype(), want[k].dtype());
+  }
+  const double cost = counter.total.flops + counter.total.bytes_read + counter.total.bytes_written;
+  if (c.view_only) {
+    EXPECT_EQ(cost, 0.0) << "a view moves no data";
+  } else {
+    EXPECT_GT(cost, 0.0);
+    EXPECT_GT(counter.num_ops, 0);
+  }
+  if (!c.differentiable) return;
+  Tensors outs, seeds, leaves;
+  for (const Tensor& o : got)
+    if (is_floating(o.dtype())) {
+      outs.push_back(o);
+      seeds.push_back(ops::empty(o.shape(), TensorOptions(o.dtype()).device(kMeta)));
+    }
+  for (size_t j : b.grad_leaves) leaves.push_back(b.leaves[j]);
+  Tensors grads = autograd::grad(outs, leaves, seeds, false, /*allow_unused=*/true);
+  for (size_t li = 0; li < leaves.size(); ++li) {
+    if (!grads[li].defined()) continue;
+    EXPECT_TRUE(grads[li].device().is_meta());
+    EXPECT_EQ(grads[li].shape(), leaves[li].shape());
+  }
+}
+
+TEST_P(OpMeta, ShapesDtypesAndCostWithoutData) {
+  for_each_row(family(), any_row, check_meta);
+}
+
+INSTANTIATE_TEST_SUITE_P(Conformance, OpForward, ::testing::ValuesIn(params(false, false)), param_name);
+INSTANTIATE_TEST_SUITE_P(Gradcheck, OpGradcheck, ::testing::ValuesIn(params(true, false)), param_name);
+INSTANTIATE_TEST_SUITE_P(Conformance, OpMeta, ::testing::ValuesIn(params(false, true)), param_name);
+
+// The table itself: unique names, and every differentiable family has a gradient check.
+TEST(ConformanceTable, RowNamesAreUniqueAndCoverEveryFamily) {
+  std::map<std::string, int> seen;
+  for (const OpCase& c : table()) EXPECT_EQ(seen[c.name]++, 0) << "duplicate row " << c.name;
+  EXPECT_GE(families().size(), 60u);
+}
+
+}  // namespace
+}  // namespace strata::testing

@@ -1,0 +1,643 @@
+// The CUDA backend against the CPU backend: every kernel runs on the same inputs on both and
+// the results are compared (exactly where the CUDA kernel promises the CPU's bits, else
+// within a per-dtype tolerance). The comparisons SKIP without a CUDA device; the
+// registration checks run everywhere.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "ops/cpu/cpu_backend.h"
+#include "ops/dispatch.h"
+#include "strata/config.h"
+#include "strata/ops.h"
+
+namespace strata {
+namespace {
+
+bool cuda_device_present() {
+  ops::detail::register_builtin_backends();
+  const auto& reg = BackendRegistry::instance();
+  return reg.has(DeviceType::CUDA) && reg.get(DeviceType::CUDA).device_count() > 0;
+}
+
+#define SKIP_WITHOUT_CUDA_DEVICE()                                              \
+  do {                                                                         \
+    if (!cuda_device_present()) GTEST_SKIP() << "no CUDA backend or device";   \
+  } while (0)
+
+Backend& gpu() { return BackendRegistry::instance().get(DeviceType::CUDA); }
+cpu::CpuBackend& host() {
+  static cpu::CpuBackend b;
+  return b;
+}
+const Device kGpu(DeviceType::CUDA, 0);
+
+// Random CPU values of `dt`: normal(0, scale) rounded to dt (integers truncate; bool: x > 0).
+Tensor random_cpu(const Shape& shape, DType dt, uint64_t seed, double scale = 1.0) {
+  Generator g(seed);
+  GeneratorGuard guard(g);
+  Tensor x = ops::mul(ops::randn(shape, DType::f64), scale);
+  if (dt == DType::boolean) return ops::gt(x, 0.0);
+  Tensor out = Tensor::empty(shape, dt, kCPU);
+  host().copy(out, x);
+  return out;
+}
+
+Tensor to_gpu(const Tensor& t) {
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), kGpu);
+  gpu().copy(out, t);
+  return out;
+}
+
+Tensor cpu_empty(const Shape& s, DType dt) { return Tensor::empty(s, dt, kCPU); }
+Tensor gpu_empty(const Shape& s, DType dt) { return Tensor::empty(s, dt, kGpu); }
+
+// |got - want| <= atol + rtol |want| elementwise (NaN matches NaN); reports the first misses.
+void expect_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const std::vector<double> g = got.to_double_vector(), w = want.to_double_vector();
+  int misses = 0;
+  for (size_t i = 0; i < w.size() && misses < 5; ++i) {
+    const bool ok = std::isnan(w[i]) ? std::isnan(g[i])
+                                     : (g[i] == w[i] || std::fabs(g[i] - w[i]) <= atol + rtol * std::fabs(w[i]));
+    if (!ok) {
+      ++misses;
+      ADD_FAILURE() << what << ": element " << i << " is " << g[i] << " on CUDA, " << w[i] << " on CPU";
+    }
+  }
+}
+
+void expect_same(const Tensor& got, const Tensor& want, const std::string& what) { expect_close(got, want, 0, 0, what); }
+
+std::vector<uint64_t> bits(const Tensor& t) {
+  std::vector<uint64_t> out;
+  for (double v : t.to_double_vector()) {
+    uint64_t b;
+    std::memcpy(&b, &v, sizeof b);
+    out.push_back(b);
+  }
+  return out;
+}
+
+// Tolerance for results both backends compute in `dt` with differently rounded math.
+double rtol_for(DType dt) {
+  switch (dt) {
+    case DType::f64: return 1e-12;
+    case DType::f32: return 2e-5;
+    case DType::f16: return 2e-3;
+    case DType::bf16: return 1.6e-2;
+    default: return 0;
+  }
+}
+
+const DType kAllDtypes[] = {DType::f32, DType::f64, DType::bf16, DType::f16,
+                            DType::i32, DType::i64, DType::u8,   DType::boolean};
+
+// ---------------------------------------------------------------------------------------
+// Registration (runs on every machine)
+
+#if STRATA_HAVE_CUDA
+TEST(CudaBackendRegistration, RegisteredAndCountsDevicesWithoutThrowing) {
+  ops::detail::register_builtin_backends();
+  ASSERT_TRUE(BackendRegistry::instance().has(DeviceType::CUDA));
+  Backend& be = BackendRegistry::instance().get(DeviceType::CUDA);
+  EXPECT_EQ(be.type(), DeviceType::CUDA);
+  int n = -1;
+  EXPECT_NO_THROW(n = be.device_count());
+  EXPECT_GE(n, 0);
+  // No driver device node: the runtime reports an error, which must read as zero devices.
+  if (!std::filesystem::exists("/dev/nvidiactl")) {
+    EXPECT_EQ(n, 0);
+  }
+}
+
+TEST(CudaBackendRegistration, MissingDeviceIsADeviceErrorNamingIt) {
+  ops::detail::register_builtin_backends();
+  Backend& be = BackendRegistry::instance().get(DeviceType::CUDA);
+  const int n = be.device_count();
+  try {
+    be.allocator(n);  // one past the last device
+    ADD_FAILURE() << "allocator(" << n << ") did not throw";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda:" + std::to_string(n)), std::string::npos) << e.what();
+  }
+  if (n == 0) {
+    EXPECT_THROW(Tensor::empty({4}, DType::f32, kGpu), DeviceError);
+    EXPECT_THROW(be.synchronize(0), DeviceError);
+    EXPECT_THROW(be.create_stream(0), DeviceError);
+  }
+}
+#else
+TEST(CudaBackendRegistration, AbsentWhenBuiltWithoutCuda) {
+  ops::detail::register_builtin_backends();
+  EXPECT_FALSE(BackendRegistry::instance().has(DeviceType::CUDA));
+  EXPECT_THROW(BackendRegistry::instance().get(DeviceType::CUDA), DeviceError);
+}
+#endif
+
+// ---------------------------------------------------------------------------------------
+// Copy and fill
+
+TEST(CudaBackend, CopyRoundTripsEveryDtype) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  for (DType dt : kAllDtypes) {
+    Tensor x = random_cpu({3, 17}, dt, 1, 4.0);
+    Tensor back = cpu_empty(x.shape(), dt);
+    gpu().copy(back, to_gpu(x));
+    expect_same(back, x, std::string("round trip ") + dtype_name(dt));
+  }
+}
+
+TEST(CudaBackend, StridedConvertingCopiesMatchTheCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  for (DType from : kAllDtypes) {
+    // Non-negative sources for u8 targets: converting a negative float to u8 is undefined.
+    Tensor signed_x = random_cpu({3, 4, 5}, from, 2, 3.0);
+    Tensor pos_x = from == DType::boolean ? signed_x : random_cpu({3, 4, 5}, from, 2, 3.0);
+    if (from != DType::boolean && from != DType::u8) {
+      Tensor a = cpu_empty({3, 4, 5}, DType::f64);
+      host().copy(a, pos_x);
+      pos_x = cpu_empty({3, 4, 5}, from);
+      host().copy(pos_x, ops::abs(a));
+    }
+    for (DType to : kAllDtypes) {
+      const Tensor& x = to == DType::u8 ? pos_x : signed_x;
+      const std::string what = std::string(dtype_name(from)) + " -> " + dtype_name(to);
+      Tensor xg = to_gpu(x);
+      Tensor want = cpu_empty({5, 4, 3}, to);
+      host().copy(want, x.permute({2, 1, 0}));
+      // device -> device, strided source, contiguous destination
+      Tensor d2d = gpu_empty({5, 4, 3}, to);
+      gpu().copy(d2d, xg.permute({2, 1, 0}));
+      expect_same(d2d, want, "device copy " + what);
+      // host -> device into a strided destination
+      Tensor h2d = gpu_empty({3, 4, 5}, to);
+      gpu().copy(h2d.permute({2, 1, 0}), x.permute({2, 1, 0}));
+      Tensor h2d_want = cpu_empty({3, 4, 5}, to);
+      host().copy(h2d_want, x);
+      expect_same(h2d, h2d_want, "host to device " + what);
+      // device -> host into a strided destination, from a broadcast source
+      Tensor row = xg.select(0, 1);
+      Tensor d2h = cpu_empty({4, 2, 5}, to);
+      gpu().copy(d2h.transpose(0, 1), row.unsqueeze(0).expand({2, 4, 5}));
+      Tensor d2h_want = cpu_empty({4, 2, 5}, to);
+      host().copy(d2h_want.transpose(0, 1), x.select(0, 1).unsqueeze(0).expand({2, 4, 5}));
+      expect_same(d2h, d2h_want, "device to host " + what);
+    }
+  }
+}
+
+TEST(CudaBackend, FillMatchesTheCpuOnStridedViews) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  for (DType dt : kAllDtypes) {
+    for (double v : {0.0, 2.5, -1.0, 7.0}) {
+      if (dt == DType::u8 && v < 0) continue;
+      Tensor want = random_cpu({4, 6}, dt, 3, 2.0);
+      Tensor got = to_gpu(want);
+      host().fill(want.slice(1, 1, 6, 2), v);
+      gpu().fill(got.slice(1, 1, 6, 2), v);
+      expect_same(got, want, std::string("fill ") + dtype_name(dt) + " " + std::to_string(v));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Elementwise
+
+bool needs_positive(EwOp op) {
+  return op == EwOp::Log || op == EwOp::Sqrt || op == EwOp::Rsqrt || op == EwOp::Pow ||
+         op == EwOp::PowScalar || op == EwOp::Reciprocal || op == EwOp::Div;
+}
+
+TEST(CudaBackend, ElementwiseMatchesTheCpuForEveryOpDtypeAndLayout) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const DType dtypes[] = {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i64, DType::i32, DType::boolean};
+  for (int o = 0; o < int(EwOp::kCount); ++o) {
+    const EwOp op = EwOp(o);
+    const int arity = ew_op_arity(op);
+    const bool cmp = op == EwOp::Eq || op == EwOp::Ne || op == EwOp::Lt || op == EwOp::Le || op == EwOp::Gt ||
+                     op == EwOp::Ge;
+    for (DType dt : dtypes) {
+      const std::string what = std::string(ew_op_name(op)) + " " + dtype_name(dt);
+      // a: [4, 6] seen through a transpose; b: a stride-0 broadcast row; c: contiguous.
+      Tensor a0 = random_cpu({6, 4}, dt, 10 + uint64_t(o), 2.0);
+      Tensor b0 = random_cpu({1, 6}, dt, 20 + uint64_t(o), 2.0);
+      Tensor c0 = random_cpu({4, 6}, dt, 30 + uint64_t(o), 2.0);
+      if (needs_positive(op) && is_floating(dt)) {
+        for (Tensor* t : {&a0, &b0}) {
+          Tensor p = ops::add(ops::abs(ops::to(*t, DType::f64)), 0.5);
+          host().copy(*t, p);
+        }
+      }
+      Tensor cond = random_cpu({4, 6}, DType::boolean, 40);
+      std::vector<Tensor> in_cpu, in_gpu;
+      if (op == EwOp::Where) {
+        in_cpu = {cond, b0.expand({4, 6}), c0};
+        in_gpu = {to_gpu(cond), to_gpu(b0).expand({4, 6}), to_gpu(c0)};
+      } else {
+        in_cpu = {a0.t(), b0.expand({4, 6}), c0};
+        in_gpu = {to_gpu(a0).t(), to_gpu(b0).expand({4, 6}), to_gpu(c0)};
+        in_cpu.resize(size_t(arity));
+        in_gpu.resize(size_t(arity));
+      }
+      const DType out_dt = cmp ? DType::boolean : dt;
+      // The output is a transposed view too.
+      Tensor want = cpu_empty({6, 4}, out_dt), got = gpu_empty({6, 4}, out_dt);
+      const EwParams p{0.5, 1.5};
+      bool cpu_threw = false;
+      try {
+        host().elementwise(op, want.t(), in_cpu, p);
+      } catch (const TypeError&) {
+        cpu_threw = true;
+      }
+      if (cpu_threw) {
+        EXPECT_THROW(gpu().elementwise(op, got.t(), in_gpu, p), TypeError) << what;
+        continue;
+      }
+      gpu().elementwise(op, got.t(), in_gpu, p);
+      expect_close(got, want, rtol_for(out_dt), is_floating(out_dt) ? 1e-6 : 0, what);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reductions
+
+TEST(CudaBackend, ReduceRowsMatchesTheCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const std::pair<int64_t, int64_t> shapes[] = {{7, 5}, {1000, 33}, {4, 3000}, {1, 200000}, {3, 70001}, {2, 0}};
+  const ReduceOp ops_[] = {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax,
+                           ReduceOp::ArgMin};
+  for (auto [rows, n] : shapes) {
+    for (DType dt : {DType::f32, DType::f64, DType::bf16, DType::i64, DType::i32}) {
+      Tensor x = random_cpu({rows, n}, dt, uint64_t(rows * 7 + n), 3.0);
+      Tensor xg = to_gpu(x);
+      for (ReduceOp op : ops_) {
+        if (n == 0 && op != ReduceOp::Sum && op != ReduceOp::Mean) continue;
+        if (op == ReduceOp::Mean && !is_floating(dt)) continue;
+        const bool index = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
+        const DType out_dt = index ? DType::i64 : dt;
+        Tensor want = cpu_empty({rows}, out_dt), got = gpu_empty({rows}, out_dt);
+        host().reduce_rows(op, want, x, n);
+        gpu().reduce_rows(op, got, xg, n);
+        const std::string what = "reduce " + std::to_string(int(op)) + " " + dtype_name(dt) + " [" +
+                                 std::to_string(rows) + ", " + std::to_string(n) + "]";
+        const bool sum = op == ReduceOp::Sum || op == ReduceOp::Mean;
+        if (sum && is_floating(dt)) {
+          // Both accumulate in double in different orders; the f32/bf16 result rounds once.
+          expect_close(got, want, dt == DType::f64 ? 1e-12 : (dt == DType::bf16 ? 8e-3 : 1e-6), 1e-9, what);
+        } else {
+          expect_same(got, want, what);
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaBackend, ArgMaxTakesTheFirstNanElseTheFirstMaximum) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const double nan = std::nan("");
+  std::vector<double> v(4 * 2000, 0.0);
+  v[5] = 3.0;             // row 0: tie between 5 and 1500
+  v[1500] = 3.0;
+  v[2000 + 700] = nan;    // row 1: NaNs at 700 and 1900
+  v[2000 + 1900] = nan;
+  v[2000 + 3] = 9.0;
+  v[4000 + 1999] = -1.0;  // row 2: min at the end
+  Tensor x = ops::from_vector(v, {4, 2000}, DType::f32);
+  Tensor xg = to_gpu(x);
+  for (ReduceOp op : {ReduceOp::ArgMax, ReduceOp::ArgMin, ReduceOp::Max, ReduceOp::Min}) {
+    const DType out_dt = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin ? DType::i64 : DType::f32;
+    Tensor want = cpu_empty({4}, out_dt), got = gpu_empty({4}, out_dt);
+    host().reduce_rows(op, want, x, 2000);
+    gpu().reduce_rows(op, got, xg, 2000);
+    expect_same(got, want, "extremum " + std::to_string(int(op)));
+  }
+}
+
+TEST(CudaBackend, SumsAreBitIdenticalAcrossRunsAndAlignments) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  for (int64_t n : {int64_t(33), int64_t(5000), int64_t(300001)}) {
+    Tensor x = random_cpu({3 * n + 1}, DType::f32, 7, 1.0);
+    Tensor xg = to_gpu(x);
+    Tensor aligned = xg.narrow(0, 0, 3 * n).reshape({3, n});
+    Tensor shifted = gpu_empty({3 * n + 1}, DType::f32);
+    gpu().copy(shifted.narrow(0, 1, 3 * n), aligned.reshape({3 * n}));
+    Tensor unaligned = shifted.narrow(0, 1, 3 * n).reshape({3, n});  // 4 bytes past a 64-byte boundary
+    Tensor r1 = gpu_empty({3}, DType::f32), r2 = gpu_empty({3}, DType::f32), r3 = gpu_empty({3}, DType::f32);
+    gpu().reduce_rows(ReduceOp::Sum, r1, aligned, n);
+    gpu().reduce_rows(ReduceOp::Sum, r2, aligned, n);
+    gpu().reduce_rows(ReduceOp::Sum, r3, unaligned, n);
+    EXPECT_EQ(bits(r1), bits(r2)) << n;
+    EXPECT_EQ(bits(r1), bits(r3)) << n;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// GEMM
+
+TEST(CudaBackend, BmmMatchesTheCpuForEveryLayoutAndDtype) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const int64_t B = 3, M = 17, K = 33, N = 9;
+  for (DType dt : {DType::f32, DType::f64, DType::bf16, DType::f16}) {
+    for (int layout = 0; layout < 5; ++layout) {
+      // 0 plain, 1 a transposed, 2 b transposed, 3 a broadcast over the batch, 4 strided out
+      const int64_t k = K;
+      Tensor a = layout == 1 ? random_cpu({B, k, M}, dt, 50, 1.0).transpose(1, 2)
+                 : layout == 3 ? random_cpu({1, M, k}, dt, 50, 1.0).expand({B, M, k})
+                               : random_cpu({B, M, k}, dt, 50, 1.0);
+      Tensor b = layout == 2 ? random_cpu({B, N, k}, dt, 51, 1.0).transpose(1, 2) : random_cpu({B, k, N}, dt, 51, 1.0);
+      Tensor out0 = random_cpu(layout == 4 ? Shape{B, N, M} : Shape{B, M, N}, dt, 52, 1.0);
+      auto view = [&](const Tensor& t) { return layout == 4 ? t.transpose(1, 2) : t; };
+      auto dev = [&](const Tensor& t) {  // the same view of a device copy of t's storage layout
+        if (layout == 1 && &t == &a) return to_gpu(random_cpu({B, k, M}, dt, 50, 1.0)).transpose(1, 2);
+        if (layout == 3 && &t == &a) return to_gpu(random_cpu({1, M, k}, dt, 50, 1.0)).expand({B, M, k});
+        if (layout == 2 && &t == &b) return to_gpu(random_cpu({B, N, k}, dt, 51, 1.0)).transpose(1, 2);
+        return to_gpu(t);
+      };
+      Tensor want = out0;
+      Tensor got = to_gpu(out0);
+      for (auto [alpha, beta] : {std::pair{1.0, 0.0}, std::pair{0.5, 0.25}}) {
+        host().bmm(view(want), a, b, alpha, beta);
+        gpu().bmm(view(got), dev(a), dev(b), alpha, beta);
+        const std::string what = std::string("bmm ") + dtype_name(dt) + " layout " + std::to_string(layout) +
+                                 " alpha " + std::to_string(alpha);
+        expect_close(got, want, dt == DType::bf16 ? 3e-2 : (dt == DType::f16 ? 5e-3 : 1e-4),
+                     dt == DType::f64 ? 1e-12 : 1e-3, what);
+      }
+    }
+  }
+}
+
+TEST(CudaBackend, BmmWithAnEmptyInnerDimensionScalesTheOutputByBeta) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  Tensor out0 = random_cpu({2, 3, 4}, DType::f32, 53, 1.0);
+  Tensor a = gpu_empty({2, 3, 0}, DType::f32), b = gpu_empty({2, 0, 4}, DType::f32);
+  Tensor got = to_gpu(out0);
+  gpu().bmm(got, a, b, 1.0, 0.5);
+  expect_same(got, ops::mul(out0, 0.5), "bmm K=0 beta=0.5");
+  gpu().bmm(got, a, b, 1.0, 0.0);
+  expect_same(got, ops::zeros({2, 3, 4}), "bmm K=0 beta=0");
+}
+
+// ---------------------------------------------------------------------------------------
+// Row kernels
+
+TEST(CudaBackend, SoftmaxForwardAndBackwardMatchTheCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (auto [R, C] : {std::pair<int64_t, int64_t>{5, 7}, {3, 1000}, {2, 4099}}) {
+      for (bool log : {false, true}) {
+        const std::string what = std::string(log ? "log_softmax " : "softmax ") + dtype_name(dt) + " C=" +
+                                 std::to_string(C);
+        Tensor x = random_cpu({R, C}, dt, 60, 3.0), g = random_cpu({R, C}, dt, 61, 1.0);
+        Tensor y = cpu_empty({R, C}, dt), yg = gpu_empty({R, C}, dt);
+        host().softmax(y, x, log);
+        gpu().softmax(yg, to_gpu(x), log);
+        expect_close(yg, y, dt == DType::f64 ? 1e-12 : 1e-5, 1e-7, what);
+        Tensor dx = cpu_empty({R, C}, dt), dxg = gpu_empty({R, C}, dt);
+        host().softmax_backward(dx, g, y, log);
+        gpu().softmax_backward(dxg, to_gpu(g), to_gpu(y), log);
+        expect_close(dxg, dx, dt == DType::f64 ? 1e-10 : 1e-4, 1e-6, what + " backward");
+      }
+    }
+  }
+}
+
+TEST(CudaBackend, LayerNormForwardAndBackwardMatchTheCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (auto [R, C] : {std::pair<int64_t, int64_t>{6, 10}, {4, 1000}, {700, 33}}) {
+      for (bool affine : {false, true}) {
+        const std::string what = std::string("layer_norm ") + dtype_name(dt) + " [" + std::to_string(R) + ", " +
+                                 std::to_string(C) + "]" + (affine ? " affine" : "");
+        Tensor x = random_cpu({R, C}, dt, 70, 2.0), g = random_cpu({R, C}, dt, 71, 1.0);
+        Tensor w = affine ? random_cpu({C}, dt, 72, 1.0) : Tensor();
+        Tensor b = affine ? random_cpu({C}, dt, 73, 1.0) : Tensor();
+        auto dev = [](const Tensor& t) { return t.defined() ? to_gpu(t) : Tensor(); };
+        Tensor y = cpu_empty({R, C}, dt), mu = cpu_empty({R}, dt), rs = cpu_empty({R}, dt);
+        Tensor yg = gpu_empty({R, C}, dt), mug = gpu_empty({R}, dt), rsg = gpu_empty({R}, dt);
+        host().layer_norm(y, mu, rs, x, w, b, 1e-5);
+        gpu().layer_norm(yg, mug, rsg, to_gpu(x), dev(w), dev(b), 1e-5);
+        const double rtol = dt == DType::f64 ? 1e-11 : 1e-5;
+        expect_close(yg, y, rtol, 1e-6, what);
+        expect_close(mug, mu, rtol, 1e-7, what + " mean");
+        expect_close(rsg, rs, rtol, 1e-7, what + " rstd");
+        Tensor dx = cpu_empty({R, C}, dt), dw = cpu_empty({C}, dt), db = cpu_empty({C}, dt);
+        Tensor dxg = gpu_empty({R, C}, dt), dwg = gpu_empty({C}, dt), dbg = gpu_empty({C}, dt);
+        host().layer_norm_backward(dx, dw, db, g, x, mu, rs, w);
+        gpu().layer_norm_backward(dxg, dwg, dbg, to_gpu(g), to_gpu(x), mug, rsg, dev(w));
+        expect_close(dxg, dx, dt == DType::f64 ? 1e-10 : 1e-4, 1e-5, what + " dx");
+        expect_close(dwg, dw, dt == DType::f64 ? 1e-10 : 1e-4, 1e-5, what + " dw");
+        expect_close(dbg, db, dt == DType::f64 ? 1e-10 : 1e-4, 1e-5, what + " db");
+      }
+    }
+  }
+}
+
+TEST(CudaBackend, CrossEntropyForwardAndBackwardMatchTheCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const int64_t ignore = -100;
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (int64_t V : {int64_t(10), int64_t(1000)}) {
+      const int64_t R = 9;
+      std::vector<int64_t> t(static_cast<size_t>(R));
+      for (int64_t r = 0; r < R; ++r) t[size_t(r)] = r % 4 == 3 ? ignore : (r * 37) % V;
+      Tensor target = ops::from_vector(t, {R});
+      Tensor x = random_cpu({R, V}, dt, 80, 3.0), gl = random_cpu({R}, dt, 81, 1.0);
+      Tensor loss = cpu_empty({R}, dt), lse = cpu_empty({R}, dt);
+      Tensor lossg = gpu_empty({R}, dt), lseg = gpu_empty({R}, dt);
+      host().cross_entropy(loss, lse, x, target, ignore);
+      gpu().cross_entropy(lossg, lseg, to_gpu(x), to_gpu(target), ignore);
+      const std::string what = std::string("cross_entropy ") + dtype_name(dt) + " V=" + std::to_string(V);
+      const double rtol = dt == DType::f64 ? 1e-12 : 1e-5;
+      expect_close(lossg, loss, rtol, 1e-6, what);
+      expect_close(lseg, lse, rtol, 1e-6, what + " lse");
+      Tensor dx = cpu_empty({R, V}, dt), dxg = gpu_empty({R, V}, dt);
+      host().cross_entropy_backward(dx, gl, x, lse, target, ignore);
+      gpu().cross_entropy_backward(dxg, to_gpu(gl), to_gpu(x), lseg, to_gpu(target), ignore);
+      expect_close(dxg, dx, dt == DType::f64 ? 1e-11 : 1e-5, 1e-7, what + " backward");
+    }
+  }
+}
+
+TEST(CudaBackend, CrossEntropyRejectsATargetOutOfRange) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  Tensor x = to_gpu(random_cpu({2, 5}, DType::f32, 82));
+  Tensor target = to_gpu(ops::from_vector(std::vector<int64_t>{1, 5}, {2}));
+  Tensor loss = gpu_empty({2}, DType::f32), lse = gpu_empty({2}, DType::f32);
+  EXPECT_THROW(gpu().cross_entropy(loss, lse, x, target, -100), IndexError);
+}
+
+// ---------------------------------------------------------------------------------------
+// Indexing
+
+TEST(CudaBackend, IndexKernelsMatchTheCpuExactly) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  Tensor idx = ops::from_vector(std::vector<int64_t>{2, 0, 2, 3, 2, 1}, {6});
+  Tensor idxg = to_gpu(idx);
+  for (DType dt : {DType::f32, DType::f64, DType::i64, DType::i32, DType::bf16}) {
+    for (int64_t dim : {0, 1}) {
+      const std::string what = std::string(dtype_name(dt)) + " dim " + std::to_string(dim);
+      Shape in_shape = dim == 0 ? Shape{4, 5} : Shape{3, 4, 5};
+      Tensor x = random_cpu(in_shape, dt, 90, 3.0);
+      Shape sel = in_shape;
+      sel[size_t(dim)] = 6;
+      // index_select
+      Tensor want = cpu_empty(sel, dt), got = gpu_empty(sel, dt);
+      host().index_select(want, x, dim, idx);
+      gpu().index_select(got, to_gpu(x), dim, idxg);
+      expect_same(got, want, "index_select " + what);
+      // index_add with repeated indices: the CPU's order, so the same bits
+      Tensor src = random_cpu(sel, dt, 91, 3.0);
+      Tensor acc = x.clone(), accg = to_gpu(x);
+      host().index_add(acc, dim, idx, src);
+      gpu().index_add(accg, dim, idxg, to_gpu(src));
+      expect_same(accg, acc, "index_add " + what);
+      // gather / scatter_add with an index of x's rank
+      Shape ishape = in_shape;
+      ishape[size_t(dim)] = 7;
+      std::vector<int64_t> iv(size_t(shape_numel(ishape)));
+      for (size_t i = 0; i < iv.size(); ++i) iv[i] = int64_t((i * 7 + 3) % size_t(in_shape[size_t(dim)]));
+      Tensor gidx = ops::from_vector(iv, ishape);
+      Tensor gw = cpu_empty(ishape, dt), gg = gpu_empty(ishape, dt);
+      host().gather(gw, x, dim, gidx);
+      gpu().gather(gg, to_gpu(x), dim, to_gpu(gidx));
+      expect_same(gg, gw, "gather " + what);
+      Tensor ssrc = random_cpu(ishape, dt, 92, 3.0);
+      Tensor sw = x.clone(), sg = to_gpu(x);
+      host().scatter_add(sw, dim, gidx, ssrc);
+      gpu().scatter_add(sg, dim, to_gpu(gidx), to_gpu(ssrc));
+      expect_same(sg, sw, "scatter_add " + what);
+    }
+  }
+}
+
+TEST(CudaBackend, IndexOutOfRangeIsAnIndexError) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  Tensor x = to_gpu(random_cpu({4, 3}, DType::f32, 93));
+  Tensor bad = to_gpu(ops::from_vector(std::vector<int64_t>{0, 4}, {2}));
+  Tensor out = gpu_empty({2, 3}, DType::f32);
+  EXPECT_THROW(gpu().index_select(out, x, 0, bad), IndexError);
+  EXPECT_THROW(gpu().index_add(x, 0, bad, out), IndexError);
+  Tensor gbad = to_gpu(ops::from_vector(std::vector<int64_t>{0, 1, -1, 0, 1, 2}, {2, 3}));
+  EXPECT_THROW(gpu().gather(out, x, 0, gbad), IndexError);
+  EXPECT_THROW(gpu().scatter_add(x, 0, gbad, out), IndexError);
+}
+
+// ---------------------------------------------------------------------------------------
+// Random numbers
+
+TEST(CudaBackend, PhiloxFillsGiveTheCpuNumbers) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const RngState s{1234, 8};
+  for (DType dt : {DType::f32, DType::bf16, DType::f16, DType::f64}) {
+    for (bool strided : {false, true}) {
+      const std::string what = std::string(dtype_name(dt)) + (strided ? " strided" : "");
+      Tensor want = cpu_empty({6, 50}, dt), got = gpu_empty({6, 50}, dt);
+      Tensor wv = strided ? want.slice(1, 0, 50, 2) : want, gv = strided ? got.slice(1, 0, 50, 2) : got;
+      host().fill(want, 0.0);
+      gpu().fill(got, 0.0);
+      host().random_uniform(wv, s, -2.0, 3.0);
+      gpu().random_uniform(gv, s, -2.0, 3.0);
+      // f64 keeps the double transform; the last bit of log/cos may differ between libms.
+      const double rtol = dt == DType::f64 && !strided ? 1e-15 : 0;
+      expect_close(got, want, rtol, 0, "uniform " + what);
+      host().random_normal(wv, s, 0.5, 2.0);
+      gpu().random_normal(gv, s, 0.5, 2.0);
+      expect_close(got, want, dt == DType::f64 && !strided ? 1e-14 : 0, 0, "normal " + what);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Memory, streams, events
+
+TEST(CudaBackend, CachingAllocatorAccountsByCategoryAndReusesBlocks) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  Allocator& a = gpu().allocator(0);
+  a.empty_cache();
+  const MemorySnapshot before = a.stats().snapshot();
+  void* p = a.allocate(1000, MemoryCategory::Parameter);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kAllocAlignment, 0u);
+  MemorySnapshot s = a.stats().snapshot();
+  EXPECT_EQ(s.current_of(MemoryCategory::Parameter) - before.current_of(MemoryCategory::Parameter), 1000);
+  EXPECT_GE(s.reserved, before.reserved);
+  const bool fresh_segment = s.reserved > before.reserved;
+  void* q = a.allocate(3 << 20, MemoryCategory::SavedActivation);  // large pool
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % kAllocAlignment, 0u);
+  a.retag(3 << 20, MemoryCategory::SavedActivation, MemoryCategory::HostPool);
+  a.deallocate(q, 3 << 20, MemoryCategory::HostPool);
+  a.deallocate(p, 1000, MemoryCategory::Parameter);
+  void* p2 = a.allocate(900, MemoryCategory::Temporary);  // same 1024-byte class: the cached block
+  if (fresh_segment) {
+    EXPECT_EQ(p2, p);
+  }
+  a.deallocate(p2, 900, MemoryCategory::Temporary);
+  s = a.stats().snapshot();
+  EXPECT_EQ(s.total_current, before.total_current);
+  a.empty_cache();
+  EXPECT_EQ(a.stats().snapshot().reserved, before.reserved);
+  // Odd sizes stay 64-byte aligned when cut from one segment.
+  std::vector<std::pair<void*, size_t>> blocks;
+  for (size_t n : {size_t(1), size_t(100), size_t(513), size_t(4097), size_t(70000)}) {
+    void* b = a.allocate(n, MemoryCategory::Temporary);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % kAllocAlignment, 0u) << n;
+    blocks.emplace_back(b, n);
+  }
+  for (auto [b, n] : blocks) a.deallocate(b, n, MemoryCategory::Temporary);
+}
+
+TEST(CudaBackend, PinnedHostAllocatorIsAlignedAndAccounted) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  Allocator& h = gpu().host_allocator();
+  EXPECT_TRUE(h.device().is_cpu());
+  const int64_t before = h.stats().snapshot().current_of(MemoryCategory::HostPool);
+  void* p = h.allocate(12345, MemoryCategory::HostPool);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kAllocAlignment, 0u);
+  std::memset(p, 1, 12345);
+  EXPECT_EQ(h.stats().snapshot().current_of(MemoryCategory::HostPool) - before, 12345);
+  // A pinned host tensor copies to and from the device.
+  auto storage = std::make_shared<StorageImpl>(p, 12345, kCPU, nullptr);
+  Tensor t = Tensor::from_storage(storage, {12345}, {1}, 0, DType::u8);
+  Tensor back = cpu_empty({12345}, DType::u8);
+  gpu().copy(back, to_gpu(t));
+  expect_same(back, t, "pinned round trip");
+  h.deallocate(p, 12345, MemoryCategory::HostPool);
+  EXPECT_EQ(h.stats().snapshot().current_of(MemoryCategory::HostPool), before);
+  h.empty_cache();
+}
+
+TEST(CudaBackend, StreamsRunHostTasksInOrderAndRethrowTheirErrors) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  auto s = gpu().create_stream(0);
+  EXPECT_TRUE(s->device().is_cuda());
+  EXPECT_NE(s->native_handle(), nullptr);
+  std::vector<int> order;
+  for (int i = 0; i < 5; ++i) s->enqueue([&order, i] { order.push_back(i); });
+  s->synchronize();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+  s->enqueue([] { throw ValueError("task failed"); });
+  EXPECT_THROW(s->synchronize(), ValueError);
+  EXPECT_NO_THROW(s->synchronize());  // reported once
+
+  auto e = gpu().create_event();
+  EXPECT_TRUE(e->query());  // never recorded
+  auto other = gpu().create_stream(0);
+  bool ran = false;
+  s->enqueue([&ran] { ran = true; });
+  e->record(*s);
+  other->wait(*e);
+  e->synchronize();
+  EXPECT_TRUE(ran);
+  EXPECT_TRUE(e->query());
+  other->synchronize();
+  EXPECT_NO_THROW(gpu().synchronize(0));
+}
+
+}  // namespace
+}  // namespace strata
