@@ -13,15 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "strata/models/layers/activation.h"
-#include "strata/models/layers/container.h"
-#include "strata/models/layers/embedding.h"
-#include "strata/models/layers/layer_norm.h"
-#include "strata/models/layers/linear.h"
-#include "strata/ops.h"
-#include "strata/optim/adamw.h"
-#include "strata/optim/clip_grad.h"
-#include "strata/optim/lr_schedule.h"
+#include "strata/strata.h"
 
 using namespace strata;
 

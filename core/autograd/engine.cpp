@@ -72,7 +72,8 @@ void run(const std::vector<Edge>& roots, const std::vector<Tensor>& seeds, bool 
     }
 
   SavePolicy& policy = current_save_policy();
-  std::string scope = "\x01";
+  std::string scope;
+  bool in_scope = false;
   while (!ready.empty()) {
     Node* n = ready.top();
     ready.pop();
@@ -94,8 +95,10 @@ void run(const std::vector<Edge>& roots, const std::vector<Tensor>& seeds, bool 
     for (auto& [slot, weak] : n->retained_outputs)
       if (auto impl = weak.lock()) Tensor(impl).autograd_meta().grad = grads.at(slot);
 
-    if (n->scope != scope) {
+    if (!in_scope || n->scope != scope) {
+      if (in_scope) policy.on_scope(ScopeEvent::Exit, Phase::Backward, scope);
       scope = n->scope;
+      in_scope = true;
       policy.on_scope(ScopeEvent::Enter, Phase::Backward, scope);
     }
     std::vector<Tensor> out = n->apply(std::move(grads));
@@ -108,6 +111,7 @@ void run(const std::vector<Edge>& roots, const std::vector<Tensor>& seeds, bool 
       if (--deps[e.fn.get()] == 0) ready.push(e.fn.get());
     }
   }
+  if (in_scope) policy.on_scope(ScopeEvent::Exit, Phase::Backward, scope);
 }
 
 std::vector<Edge> root_edges(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,

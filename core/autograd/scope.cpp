@@ -13,9 +13,8 @@ thread_local std::vector<ScopeEntry> tl_scopes;
 }  // namespace
 
 ScopeGuard::ScopeGuard(const std::string& name, bool is_block) {
-  std::string path = tl_scopes.empty() || tl_scopes.back().path.empty()
-                         ? name
-                         : tl_scopes.back().path + "." + name;
+  const std::string parent = tl_scopes.empty() ? std::string() : tl_scopes.back().path;
+  std::string path = parent.empty() ? name : (name.empty() ? parent : parent + "." + name);
   std::string block = is_block ? path : (tl_scopes.empty() ? std::string() : tl_scopes.back().block);
   tl_scopes.push_back({std::move(path), std::move(block)});
   current_save_policy().on_scope(ScopeEvent::Enter, Phase::Forward, tl_scopes.back().path);

@@ -1,0 +1,10 @@
+// Umbrella header for modules and layers (strata::nn).
+#pragma once
+
+#include "strata/models/layers/activation.h"
+#include "strata/models/layers/container.h"
+#include "strata/models/layers/dropout.h"
+#include "strata/models/layers/embedding.h"
+#include "strata/models/layers/layer_norm.h"
+#include "strata/models/layers/linear.h"
+#include "strata/nn/module.h"

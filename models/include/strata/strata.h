@@ -1,0 +1,11 @@
+// Umbrella header for the whole library: tensors, autograd, ops, modules, layers, optimizers.
+#pragma once
+
+#include "strata/autograd/engine.h"
+#include "strata/autograd/grad_mode.h"
+#include "strata/autograd/saved_tensor.h"
+#include "strata/core/backend.h"
+#include "strata/core/op_observer.h"
+#include "strata/nn.h"
+#include "strata/ops.h"
+#include "strata/optim.h"
