@@ -56,6 +56,13 @@ void run(const std::vector<Edge>& roots, const std::vector<Tensor>& seeds, bool 
 
   std::unordered_map<Node*, std::vector<Tensor>> buffers;
   auto add_to_buffer = [&](Node* n, uint32_t slot, Tensor g) {
+    // A gradient has the dtype of the tensor it belongs to (PyTorch casts the same way).
+    const TensorMeta& meta = n->output_meta.at(slot);
+    if (g.dtype() != meta.dtype && is_floating(meta.dtype)) {
+      Tensor cast = Tensor::empty(g.shape(), meta.dtype, g.device());
+      if (!g.device().is_meta()) backend_for(g.device()).copy(cast, g);
+      g = cast;
+    }
     auto& buf = buffers[n];
     if (buf.size() < n->output_meta.size()) buf.resize(n->output_meta.size());
     Tensor& cur = buf.at(slot);

@@ -43,7 +43,7 @@ void attention_fwd(const Tensor& out, const Tensor& lse, const Tensor& q, const 
                    const Tensor& mask, bool causal, T scale) {
   const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), D = q.size(3), S = k.size(2), Dv = v.size(3);
   const T ninf = -std::numeric_limits<T>::infinity();
-#pragma omp parallel for schedule(dynamic) collapse(2)
+#pragma omp parallel for schedule(dynamic) collapse(2) if (B * H * Tq * S * D > (int64_t(1) << 18))
   for (int64_t bh = 0; bh < B * H; ++bh) {
     for (int64_t q0 = 0; q0 < Tq; q0 += kBlockQ) {
       const int64_t b = bh / H, h = bh % H;
@@ -99,7 +99,7 @@ void attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv, const T
                    bool causal, T scale) {
   const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), D = q.size(3), S = k.size(2), Dv = v.size(3);
   const T ninf = -std::numeric_limits<T>::infinity();
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) if (B * H * Tq * S * D > (int64_t(1) << 18))
   for (int64_t bh = 0; bh < B * H; ++bh) {
     const int64_t b = bh / H, h = bh % H;
     CMap<T> O(out.data<T>() + bh * Tq * Dv, Tq, Dv);

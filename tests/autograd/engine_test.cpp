@@ -138,3 +138,12 @@ TEST(SavePolicy, EverySavedTensorGoesThroughThePolicyAndGradientsAreUnchanged) {
   EXPECT_GT(policy->packs, 3);
   EXPECT_EQ(policy->unpacks, policy->packs);
 }
+
+TEST(AutogradEngine, GradientsHaveTheDtypeOfTheirTensor) {
+  Tensor a = ops::from_vector(std::vector<double>{1, 2}, {2}, TensorOptions(DType::f32).requires_grad(true));
+  Tensor b = ops::from_vector(std::vector<double>{3, 4}, {2}, TensorOptions(DType::f64).requires_grad(true));
+  ops::sum(ops::mul(a, b)).backward();
+  EXPECT_EQ(a.grad().dtype(), DType::f32);
+  EXPECT_EQ(b.grad().dtype(), DType::f64);
+  EXPECT_EQ(a.grad().to_double_vector(), (std::vector<double>{3, 4}));
+}

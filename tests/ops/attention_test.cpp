@@ -123,3 +123,24 @@ TEST(Attention, MetaReportsCost) {
   }
   EXPECT_GT(c.total.flops, 2.0 * 2 * 12 * 256 * 256 * 64);
 }
+
+TEST(LinearCrossEntropy, MatchesUnfusedLossAndGradientsAcrossChunkSizes) {
+  manual_seed(21);
+  auto opts = TensorOptions(DType::f64).requires_grad(true);
+  Tensor x = ops::randn({3, 7, 10}, opts), w = ops::randn({13, 10}, opts);
+  std::vector<int64_t> tv;
+  for (int i = 0; i < 21; ++i) tv.push_back(i % 5 == 0 ? -100 : (i * 7) % 13);
+  Tensor t = ops::from_vector(tv, {3, 7});
+  Tensor ref = ops::cross_entropy(ops::matmul(x, ops::transpose(w, 0, 1)), t);
+  std::vector<Tensor> gr = autograd::grad({ref}, {x, w});
+  for (int64_t chunk : {int64_t(8 * 13), int64_t(8 * 13 * 4), int64_t(1) << 20}) {  // 1 row, 4 rows, all rows
+    Tensor fused = ops::linear_cross_entropy(x, w, t, -100, ops::Reduction::Mean, chunk);
+    EXPECT_NEAR(fused.item(), ref.item(), 1e-12);
+    std::vector<Tensor> gf = autograd::grad({ops::mul(fused, 1.0)}, {x, w});
+    EXPECT_LT(max_abs_diff(gf[0], gr[0]), 1e-12);
+    EXPECT_LT(max_abs_diff(gf[1], gr[1]), 1e-12);
+  }
+  Tensor s = ops::linear_cross_entropy(x, w, t, -100, ops::Reduction::Sum);
+  Tensor rs = ops::cross_entropy(ops::matmul(x, ops::transpose(w, 0, 1)), t, -100, ops::Reduction::Sum);
+  EXPECT_NEAR(s.item(), rs.item(), 1e-11);
+}

@@ -167,7 +167,11 @@ inline Shape leaf_shape(const InputSpec& s) {
 // Leaf values for input `i` of case `c`, rounded to the tested dtype.
 inline std::vector<double> leaf_values(const OpCase& c, size_t i, DType dt) {
   const InputSpec& s = c.inputs[i];
-  if (!s.fixed.empty()) return s.fixed;
+  if (!s.fixed.empty()) {
+    std::vector<double> v = s.fixed;
+    for (double& x : v) x = quantize(x, input_dtype(s, dt));
+    return v;
+  }
   uint64_t st = seed_of(c.name, i);
   std::vector<double> v(size_t(shape_numel(leaf_shape(s))));
   for (double& x : v) {

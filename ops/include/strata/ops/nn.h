@@ -15,6 +15,14 @@ enum class Reduction { None, Mean, Sum };
 // Mean is over targets that are not ignore_index (as PyTorch).
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100,
                      Reduction reduction = Reduction::Mean);
+// The LM head and cross-entropy fused: loss of (x @ weight^T) against target without ever
+// holding the [N, V] logits: rows are processed in chunks of about `chunk_bytes` of logits, and
+// only the per-row log-sum-exp is saved; backward recomputes each chunk's logits (one extra
+// GEMM) to form dx and dweight. x: [..., C], weight: [V, C], target: i64 [...].
+// Reduction Mean or Sum only.
+Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& target,
+                            int64_t ignore_index = -100, Reduction reduction = Reduction::Mean,
+                            int64_t chunk_bytes = int64_t(32) << 20);
 // Normalizes over the trailing dims of `normalized_shape`; weight and bias may be undefined.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
