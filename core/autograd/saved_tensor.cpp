@@ -30,6 +30,8 @@ SavedTensor::SavedTensor(const Tensor& t, SaveInfo info) : info_(std::move(info)
   info_.storage_id = t.storage()->id();
   if (info_.scope.empty()) info_.scope = current_scope_path();
   if (info_.block.empty()) info_.block = current_block_path();
+  storage_ = t.storage();
+  if (!info_.is_parameter) t.storage()->acquire_saved();
   policy_ = current_save_policy_ptr();
   // Saved without autograd metadata: a node holding its own output must not form a cycle.
   packed_ = policy_->pack(t.detach(), info_);
@@ -48,9 +50,28 @@ Tensor SavedTensor::unpack() const {
   return policy_->unpack(packed_, info_);
 }
 
+SavedTensor::SavedTensor(SavedTensor&& o) noexcept { *this = std::move(o); }
+
+SavedTensor& SavedTensor::operator=(SavedTensor&& o) noexcept {
+  if (this == &o) return *this;
+  release();
+  defined_ = o.defined_;
+  released_ = o.released_;
+  saved_version_ = o.saved_version_;
+  version_ = std::move(o.version_);
+  info_ = std::move(o.info_);
+  policy_ = std::move(o.policy_);
+  packed_ = std::move(o.packed_);
+  storage_ = std::move(o.storage_);
+  o.defined_ = false;
+  return *this;
+}
+
 void SavedTensor::release() {
   if (!defined_ || released_) return;
   released_ = true;
+  if (!info_.is_parameter)
+    if (auto s = storage_.lock()) s->release_saved();
   packed_ = Packed{};
   policy_.reset();
 }

@@ -26,6 +26,20 @@ StorageImpl::~StorageImpl() {
   }
 }
 
+void StorageImpl::acquire_saved() {
+  if (saved_refs_++ == 0 && category_ == MemoryCategory::Temporary) {
+    set_category(MemoryCategory::SavedActivation);
+    retagged_for_save_ = true;
+  }
+}
+
+void StorageImpl::release_saved() {
+  if (saved_refs_ > 0 && --saved_refs_ == 0 && retagged_for_save_) {
+    if (category_ == MemoryCategory::SavedActivation) set_category(MemoryCategory::Temporary);
+    retagged_for_save_ = false;
+  }
+}
+
 void StorageImpl::set_category(MemoryCategory c) {
   if (allocator_) allocator_->retag(nbytes_, category_, c);
   category_ = c;

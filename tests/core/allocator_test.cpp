@@ -54,3 +54,16 @@ TEST(MemoryStats, TensorAllocationsUseTheGuardCategoryAndStorageRetags) {
   }
   EXPECT_EQ(MemoryCategoryGuard::current(), MemoryCategory::Temporary);
 }
+
+TEST(MemoryStats, SavedTensorsAreAccountedAsSavedActivationsUntilReleased) {
+  MemoryStats& st = cpu_allocator().stats();
+  auto saved = [&] { return st.snapshot().current_of(MemoryCategory::SavedActivation); };
+  const int64_t before = saved();
+  Tensor x = ops::randn({1024}, TensorOptions().requires_grad(true));
+  Tensor y = ops::tanh(x);  // saves its output (4 KiB)
+  Tensor z = ops::sum(ops::mul(y, y));  // saves y twice: still one storage
+  EXPECT_EQ(saved() - before, 4096);
+  z.backward();  // releases every saved tensor
+  EXPECT_EQ(saved() - before, 0);
+  EXPECT_EQ(y.storage()->category(), MemoryCategory::Temporary);
+}

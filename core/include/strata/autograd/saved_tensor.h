@@ -78,8 +78,11 @@ class SavedTensor {
   SavedTensor() = default;
   // Packs `t` (undefined tensors are saved as undefined). `info.op` names the op for errors.
   SavedTensor(const Tensor& t, SaveInfo info);
-  SavedTensor(SavedTensor&&) = default;
-  SavedTensor& operator=(SavedTensor&&) = default;
+  SavedTensor(SavedTensor&& other) noexcept;
+  SavedTensor& operator=(SavedTensor&& other) noexcept;
+  SavedTensor(const SavedTensor&) = delete;
+  SavedTensor& operator=(const SavedTensor&) = delete;
+  ~SavedTensor() { release(); }
 
   bool defined() const { return defined_; }
   // Returns the saved tensor; throws AutogradError if it was modified in place since it was
@@ -97,6 +100,8 @@ class SavedTensor {
   SaveInfo info_;
   std::shared_ptr<SavePolicy> policy_;
   mutable Packed packed_;
+  // The saved storage, for the SavedActivation accounting only (does not keep it alive).
+  std::weak_ptr<StorageImpl> storage_;
 };
 
 }  // namespace strata::autograd

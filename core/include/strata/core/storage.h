@@ -36,6 +36,10 @@ class StorageImpl {
   const std::shared_ptr<std::atomic<uint64_t>>& version_counter() const { return version_; }
 
   MemoryCategory category() const { return category_; }
+  // Counts SavedTensors holding this storage: while any does, a Temporary buffer is accounted
+  // as SavedActivation (DESIGN.md, memory accounting); the last release re-tags it back.
+  void acquire_saved();
+  void release_saved();
   // Re-tags the bytes in the owning allocator's stats (no-op for external memory).
   void set_category(MemoryCategory c);
 
@@ -46,6 +50,8 @@ class StorageImpl {
   Allocator* allocator_ = nullptr;
   MemoryCategory category_;
   std::function<void(void*)> deleter_;
+  int saved_refs_ = 0;
+  bool retagged_for_save_ = false;
   uint64_t id_;
   std::shared_ptr<std::atomic<uint64_t>> version_ = std::make_shared<std::atomic<uint64_t>>(0);
 };
