@@ -28,6 +28,22 @@ add_library(strata_openblas INTERFACE)
 target_include_directories(strata_openblas SYSTEM INTERFACE ${OPENBLAS_INCLUDE_DIR})
 target_link_libraries(strata_openblas INTERFACE ${OPENBLAS_LIBRARY})
 
+# oneDNN: GEMM kernels chosen by CPU feature flags (OpenBLAS picks its kernels by CPU model
+# and falls back to SSE3 kernels on CPUs it does not know, e.g. some virtualized Xeons).
+set(STRATA_WITH_DNNL AUTO CACHE STRING "Use oneDNN for CPU GEMM: ON, OFF or AUTO")
+set(STRATA_HAVE_DNNL OFF)
+if(NOT STRATA_WITH_DNNL STREQUAL "OFF")
+  find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.h)
+  find_library(DNNL_LIBRARY dnnl)
+  if(DNNL_INCLUDE_DIR AND DNNL_LIBRARY)
+    set(STRATA_HAVE_DNNL ON)
+    add_library(strata_dnnl INTERFACE)
+    target_include_directories(strata_dnnl SYSTEM INTERFACE ${DNNL_INCLUDE_DIR})
+    target_link_libraries(strata_dnnl INTERFACE ${DNNL_LIBRARY})
+  endif()
+  strata_resolve_option(STRATA_WITH_DNNL STRATA_HAVE_DNNL)
+endif()
+
 find_package(PkgConfig)
 set(STRATA_HAVE_URING OFF)
 if(PkgConfig_FOUND)
@@ -37,7 +53,7 @@ if(PkgConfig_FOUND)
   endif()
 endif()
 
-find_package(Protobuf)
+find_package(Protobuf REQUIRED)  # checkpoint index (io/checkpoint.proto); tools/setup.sh installs it
 find_package(nlohmann_json 3 REQUIRED)
 
 # MPI

@@ -19,7 +19,7 @@ target_include_directories(strata_build_settings INTERFACE
   "$<BUILD_INTERFACE:${STRATA_PUBLIC_INCLUDE_DIRS}>"
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
 target_link_libraries(strata_build_settings INTERFACE OpenMP::OpenMP_CXX Threads::Threads
-                      Eigen3::Eigen strata_openblas)
+                      Eigen3::Eigen strata_openblas $<$<BOOL:${STRATA_HAVE_DNNL}>:strata_dnnl>)
 
 set(STRATA_LAYERS "")
 # strata_layer(NAME DIRS...): an OBJECT library from the .cpp (and, with CUDA, .cu) files of DIRS.
@@ -45,7 +45,24 @@ strata_layer(memory memory memory/tiers memory/planner)
 strata_layer(models models models/layers models/gpt)
 strata_layer(io io)
 if(TARGET strata_io)
-  target_link_libraries(strata_io PRIVATE nlohmann_json::nlohmann_json)
+  target_link_libraries(strata_io PRIVATE nlohmann_json::nlohmann_json protobuf::libprotobuf)
+  # io/*.proto -> <build>/proto/io/*.pb.{h,cc}, compiled into strata_io and included as
+  # "io/<name>.pb.h" by io/ sources only (public headers never see protobuf).
+  file(GLOB strata_io_protos CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/io/*.proto)
+  set(strata_proto_out ${PROJECT_BINARY_DIR}/proto)
+  file(MAKE_DIRECTORY ${strata_proto_out}/io)
+  foreach(proto ${strata_io_protos})
+    get_filename_component(proto_name ${proto} NAME_WE)
+    set(proto_srcs ${strata_proto_out}/io/${proto_name}.pb.h ${strata_proto_out}/io/${proto_name}.pb.cc)
+    add_custom_command(
+      OUTPUT ${proto_srcs}
+      COMMAND protobuf::protoc --cpp_out=${strata_proto_out} -I ${PROJECT_SOURCE_DIR} ${proto}
+      DEPENDS ${proto} protobuf::protoc
+      COMMENT "protoc io/${proto_name}.proto"
+      VERBATIM)
+    target_sources(strata_io PRIVATE ${proto_srcs})
+  endforeach()
+  target_include_directories(strata_io SYSTEM PRIVATE ${strata_proto_out})
 endif()
 
 if(STRATA_HAVE_CUDA)
@@ -88,10 +105,16 @@ foreach(kind SHARED STATIC)
     "$<BUILD_INTERFACE:${STRATA_PUBLIC_INCLUDE_DIRS}>"
     $<INSTALL_INTERFACE:include>)
   target_compile_features(${tgt} PUBLIC cxx_std_20)
+  if(STRATA_HAVE_DNNL)
+    target_link_libraries(${tgt} PRIVATE ${DNNL_LIBRARY})
+  endif()
   target_link_libraries(${tgt} PRIVATE ${OPENBLAS_LIBRARY}
                         PUBLIC OpenMP::OpenMP_CXX Threads::Threads)
   if(STRATA_HAVE_CUDA)
     target_link_libraries(${tgt} PRIVATE CUDA::cudart CUDA::cublasLt CUDA::cublas)
+  endif()
+  if(TARGET strata_io)
+    target_link_libraries(${tgt} PRIVATE protobuf::libprotobuf)  # the checkpoint index
   endif()
   set_target_properties(${tgt} PROPERTIES OUTPUT_NAME strata)
 endforeach()

@@ -10,6 +10,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libopenblas-openmp-dev    # GEMM (the OpenMP build: one thread pool with our kernels)
   libeigen3-dev             # maps, reductions, small fixed-size math
+  libdnnl-dev               # oneDNN: f32/bf16 GEMM with kernels chosen by CPU features
   libprotobuf-dev protobuf-compiler   # checkpoint index, configs, plans
   libgtest-dev libgmock-dev libbenchmark-dev
   liburing-dev              # NVMe tier: io_uring + O_DIRECT

@@ -3,6 +3,11 @@
 #include <cblas.h>
 
 #include "ops/cpu/cpu_backend.h"
+#include "strata/config.h"
+
+#if STRATA_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
 namespace strata::cpu {
 
@@ -72,6 +77,15 @@ void CpuBackend::bmm(const Tensor& out, const Tensor& a, const Tensor& b, double
     void* Bm = pb + i * bc.stride(0) * es;
     void* C = po + i * oc.stride(0) * es;
     if (dt == DType::f32) {
+#if STRATA_HAVE_DNNL
+      // oneDNN picks its kernels by CPU features (AVX-512 where present); row-major like ours.
+      dnnl_status_t st = dnnl_sgemm(la.transposed ? 'T' : 'N', lb.transposed ? 'T' : 'N', M, N, K, float(alpha),
+                                    static_cast<const float*>(A), la.ld, static_cast<const float*>(Bm), lb.ld,
+                                    float(beta), static_cast<float*>(C), lo.ld);
+      STRATA_CHECK(st == dnnl_success, Error, "bmm: dnnl_sgemm failed (status ", int(st), ") for ", M, "x", K,
+                   " @ ", K, "x", N);
+      continue;
+#endif
       cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), float(alpha), static_cast<float*>(A),
                   int(la.ld), static_cast<float*>(Bm), int(lb.ld), float(beta), static_cast<float*>(C),
                   int(lo.ld));

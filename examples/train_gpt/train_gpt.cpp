@@ -1,0 +1,201 @@
+// train_gpt: trains a GPT-2 family model. With no arguments it trains a small byte-level GPT
+// on the built-in corpus for 5 minutes, printing step, loss, lr, tokens/s and the three
+// memory figures (activation peak, step peak, process peak RSS), evaluating held-out loss
+// periodically, checkpointing, and sampling text at the end. See --help.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "examples/train_gpt/default_corpus.h"
+#include "examples/train_gpt/train_options.h"
+#include "strata/io/checkpoint.h"
+#include "strata/io/token_shards.h"
+#include "strata/io/tokenizer.h"
+#include "strata/models/gpt.h"
+#include "strata/strata.h"
+
+using namespace strata;
+using strata::examples::TrainOptions;
+
+namespace {
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024.0;
+}
+
+// Writes byte-level shards of `text` (last 10% held out) into <out>/data and returns globs.
+std::pair<std::string, std::string> shards_from_text(const std::string& text, const std::string& out_dir) {
+  io::ByteTokenizer tok;
+  std::vector<int32_t> ids = tok.encode(text);
+  const size_t split = ids.size() - ids.size() / 10;
+  const std::string dir = out_dir + "/data";
+  std::filesystem::create_directories(dir);
+  io::write_token_shard(dir + "/train_000000.bin", std::vector<int32_t>(ids.begin(), ids.begin() + long(split)));
+  io::write_token_shard(dir + "/val_000000.bin", std::vector<int32_t>(ids.begin() + long(split), ids.end()));
+  return {dir + "/train_*.bin", dir + "/val_*.bin"};
+}
+
+double evaluate(models::GPT& model, io::TokenLoader& val, int64_t batches) {
+  NoGradGuard ng;
+  model.eval();
+  val.reset();
+  double total = 0;
+  for (int64_t i = 0; i < batches; ++i) {
+    Tensor x, y;
+    val.next(&x, &y);
+    total += model.loss(x, y).item();
+  }
+  model.train();
+  return total / double(batches);
+}
+
+std::string bar(double frac) {
+  const int n = int(std::clamp(frac, 0.0, 1.0) * 20);
+  return "[" + std::string(size_t(n), '#') + std::string(size_t(20 - n), '.') + "]";
+}
+
+int run(const TrainOptions& o) {
+  std::filesystem::create_directories(o.out_dir);
+  const std::string ckpt_dir = o.out_dir + "/checkpoint";
+  // ---- data ----
+  std::string train_glob = o.train_data, val_glob = o.val_data;
+  bool byte_level = false;
+  if (train_glob.empty()) {
+    std::string text;
+    if (o.text.empty()) {
+      text = examples::read_default_corpus();
+    } else {
+      std::ifstream in(o.text, std::ios::binary);
+      STRATA_CHECK(in.good(), IoError, "train_gpt: cannot open --text '", o.text, "'");
+      text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    std::tie(train_glob, val_glob) = shards_from_text(text, o.out_dir);
+    byte_level = true;
+    STRATA_CHECK(o.model.vocab_size >= 256, ValueError, "train_gpt: byte-level data needs vocab_size >= 256, got ",
+                 o.model.vocab_size);
+  }
+  io::TokenLoader train(io::glob_paths(train_glob),
+                        {.batch = o.batch_size, .seq_len = o.seq_len, .shuffle = o.shuffle, .seed = o.seed});
+  std::unique_ptr<io::TokenLoader> val;
+  if (!val_glob.empty())
+    val = std::make_unique<io::TokenLoader>(io::glob_paths(val_glob),
+                                            io::TokenLoaderOptions{.batch = o.batch_size, .seq_len = o.seq_len});
+
+  // ---- model and optimizer ----
+  manual_seed(o.seed);
+  models::GPT model(o.model);
+  std::vector<Tensor> decay, no_decay;
+  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  optim::AdamWOptions ao = optim::AdamWOptions(o.lr).betas(o.beta1, o.beta2).eps(1e-8);
+  optim::AdamW opt({optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(o.weight_decay)),
+                    optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))},
+                   ao);
+  optim::WarmupCosineSchedule sched(o.lr, std::min(o.warmup_steps, o.schedule_steps() / 10), o.schedule_steps(), o.min_lr);
+
+  int64_t step = 0;
+  if (o.resume) {
+    io::CheckpointState st = io::load_checkpoint(ckpt_dir);
+    model.load_state_dict(st.model);
+    opt.load_state_dict(st.optimizer);
+    step = st.step;
+    current_generator().set_state(st.rng);
+    train.set_cursor(st.data);
+    std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(step));
+  }
+  auto save = [&](int64_t at_step) {
+    io::CheckpointState st;
+    st.config = o.describe();
+    st.step = at_step;
+    st.rng = current_generator().state();
+    st.data = train.cursor();
+    st.model = model.state_dict();
+    st.optimizer = opt.state_dict();
+    io::save_checkpoint(ckpt_dir, st);
+  };
+
+  const int64_t tokens_per_step = o.batch_size * o.seq_len * o.grad_accum;
+  std::printf("train_gpt: %s\n  %ld parameters, %ld tokens/step, data %s (%ld tokens)%s\n", o.describe().c_str(),
+              long(model.num_parameters()), long(tokens_per_step), train_glob.c_str(), long(train.num_tokens()),
+              byte_level ? ", byte-level" : "");
+  if (o.max_seconds > 0) std::printf("  training for %.0f s (or %ld steps)\n", o.max_seconds, long(o.max_steps));
+
+  Allocator& alloc = cpu_allocator();
+  const auto t_start = std::chrono::steady_clock::now();
+  double last_loss = NAN, last_val = NAN;
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
+  int64_t steps_run = 0;
+  while (step < o.max_steps && (o.max_seconds <= 0 || elapsed() < o.max_seconds)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    alloc.stats().reset_peaks();
+    sched.apply(opt, step);
+    opt.zero_grad();
+    double loss_sum = 0;
+    for (int64_t micro = 0; micro < o.grad_accum; ++micro) {
+      Tensor x, y;
+      train.next(&x, &y);
+      Tensor loss = model.loss(x, y);
+      if (o.grad_accum > 1) loss = ops::mul(loss, 1.0 / double(o.grad_accum));
+      loss.backward();
+      loss_sum += loss.item();
+    }
+    const double norm = o.grad_clip > 0 ? optim::clip_grad_norm_(model.parameters(), o.grad_clip) : 0.0;
+    opt.step();
+    ++step;
+    ++steps_run;
+    last_loss = loss_sum;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const MemorySnapshot m = alloc.stats().snapshot();
+    const bool eval_now = val && o.eval_every > 0 && (step % o.eval_every == 0);
+    if (eval_now) last_val = evaluate(model, *val, o.eval_batches);
+    if (step % o.log_every == 0 || step == 1 || eval_now) {
+      const double frac = o.max_seconds > 0 ? elapsed() / o.max_seconds : double(step) / double(o.max_steps);
+      std::printf("%s step %5ld | loss %.4f | val %.4f | lr %.2e | norm %.2f | %6.0f tok/s | act peak %7.1f MB | "
+                  "step peak %7.1f MB | rss %6.0f MB\n",
+                  bar(frac).c_str(), long(step), last_loss, last_val, sched.lr_at(step - 1), norm,
+                  double(tokens_per_step) / secs, double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6,
+                  double(m.total_peak) / 1e6, peak_rss_mb());
+      std::fflush(stdout);
+    }
+    if (o.ckpt_every > 0 && step % o.ckpt_every == 0) save(step);
+  }
+  if (val) {
+    last_val = evaluate(model, *val, o.eval_batches);
+    std::printf("final: step %ld, train loss %.4f, held-out loss %.4f%s, %.0f s\n", long(step), last_loss, last_val,
+                byte_level ? " nats/byte" : "", elapsed());
+  }
+  if (steps_run > 0) save(step);
+  std::printf("checkpoint: %s\n", ckpt_dir.c_str());
+
+  if (o.sample_tokens > 0 && byte_level) {
+    const std::string prompt = "This License";
+    std::vector<int64_t> ids(prompt.begin(), prompt.end());
+    Generator g(o.seed);
+    Tensor out = model.generate(ops::from_vector(ids, {1, int64_t(ids.size())}),
+                                {.max_new_tokens = o.sample_tokens, .temperature = o.temperature, .top_k = o.top_k}, g);
+    std::string text;
+    for (int64_t t : out.to_vector<int64_t>()) text.push_back(char(t));
+    std::printf("sample:\n%s\n", text.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    TrainOptions o;
+    if (!examples::parse_train_options(argc, argv, &o)) return 0;
+    return run(o);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "train_gpt: %s\n", e.what());
+    return 1;
+  }
+}

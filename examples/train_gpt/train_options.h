@@ -1,0 +1,35 @@
+// TrainOptions: train_gpt's resolved settings (defaults < --config file < flags).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "strata/models/gpt.h"
+
+namespace strata::examples {
+
+struct TrainOptions {
+  models::GPTConfig model;
+  std::string preset = "small";
+  std::string train_data, val_data, text;
+  int64_t batch_size = 16, seq_len = 128, grad_accum = 1, max_steps = 1000000;
+  double max_seconds = 300;
+  double lr = 2e-3, min_lr = 2e-4, weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, grad_clip = 1.0;
+  int64_t warmup_steps = 50;
+  uint64_t seed = 1337;
+  bool shuffle = true;
+  int64_t eval_every = 50, eval_batches = 8, ckpt_every = 0, log_every = 10;
+  std::string out_dir = "out/train_gpt";
+  bool resume = false;
+  int64_t sample_tokens = 200, top_k = 40;
+  double temperature = 0.8;
+  // The step count for the LR schedule when training is bounded by time only.
+  int64_t schedule_steps() const;
+  std::string describe() const;
+};
+
+// Parses argv (and the --config file it names); throws ValueError/IoError on bad input.
+// Returns false when --help was printed.
+bool parse_train_options(int argc, char** argv, TrainOptions* out);
+
+}  // namespace strata::examples

@@ -1,0 +1,13 @@
+// CRC-32C (Castagnoli, the iSCSI/ext4/LevelDB checksum): guards each tensor of a checkpoint.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace strata::io {
+
+// The CRC-32C of `bytes` bytes at `data`, continuing from `crc` (the value an earlier call
+// returned for the preceding bytes; 0 to start). crc32c("123456789", 9) == 0xE3069283.
+uint32_t crc32c(const void* data, size_t bytes, uint32_t crc = 0);
+
+}  // namespace strata::io
