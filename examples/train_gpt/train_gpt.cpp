@@ -59,7 +59,9 @@ double evaluate(models::GPT& model, io::TokenLoader& val, int64_t batches) {
 
 std::string bar(double frac) {
   const int n = int(std::clamp(frac, 0.0, 1.0) * 20);
-  return "[" + std::string(size_t(n), '#') + std::string(size_t(20 - n), '.') + "]";
+  std::string s = "[";
+  s.append(size_t(n), '#').append(size_t(20 - n), '.').push_back(']');
+  return s;
 }
 
 int run(const TrainOptions& o) {
