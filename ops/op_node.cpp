@@ -22,14 +22,7 @@ std::shared_ptr<OpNode> make_node(const char* name, const std::vector<Tensor>& i
 }
 
 void set_outputs(const std::shared_ptr<OpNode>& node, const std::vector<Tensor*>& outputs) {
-  for (uint32_t i = 0; i < outputs.size(); ++i) {
-    Tensor* out = outputs[i];
-    node->output_meta.push_back({out->shape(), out->dtype(), out->device()});
-    if (!is_floating(out->dtype())) continue;
-    AutogradMeta& m = out->autograd_meta();
-    m.grad_fn = node;
-    m.output_nr = i;
-  }
+  autograd::set_grad_fn(node, outputs);
 }
 
 }  // namespace strata::ops::detail

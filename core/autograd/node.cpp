@@ -48,6 +48,10 @@ void attach(const std::shared_ptr<Node>& node, const std::vector<Tensor>& inputs
   node->next_edges.clear();
   for (const Tensor& t : inputs) node->next_edges.push_back(gradient_edge(t));
   node->output_meta.clear();
+  set_grad_fn(node, outputs);
+}
+
+void set_grad_fn(const std::shared_ptr<Node>& node, const std::vector<Tensor*>& outputs) {
   for (uint32_t i = 0; i < outputs.size(); ++i) {
     Tensor* out = outputs[i];
     node->output_meta.push_back({out->shape(), out->dtype(), out->device()});

@@ -59,6 +59,9 @@ bool any_requires_grad(const std::vector<Tensor>& inputs);
 void attach(const std::shared_ptr<Node>& node, const std::vector<Tensor>& inputs,
             const std::vector<Tensor*>& outputs);
 
+// Makes `node` the grad_fn of `outputs` (appending their metadata to node->output_meta).
+void set_grad_fn(const std::shared_ptr<Node>& node, const std::vector<Tensor*>& outputs);
+
 // Sink node of a leaf: accumulates into .grad() and runs post-accumulate hooks.
 class AccumulateGrad final : public Node {
  public:
