@@ -7,7 +7,7 @@
 #include "strata/config.h"
 
 #if STRATA_HAVE_CUDA
-namespace strata::cuda {
+namespace strata::gpu {
 std::unique_ptr<Backend> make_cuda_backend();
 }
 #endif
@@ -21,7 +21,7 @@ void register_builtin_backends() {
     reg.add(DeviceType::CPU, std::make_unique<cpu::CpuBackend>());
     reg.add(DeviceType::Meta, meta::make_meta_backend());
 #if STRATA_HAVE_CUDA
-    reg.add(DeviceType::CUDA, cuda::make_cuda_backend());
+    reg.add(DeviceType::CUDA, gpu::make_cuda_backend());
 #endif
   });
 }

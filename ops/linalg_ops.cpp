@@ -61,7 +61,9 @@ Tensor matmul_raw(const Tensor& a, const Tensor& b) {
                " do not match (", K, " != ", b.size(-2), ")");
   if (b.dim() == 2) {
     // Fold a's batch dims into M: one GEMM.
-    Tensor a2 = detail::raw_reshape(a, {a.numel() / std::max<int64_t>(K, 1), K});
+    int64_t rows = 1;
+    for (int64_t d = 0; d + 1 < a.dim(); ++d) rows *= a.size(d);
+    Tensor a2 = detail::raw_reshape(a, {rows, K});
     Shape os(a.shape().begin(), a.shape().end() - 1);
     os.push_back(N);
     Tensor o = bmm_raw(detail::raw_view(a2, {1, a2.size(0), K}, {0, a2.stride(0), a2.stride(1)}, a2.storage_offset()),

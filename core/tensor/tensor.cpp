@@ -6,6 +6,8 @@ namespace strata {
 
 namespace {
 bool compute_contiguous(const Shape& shape, const Shape& strides) {
+  for (int64_t s : shape)
+    if (s == 0) return true;  // no elements: any strides describe them
   int64_t expected = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     if (shape[i] == 1) continue;

@@ -18,16 +18,23 @@ struct MatrixLayout {
   int64_t ld;
 };
 
-// BLAS can take a matrix whose last dim or first dim has unit stride.
+// BLAS can take a matrix whose last dim or first dim has unit stride; the leading dimension
+// of a single row (or column) is free, so it is set to what BLAS requires.
 bool blas_layout(const Tensor& m, MatrixLayout* layout) {
   int64_t r = m.size(1), c = m.size(2), sr = m.stride(1), sc = m.stride(2);
-  if ((sc == 1 || c == 1) && sr >= std::max<int64_t>(1, c)) {
-    *layout = {false, sr};
-    return true;
+  if (sc == 1 || c <= 1) {
+    const int64_t ld = r <= 1 ? std::max<int64_t>(c, 1) : sr;
+    if (ld >= std::max<int64_t>(1, c)) {
+      *layout = {false, ld};
+      return true;
+    }
   }
-  if ((sr == 1 || r == 1) && sc >= std::max<int64_t>(1, r)) {
-    *layout = {true, sc};
-    return true;
+  if (sr == 1 || r <= 1) {
+    const int64_t ld = c <= 1 ? std::max<int64_t>(r, 1) : sc;
+    if (ld >= std::max<int64_t>(1, r)) {
+      *layout = {true, ld};
+      return true;
+    }
   }
   return false;
 }
@@ -42,6 +49,15 @@ void CpuBackend::bmm(const Tensor& out, const Tensor& a, const Tensor& b, double
                ShapeError, "bmm: shapes ", shape_str(a.shape()), " @ ", shape_str(b.shape()), " -> ",
                shape_str(out.shape()));
   if (out.numel() == 0) return;
+  if (K == 0) {  // empty sum: out = beta * out
+    if (beta == 0.0) {
+      fill(out, 0.0);
+    } else {
+      Tensor in[1] = {out};
+      elementwise(EwOp::MulScalar, out, in, {beta, 0});
+    }
+    return;
+  }
   DType dt = out.dtype();
   if (dt != DType::f32 && dt != DType::f64) {
     STRATA_CHECK(is_floating(dt), TypeError, "bmm: not defined for ", dtype_name(dt));

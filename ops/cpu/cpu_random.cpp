@@ -21,6 +21,12 @@ void random_fill(const Tensor& out, F f, CpuBackend& be) {
   STRATA_CHECK(is_floating(out.dtype()), TypeError, "random: needs a floating tensor, got ", out.str());
   if (out.dtype() == DType::f64 && out.is_contiguous()) return fill_indexed<double>(out, f);
   if (out.dtype() == DType::f32 && out.is_contiguous()) return fill_indexed<float>(out, f);
+  if (out.dtype() == DType::f64) {
+    Tensor tmp = Tensor::empty(out.shape(), DType::f64, kCPU);
+    fill_indexed<double>(tmp, f);
+    be.copy(out, tmp);
+    return;
+  }
   Tensor tmp = Tensor::empty(out.shape(), DType::f32, kCPU);
   fill_indexed<float>(tmp, f);
   be.copy(out, tmp);

@@ -204,7 +204,7 @@ void cross_entropy_backward_typed(const Tensor& gl, const Tensor& gloss, const T
   for_rows(R, V, [&](int64_t r) {
     const T* xr = x + r * V;
     T* dr = d + r * V;
-    if (t[r] == ignore) {
+    if (t[r] == ignore || t[r] < 0 || t[r] >= V) {  // out-of-range targets were rejected in forward
       for (int64_t i = 0; i < V; ++i) dr[i] = T(0);
       return;
     }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "strata/core/backend.h"
 #include "strata/core/op_observer.h"
 #include "strata/ops.h"
 
@@ -114,4 +115,20 @@ TEST(MetaDevice, OpsRunOnShapesAloneAndReportCost) {
   EXPECT_GE(cost.total.flops, 2.0 * 64 * 128 * 32);
   EXPECT_EQ(cost.num_ops, 2);
   EXPECT_THROW(c.data_ptr(), DeviceError);
+}
+
+TEST(Matmul, SizeOneAndEmptyLayoutsAreHandled) {
+  // M = 1 output viewed through a transpose, and K = 0.
+  Tensor a = ops::from_vector(std::vector<double>{1, 2, 3}, {1, 3}), b = ops::from_vector(std::vector<double>{1, 0, 2, 1, 0, 3}, {3, 2});
+  EXPECT_EQ(ops::matmul(a, b).to_double_vector(), (std::vector<double>{5, 11}));
+  // The backend writing into a [1, 2] output that is a transposed [2, 1] buffer (strides 1, 1).
+  Tensor buf = ops::zeros({2, 1});
+  Tensor out = buf.transpose(0, 1).unsqueeze(0);
+  backend_for(kCPU).bmm(out, a.unsqueeze(0), b.unsqueeze(0), 1.0, 0.0);
+  EXPECT_EQ(buf.to_double_vector(), (std::vector<double>{5, 11}));
+  Tensor e = ops::matmul(ops::zeros({2, 0}), ops::zeros({0, 3}));
+  EXPECT_EQ(e.shape(), (Shape{2, 3}));
+  EXPECT_EQ(e.to_double_vector(), std::vector<double>(6, 0.0));
+  EXPECT_TRUE(ops::zeros({2, 0}).transpose(0, 1).is_contiguous());
+  EXPECT_EQ(ops::sum(ops::zeros({3, 0}), {1}).to_double_vector(), std::vector<double>(3, 0.0));
 }

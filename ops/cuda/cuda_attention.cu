@@ -1,0 +1,209 @@
+// CUDA attention, materialized (not fused): the scores of each (batch, head) go through
+// cuBLAS (bmm) and one row kernel that adds the mask, applies causality and turns them into
+// probabilities plus the row log-sum-exp; backward recomputes the probabilities from the
+// saved lse as the CPU's FlashAttention-style kernel does (ops/cpu/cpu_attention.cpp) and
+// forms dS = P * (dP - rowsum(dO * O)). Same conventions as the CPU: a fully masked row
+// gives a zero output, lse = -inf and no gradient. Memory is O(B H T S) for the scores;
+// a fused kernel is the speed item that replaces this.
+#include <limits>
+
+#include "ops/common/elementwise_math.h"
+#include "ops/cpu/cpu_backend.h"
+#include "ops/cuda/cuda_backend.h"
+#include "ops/cuda/cuda_check.h"
+#include "ops/cuda/cuda_device_utils.cuh"
+
+namespace strata::gpu {
+
+namespace {
+
+struct ScoreRows {
+  int64_t rows;   // B * H * T
+  int64_t T, S, H;
+  const char* mask;  // additive [B, H, T, S] view, or null
+  int64_t ms[4];     // its strides, in elements
+  bool causal;
+};
+
+// In place over the scaled scores: adds the mask and the causal -inf, then writes the
+// probabilities, and `lse_out` (forward) or reads the saved `lse_in` (backward).
+template <class T>
+__global__ void attention_probs_kernel(T* scores, ScoreRows a, T* lse_out, const T* lse_in) {
+  __shared__ double acc[32];
+  __shared__ T red[32];
+  const T ninf = -std::numeric_limits<T>::infinity();
+  const T* mask = reinterpret_cast<const T*>(a.mask);
+  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+    const int64_t t = r % a.T, bh = r / a.T, b = bh / a.H, h = bh % a.H;
+    T* x = scores + r * a.S;
+    T m = ninf;
+    for (int64_t s = threadIdx.x; s < a.S; s += blockDim.x) {
+      T v = x[s];
+      if (mask) v += mask[b * a.ms[0] + h * a.ms[1] + t * a.ms[2] + s * a.ms[3]];
+      if (a.causal && s > t) v = ninf;
+      x[s] = v;
+      m = v > m ? v : m;
+    }
+    if (lse_in) {
+      const T l = lse_in[r];
+      for (int64_t s = threadIdx.x; s < a.S; s += blockDim.x)
+        x[s] = (l == ninf || x[s] == ninf) ? T(0) : common::m_exp(x[s] - l);
+      continue;
+    }
+    m = block_max(m, red);
+    if (m == ninf) {  // everything masked: zero probabilities, lse = -inf (uniform across the block)
+      for (int64_t s = threadIdx.x; s < a.S; s += blockDim.x) x[s] = T(0);
+      if (threadIdx.x == 0) lse_out[r] = ninf;
+      continue;
+    }
+    double sum = 0;
+    for (int64_t s = threadIdx.x; s < a.S; s += blockDim.x) sum += double(common::m_exp(x[s] - m));
+    sum = block_sum(sum, acc);
+    const T inv = T(1.0 / sum);
+    for (int64_t s = threadIdx.x; s < a.S; s += blockDim.x) x[s] = common::m_exp(x[s] - m) * inv;
+    if (threadIdx.x == 0) lse_out[r] = T(double(m) + ::log(sum));
+  }
+}
+
+// dS = P * (dP - sum_d dO * O), in place over dP, one block per row.
+template <class T>
+__global__ void attention_dscores_kernel(T* dp, const T* p, const T* dout, const T* out, int64_t rows, int64_t S,
+                                         int64_t Dv) {
+  __shared__ double acc[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    double d = 0;
+    for (int64_t c = threadIdx.x; c < Dv; c += blockDim.x) d += double(dout[r * Dv + c]) * double(out[r * Dv + c]);
+    const T drow = T(block_sum(d, acc));
+    for (int64_t s = threadIdx.x; s < S; s += blockDim.x) dp[r * S + s] = p[r * S + s] * (dp[r * S + s] - drow);
+  }
+}
+
+// A [d0, d1, d2] view of `t`'s storage with the given strides (no autograd).
+Tensor view3(const Tensor& t, int64_t d0, int64_t d1, int64_t d2, int64_t s0, int64_t s1, int64_t s2) {
+  return Tensor::from_storage(t.storage(), {d0, d1, d2}, {s0, s1, s2}, t.storage_offset(), t.dtype());
+}
+Tensor rows3(const Tensor& t, int64_t d0, int64_t d1, int64_t d2) { return view3(t, d0, d1, d2, d1 * d2, d2, 1); }
+// The per-matrix transpose of a contiguous [d0, d1, d2] tensor, as a [d0, d2, d1] view.
+Tensor transposed3(const Tensor& t, int64_t d0, int64_t d1, int64_t d2) { return view3(t, d0, d2, d1, d1 * d2, 1, d2); }
+
+struct AttentionShape {
+  int64_t B, H, T, D, S, Dv;
+};
+
+AttentionShape check_attention(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask) {
+  for (const Tensor* t : {&q, &k, &v}) cpu::check_row_kernel_input(*t, "attention");
+  STRATA_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4 && k.dtype() == q.dtype() && v.dtype() == q.dtype(),
+               ShapeError, op, ": expects 4-D q, k, v of one dtype, got ", q.str(), ", ", k.str(), ", ", v.str());
+  const AttentionShape a{q.size(0), q.size(1), q.size(2), q.size(3), k.size(2), v.size(3)};
+  STRATA_CHECK(k.size(0) == a.B && v.size(0) == a.B && k.size(1) == a.H && v.size(1) == a.H && k.size(3) == a.D &&
+                   v.size(2) == a.S,
+               ShapeError, op, ": q ", shape_str(q.shape()), ", k ", shape_str(k.shape()), ", v ",
+               shape_str(v.shape()), " do not fit");
+  STRATA_CHECK(!mask.defined() || (mask.dim() == 4 && mask.dtype() == q.dtype() &&
+                                   mask.shape() == Shape{a.B, a.H, a.T, a.S}),
+               TypeError, "attention: mask must be a 4-D additive [B, H, T, S] tensor of the inputs' dtype, got ",
+               mask.str());
+  return a;
+}
+
+void check_output(const char* op, const Tensor& t, const Shape& shape, DType dt) {
+  if (!t.defined()) return;
+  STRATA_CHECK(t.is_contiguous() && t.dtype() == dt && t.shape() == shape, ShapeError, op, ": output ", t.str(),
+               " should be a contiguous ", dtype_name(dt), shape_str(shape));
+}
+
+ScoreRows score_rows(const AttentionShape& a, const Tensor& mask, bool causal) {
+  ScoreRows r{a.B * a.H * a.T, a.T, a.S, a.H, nullptr, {0, 0, 0, 0}, causal};
+  if (mask.defined()) {
+    r.mask = static_cast<const char*>(mask.data_ptr());
+    for (int d = 0; d < 4; ++d) r.ms[d] = mask.stride(d);
+  }
+  return r;
+}
+
+template <class F>
+void by_dtype(DType dt, F f) {
+  if (dt == DType::f32) f(float{});
+  else f(double{});
+}
+
+// P [B*H, T, S]: the scaled, masked scores of q and k turned into probabilities, writing the
+// row lse (forward) or normalizing by the saved one (backward).
+Tensor probabilities(CudaBackend& be, const AttentionShape& a, const Tensor& q, const Tensor& k, const Tensor& mask,
+                     bool causal, double scale, const Tensor& lse, bool saved_lse) {
+  const int64_t BH = a.B * a.H;
+  Tensor p = be.empty({BH, a.T, a.S}, q.dtype(), q.device().index);
+  be.bmm(p, rows3(q, BH, a.T, a.D), transposed3(k, BH, a.S, a.D), scale, 0.0);
+  const ScoreRows rows = score_rows(a, mask, causal);
+  by_dtype(q.dtype(), [&](auto z) {
+    using T = decltype(z);
+    T* l = static_cast<T*>(lse.data_ptr());
+    attention_probs_kernel<T><<<grid_for(rows.rows, 1), row_block_threads(a.S), 0, compute_stream()>>>(
+        static_cast<T*>(p.data_ptr()), rows, saved_lse ? nullptr : l, saved_lse ? l : nullptr);
+  });
+  STRATA_CUDA_CHECK_LAUNCH("attention probabilities of ", q.str(), " x ", k.str());
+  return p;
+}
+
+}  // namespace
+
+void CudaBackend::attention(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                            const Tensor& mask, bool causal, double scale) {
+  const AttentionShape a = check_attention("attention", q, k, v, mask);
+  const DType dt = q.dtype();
+  check_output("attention", out, {a.B, a.H, a.T, a.Dv}, dt);
+  check_output("attention", lse, {a.B, a.H, a.T}, dt);
+  const int dev = check_on_device("attention", {&out, &lse, &q, &k, &v, &mask});
+  if (a.B * a.H * a.T == 0) return;
+  context(dev);
+  DeviceGuard guard(dev);
+  const int64_t BH = a.B * a.H;
+  if (a.S == 0) {  // no keys: every row is fully masked
+    launch_fill(out, 0.0);
+    launch_fill(lse, -std::numeric_limits<double>::infinity());
+    return;
+  }
+  const Tensor p = probabilities(*this, a, q, k, mask, causal, scale, lse, /*saved_lse=*/false);
+  bmm(rows3(out, BH, a.T, a.Dv), p, rows3(v, BH, a.S, a.Dv), 1.0, 0.0);
+}
+
+void CudaBackend::attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                                     const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                     const Tensor& lse, const Tensor& mask, bool causal, double scale) {
+  const AttentionShape a = check_attention("attention_backward", q, k, v, mask);
+  const DType dt = q.dtype();
+  check_output("attention_backward", dq, q.shape(), dt);
+  check_output("attention_backward", dk, k.shape(), dt);
+  check_output("attention_backward", dv, v.shape(), dt);
+  for (const Tensor* t : {&dout, &out}) check_output("attention_backward", *t, {a.B, a.H, a.T, a.Dv}, dt);
+  check_output("attention_backward", lse, {a.B, a.H, a.T}, dt);
+  const int dev = check_on_device("attention_backward", {&dq, &dk, &dv, &dout, &q, &k, &v, &out, &lse, &mask});
+  context(dev);
+  DeviceGuard guard(dev);
+  const int64_t BH = a.B * a.H;
+  if (BH * a.T == 0 || a.S == 0) {  // nothing attends: zero gradients
+    for (const Tensor* g : {&dq, &dk, &dv})
+      if (g->defined() && g->numel() > 0) launch_fill(*g, 0.0);
+    return;
+  }
+  const Tensor p = probabilities(*this, a, q, k, mask, causal, scale, lse, /*saved_lse=*/true);
+  const int64_t rows = BH * a.T;
+  const Tensor dout3 = rows3(dout, BH, a.T, a.Dv);
+  if (dv.defined()) bmm(rows3(dv, BH, a.S, a.Dv), transposed3(p, BH, a.T, a.S), dout3, 1.0, 0.0);
+  if (!dq.defined() && !dk.defined()) return;
+  // dP = dO V^T, then dS = P * (dP - rowsum(dO * O)) in place.
+  Tensor ds = empty({BH, a.T, a.S}, dt, dev);
+  bmm(ds, dout3, transposed3(v, BH, a.S, a.Dv), 1.0, 0.0);
+  by_dtype(dt, [&](auto z) {
+    using T = decltype(z);
+    attention_dscores_kernel<T><<<grid_for(rows, 1), row_block_threads(std::max(a.S, a.Dv)), 0,
+                                  compute_stream()>>>(
+        static_cast<T*>(ds.data_ptr()), static_cast<const T*>(p.data_ptr()), static_cast<const T*>(dout.data_ptr()),
+        static_cast<const T*>(out.data_ptr()), rows, a.S, a.Dv);
+  });
+  STRATA_CUDA_CHECK_LAUNCH("attention_backward ", q.str(), " x ", k.str());
+  if (dq.defined()) bmm(rows3(dq, BH, a.T, a.D), ds, rows3(k, BH, a.S, a.D), scale, 0.0);
+  if (dk.defined()) bmm(rows3(dk, BH, a.S, a.D), transposed3(ds, BH, a.T, a.S), rows3(q, BH, a.T, a.D), scale, 0.0);
+}
+
+}  // namespace strata::gpu

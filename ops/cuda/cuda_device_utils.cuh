@@ -1,0 +1,184 @@
+// Device-side helpers for the CUDA kernels: dtype loads/stores that convert exactly like
+// the CPU backend (core/tensor/dtype.cpp, ops/cpu/dtype_dispatch.h), strided offsets, and
+// deterministic warp/block reductions (fixed shuffle trees, no atomics).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "ops/cuda/cuda_strided.h"
+#include "strata/core/dtype.h"
+
+namespace strata::gpu {
+
+// ---- 16-bit floats, bit for bit as strata::bf16 / strata::f16 on the host ----
+
+__device__ __forceinline__ float bf16_to_float(uint16_t b) { return __uint_as_float(uint32_t(b) << 16); }
+
+__device__ __forceinline__ uint16_t float_to_bf16(float f) {
+  uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+
+__device__ __forceinline__ uint16_t float_to_f16(float f) {
+  uint32_t x = __float_as_uint(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t mant = x & 0x007fffffu;
+  int32_t exp = int32_t((x >> 23) & 0xff);
+  if (exp == 0xff) return uint16_t(sign | 0x7c00u | (mant ? 0x200u : 0u));
+  int32_t e = exp - 127 + 15;
+  if (e >= 0x1f) return uint16_t(sign | 0x7c00u);
+  if (e <= 0) {
+    if (e < -10) return uint16_t(sign);
+    mant |= 0x00800000u;
+    uint32_t shift = uint32_t(14 - e);
+    uint32_t half = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1u);
+    uint32_t mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1u))) ++half;
+    return uint16_t(sign | half);
+  }
+  uint32_t half = sign | (uint32_t(e) << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;
+  return uint16_t(half);
+}
+
+__device__ __forceinline__ float f16_to_float(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t x;
+  if (exp == 0x1f) {
+    x = sign | 0x7f800000u | (mant << 13);
+  } else if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while (!(mant & 0x400u));
+      x = sign | (uint32_t(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else {
+    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  return __uint_as_float(x);
+}
+
+// The bytes of one element, for kernels that move elements without looking at them.
+template <int Bytes>
+struct alignas(Bytes) RawElement {
+  unsigned char b[Bytes];
+};
+
+// ---- loads and stores of one element of any dtype, converted from/to the compute type ----
+// T is float (f32, bf16, f16 storage), double (f64) or int64_t (integers and bool); the switch
+// is on a kernel argument, so it is uniform across a warp.
+
+template <class T>
+__device__ __forceinline__ T load_as(const char* p, DType dt) {
+  switch (dt) {
+    case DType::f32: return T(*reinterpret_cast<const float*>(p));
+    case DType::f64: return T(*reinterpret_cast<const double*>(p));
+    case DType::bf16: return T(bf16_to_float(*reinterpret_cast<const uint16_t*>(p)));
+    case DType::f16: return T(f16_to_float(*reinterpret_cast<const uint16_t*>(p)));
+    case DType::i32: return T(*reinterpret_cast<const int32_t*>(p));
+    case DType::i64: return T(*reinterpret_cast<const int64_t*>(p));
+    case DType::u8: return T(*reinterpret_cast<const uint8_t*>(p));
+    default: return T(*reinterpret_cast<const uint8_t*>(p) != 0);
+  }
+}
+
+template <class T>
+__device__ __forceinline__ void store_as(char* p, DType dt, T v) {
+  switch (dt) {
+    case DType::f32: *reinterpret_cast<float*>(p) = float(v); break;
+    case DType::f64: *reinterpret_cast<double*>(p) = double(v); break;
+    case DType::bf16: *reinterpret_cast<uint16_t*>(p) = float_to_bf16(float(v)); break;
+    case DType::f16: *reinterpret_cast<uint16_t*>(p) = float_to_f16(float(v)); break;
+    case DType::i32: *reinterpret_cast<int32_t*>(p) = int32_t(v); break;
+    case DType::i64: *reinterpret_cast<int64_t*>(p) = int64_t(v); break;
+    case DType::u8: *reinterpret_cast<uint8_t*>(p) = uint8_t(v); break;
+    default: *reinterpret_cast<uint8_t*>(p) = uint8_t(v != T(0)); break;
+  }
+}
+
+// ---- strided offsets ----
+
+// Byte offsets of logical element i in each operand.
+template <int N>
+__device__ __forceinline__ void strided_offsets(const StridedArgs<N>& a, int64_t i, int64_t (&off)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) off[k] = 0;
+  if (a.ndim == 1) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] = i * a.stride[k][0];
+    return;
+  }
+  for (int d = a.ndim - 1; d >= 0; --d) {
+    const int64_t s = a.shape[d];
+    const int64_t q = i / s;
+    const int64_t r = i - q * s;
+    i = q;
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] += r * a.stride[k][d];
+  }
+}
+
+#define STRATA_GRID_STRIDE(i, n)                                                      \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);         \
+       i += int64_t(gridDim.x) * blockDim.x)
+
+// ---- deterministic reductions ----
+
+template <class A>
+__device__ __forceinline__ A warp_sum(A v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  return v;  // valid in lane 0
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024), returned to every thread.
+// `smem` holds 32 values. The tree is fixed by blockDim, so the bits are reproducible.
+template <class A>
+__device__ __forceinline__ A block_sum(A v, A* smem) {
+  v = warp_sum(v);
+  if (blockDim.x == 32) return __shfl_sync(0xffffffffu, v, 0);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
+  __syncthreads();  // smem may still be read by a previous call
+  if (lane == 0) smem[warp] = v;
+  __syncthreads();
+  A t = lane < nwarps ? smem[lane] : A(0);
+  t = warp_sum(t);
+  return __shfl_sync(0xffffffffu, t, 0);
+}
+
+// Max ignoring NaN (x > m ? x : m, as the CPU's row_max); returned to every thread.
+template <class T>
+__device__ __forceinline__ T block_max(T v, T* smem) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    T w = __shfl_xor_sync(0xffffffffu, v, o);
+    v = w > v ? w : v;
+  }
+  if (blockDim.x == 32) return v;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
+  __syncthreads();
+  if (lane == 0) smem[warp] = v;
+  __syncthreads();
+  T t = smem[0];
+  for (int w = 1; w < nwarps; ++w) t = smem[w] > t ? smem[w] : t;
+  (void)lane;
+  return t;
+}
+
+// Threads per block for a kernel that gives one block to each row of `cols` elements.
+inline int row_block_threads(int64_t cols) { return cols <= 64 ? 32 : (cols <= 512 ? 128 : 256); }
+
+}  // namespace strata::gpu

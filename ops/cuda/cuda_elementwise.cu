@@ -1,0 +1,95 @@
+// CUDA elementwise kernels: one kernel template instantiated per EwOp and compute type with
+// ops/common's ew_apply, the same functor the CPU runs. Dtype rules mirror
+// CpuBackend::elementwise: f32 and f64 compute in themselves, bf16/f16 in f32, integers and
+// bool in i64 (only the integer-capable ops), comparisons write bool. The 16-bit and narrow
+// integer operands are converted while loading and storing instead of through temporaries;
+// the conversions are the CPU's, so the results are the same.
+#include "ops/common/elementwise_math.h"
+#include "ops/cuda/cuda_backend.h"
+#include "ops/cuda/cuda_check.h"
+#include "ops/cuda/cuda_device_utils.cuh"
+
+namespace strata::gpu {
+
+namespace {
+
+// Operands of OP: the output plus its inputs (ew_op_arity, usable at compile time).
+template <EwOp OP>
+constexpr int kOperands = OP == EwOp::Where ? 4 : (OP >= EwOp::Add ? 3 : 2);
+
+template <EwOp OP, class T>
+__global__ void ew_kernel(StridedArgs<kOperands<OP>> a, T p0, T p1) {
+  constexpr int N = kOperands<OP>;
+  STRATA_GRID_STRIDE(i, a.numel) {
+    int64_t off[N];
+    strided_offsets(a, i, off);
+    const T x = load_as<T>(a.ptr[1] + off[1], a.dtype[1]);
+    T y = T(0), z = T(0);
+    if constexpr (N > 2) y = load_as<T>(a.ptr[2] + off[2], a.dtype[2]);
+    if constexpr (N > 3) z = load_as<T>(a.ptr[3] + off[3], a.dtype[3]);
+    store_as<T>(a.ptr[0] + off[0], a.dtype[0], common::ew_apply<OP, T>(x, y, z, p0, p1));
+  }
+}
+
+template <EwOp OP, class T>
+void launch_ew(const Tensor& out, std::span<const Tensor> in, const EwParams& prm) {
+  constexpr int N = kOperands<OP>;
+  std::array<const Tensor*, N> ts;
+  ts[0] = &out;
+  for (int k = 1; k < N; ++k) ts[size_t(k)] = &in[size_t(k - 1)];
+  StridedArgs<N> a = make_strided_args<N>(ts);
+  ew_kernel<OP, T><<<grid_for(a.numel), kThreads, 0, compute_stream()>>>(a, T(prm.p0), T(prm.p1));
+  STRATA_CUDA_CHECK_LAUNCH("elementwise ", ew_op_name(OP), " -> ", out.str());
+}
+
+#define STRATA_CUDA_EW_OPS(X)                                                                   \
+  X(Copy) X(Neg) X(Exp) X(Log) X(Sqrt) X(Rsqrt) X(Tanh) X(Sigmoid) X(Relu) X(GeluErf) X(GeluTanh) \
+  X(Silu) X(Abs) X(Sign) X(Reciprocal) X(Square) X(Sin) X(Cos) X(AddScalar) X(MulScalar)          \
+  X(PowScalar) X(RpowScalar) X(Clamp) X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Maximum) X(Minimum)    \
+  X(Eq) X(Ne) X(Lt) X(Le) X(Gt) X(Ge) X(TanhBackward) X(SigmoidBackward) X(ReluBackward)          \
+  X(GeluErfBackward) X(GeluTanhBackward) X(SiluBackward) X(ClampBackward) X(Where)
+
+template <class T>
+void ew_typed(EwOp op, const Tensor& out, std::span<const Tensor> in, const EwParams& p, DType dt) {
+  switch (op) {
+#define STRATA_CUDA_EW_CASE(NAME)                                                       \
+  case EwOp::NAME:                                                                      \
+    if constexpr (std::is_integral_v<T> && !common::ew_supports_integers(EwOp::NAME))   \
+      break;                                                                            \
+    else                                                                                \
+      return launch_ew<EwOp::NAME, T>(out, in, p);
+    STRATA_CUDA_EW_OPS(STRATA_CUDA_EW_CASE)
+#undef STRATA_CUDA_EW_CASE
+    default: break;
+  }
+  throw TypeError(detail::concat("elementwise ", ew_op_name(op), ": not defined for ", dtype_name(dt),
+                                 " tensors"));
+}
+
+}  // namespace
+
+void CudaBackend::elementwise(EwOp op, const Tensor& out, std::span<const Tensor> in, const EwParams& p) {
+  const int arity = ew_op_arity(op);
+  STRATA_CHECK(int(in.size()) == arity, ValueError, "elementwise ", ew_op_name(op), ": expected ", arity,
+               " inputs, got ", in.size());
+  const int dev = check_on_device(ew_op_name(op), {&out});
+  for (const Tensor& t : in) check_on_device(ew_op_name(op), {&t}, dev);
+  if (out.numel() == 0) return;
+  const bool cmp = common::ew_is_comparison(op);
+  const int first = op == EwOp::Where ? 1 : 0;
+  const DType dt = in[size_t(first)].dtype();
+  for (int i = first; i < arity; ++i)
+    STRATA_CHECK(in[size_t(i)].dtype() == dt, TypeError, "elementwise ", ew_op_name(op), ": input dtypes differ (",
+                 in[0].str(), ")");
+  STRATA_CHECK(cmp ? out.dtype() == DType::boolean : out.dtype() == dt, TypeError, "elementwise ",
+               ew_op_name(op), ": output ", out.str(), " for inputs of ", dtype_name(dt));
+  if (op == EwOp::Where)
+    STRATA_CHECK(in[0].dtype() == DType::boolean, TypeError, "where: condition must be bool, got ", in[0].str());
+  context(dev);
+  DeviceGuard guard(dev);
+  if (dt == DType::f64) return ew_typed<double>(op, out, in, p, dt);
+  if (is_floating(dt)) return ew_typed<float>(op, out, in, p, dt);
+  ew_typed<int64_t>(op, out, in, p, dt);
+}
+
+}  // namespace strata::gpu

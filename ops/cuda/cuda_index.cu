@@ -1,0 +1,240 @@
+// CUDA indexing kernels: index_select, index_add, gather, scatter_add on contiguous tensors
+// viewed as [outer, dim, inner]; bf16/f16 go through f32 like the CPU's. The accumulating
+// kernels give each thread one output column and walk the index in order, so every output
+// element sums its contributions in the CPU's order, without atomics. Indices are validated
+// on the device first (IndexError naming the op, like the CPU), at the cost of one
+// device-to-host sync per call.
+#include "ops/cuda/cuda_backend.h"
+#include "ops/cuda/cuda_check.h"
+#include "ops/cuda/cuda_device_utils.cuh"
+
+namespace strata::gpu {
+
+namespace {
+
+struct Dims3 {
+  int64_t outer, d, inner;
+};
+
+Dims3 dims3(const Tensor& t, int64_t dim) {
+  Dims3 r{1, t.size(dim), 1};
+  for (int64_t i = 0; i < dim; ++i) r.outer *= t.size(i);
+  for (int64_t i = dim + 1; i < t.dim(); ++i) r.inner *= t.size(i);
+  return r;
+}
+
+__global__ void check_index_kernel(const int64_t* idx, int64_t n, int64_t bound, int64_t* bad) {
+  STRATA_GRID_STRIDE(i, n) {
+    const int64_t v = idx[i];
+    if (v < 0 || v >= bound) {
+      bad[0] = 1;
+      bad[1] = v;
+    }
+  }
+}
+
+void validate_index(CudaBackend& be, int dev, const Tensor& index, int64_t bound, const char* op, const Tensor& t) {
+  const int64_t n = index.numel();
+  if (n == 0) return;
+  DeviceErrorSlot slot(be, dev);
+  check_index_kernel<<<grid_for(n), kThreads, 0, compute_stream()>>>(static_cast<const int64_t*>(index.data_ptr()),
+                                                                      n, bound, slot.ptr());
+  STRATA_CUDA_CHECK_LAUNCH(op, ": checking the index of ", t.str());
+  int64_t v = 0;
+  STRATA_CHECK(!slot.read(&v), IndexError, op, ": index ", v, " out of range [0, ", bound, ") for ", t.str());
+}
+
+template <int Bytes>
+__global__ void index_select_kernel(char* y, const char* x, const int64_t* idx, int64_t n, Dims3 in3, int64_t total) {
+  STRATA_GRID_STRIDE(w, total) {
+    const int64_t c = w % in3.inner, q = w / in3.inner;
+    const int64_t j = q % n, o = q / n;
+    reinterpret_cast<RawElement<Bytes>*>(y)[w] =
+        reinterpret_cast<const RawElement<Bytes>*>(x)[(o * in3.d + idx[j]) * in3.inner + c];
+  }
+}
+
+template <class T>
+__global__ void index_add_kernel(T* y, const T* x, const int64_t* idx, int64_t n, Dims3 out3) {
+  STRATA_GRID_STRIDE(w, out3.outer * out3.inner) {
+    const int64_t o = w / out3.inner, c = w % out3.inner;
+    for (int64_t j = 0; j < n; ++j) y[(o * out3.d + idx[j]) * out3.inner + c] += x[(o * n + j) * out3.inner + c];
+  }
+}
+
+template <class T>
+__global__ void gather_kernel(T* y, const T* x, const int64_t* idx, Dims3 idx3, int64_t in_d) {
+  STRATA_GRID_STRIDE(pos, idx3.outer * idx3.d * idx3.inner) {
+    const int64_t c = pos % idx3.inner, o = pos / idx3.inner / idx3.d;
+    y[pos] = x[(o * in_d + idx[pos]) * idx3.inner + c];
+  }
+}
+
+template <class T>
+__global__ void scatter_add_kernel(T* y, const T* x, const int64_t* idx, Dims3 idx3, int64_t out_d) {
+  STRATA_GRID_STRIDE(w, idx3.outer * idx3.inner) {
+    const int64_t o = w / idx3.inner, c = w % idx3.inner;
+    for (int64_t j = 0; j < idx3.d; ++j) {
+      const int64_t pos = (o * idx3.d + j) * idx3.inner + c;
+      y[(o * out_d + idx[pos]) * idx3.inner + c] += x[pos];
+    }
+  }
+}
+
+// The CPU's float_or_int: f32, f64, i64, i32.
+template <class F>
+void float_or_int(DType t, const char* op, F f) {
+  switch (t) {
+    case DType::f32: return f(float{});
+    case DType::f64: return f(double{});
+    case DType::i64: return f(int64_t{});
+    case DType::i32: return f(int32_t{});
+    default: throw TypeError(detail::concat(op, ": not defined for ", dtype_name(t)));
+  }
+}
+
+void check_contig(std::initializer_list<const Tensor*> ts, const char* op) {
+  for (const Tensor* t : ts)
+    STRATA_CHECK(t->is_contiguous(), ValueError, op, ": expects contiguous tensors, got ", t->str());
+}
+
+void check_index_dtype(const Tensor& index, const char* op) {
+  STRATA_CHECK(index.dtype() == DType::i64, TypeError, op, ": index must be i64, got ", index.str());
+}
+
+bool is_half(DType t) { return t == DType::bf16 || t == DType::f16; }
+
+// A bad shape would make a kernel read out of bounds, and a GPU fault ends the process's CUDA
+// context, so the shapes the ops layer guarantees are checked again here.
+void check_same_except(const char* op, const Tensor& a, const Tensor& b, int64_t dim) {
+  bool ok = a.dim() == b.dim() && dim >= 0 && dim < std::max<int64_t>(a.dim(), 1);
+  for (int64_t d = 0; ok && d < a.dim(); ++d) ok = d == dim || a.size(d) == b.size(d);
+  STRATA_CHECK(ok, ShapeError, op, ": ", a.str(), " and ", b.str(), " must match outside dim ", dim);
+}
+
+void check_size(const char* op, bool ok, const Tensor& a, const Tensor& b) {
+  STRATA_CHECK(ok, ShapeError, op, ": shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()), " do not fit");
+}
+
+// A contiguous f32 copy of `t` on its device.
+Tensor f32_copy(CudaBackend& be, const Tensor& t) {
+  Tensor c = be.empty(t.shape(), DType::f32, t.device().index);
+  launch_convert(c, t);
+  return c;
+}
+
+// 16-bit floats accumulate in f32 and round once at the end, as on the CPU: runs f on an f32
+// copy of `out` and converts the result back.
+template <class F>
+void through_f32(CudaBackend& be, const Tensor& out, F f) {
+  Tensor o32 = f32_copy(be, out);
+  f(o32);
+  launch_convert(out, o32);
+}
+
+}  // namespace
+
+void CudaBackend::index_select(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) {
+  check_contig({&out, &in, &index}, "index_select");
+  check_index_dtype(index, "index_select");
+  check_same_except("index_select", out, in, dim);
+  check_size("index_select", in.dim() > 0 && out.size(dim) == index.numel(), out, index);
+  const int dev = check_on_device("index_select", {&out, &in, &index});
+  STRATA_CHECK(out.dtype() == in.dtype(), TypeError, "index_select: ", in.str(), " -> ", out.str());
+  context(dev);
+  DeviceGuard guard(dev);
+  const Dims3 in3 = dims3(in, dim);
+  validate_index(*this, dev, index, in3.d, "index_select", in);
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  char* y = static_cast<char*>(out.data_ptr());
+  const char* x = static_cast<const char*>(in.data_ptr());
+  const int64_t* idx = static_cast<const int64_t*>(index.data_ptr());
+  const int64_t n = index.numel();
+  const unsigned grid = grid_for(total);
+  switch (in.element_size()) {
+    case 1: index_select_kernel<1><<<grid, kThreads, 0, compute_stream()>>>(y, x, idx, n, in3, total); break;
+    case 2: index_select_kernel<2><<<grid, kThreads, 0, compute_stream()>>>(y, x, idx, n, in3, total); break;
+    case 4: index_select_kernel<4><<<grid, kThreads, 0, compute_stream()>>>(y, x, idx, n, in3, total); break;
+    default: index_select_kernel<8><<<grid, kThreads, 0, compute_stream()>>>(y, x, idx, n, in3, total); break;
+  }
+  STRATA_CUDA_CHECK_LAUNCH("index_select ", in.str(), " -> ", out.str());
+}
+
+void CudaBackend::index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_contig({&out, &src, &index}, "index_add");
+  check_index_dtype(index, "index_add");
+  check_same_except("index_add", out, src, dim);
+  check_size("index_add", out.dim() > 0 && src.size(dim) == index.numel(), src, index);
+  const int dev = check_on_device("index_add", {&out, &index, &src});
+  STRATA_CHECK(out.dtype() == src.dtype(), TypeError, "index_add: source ", src.str(), " into ", out.str());
+  context(dev);
+  DeviceGuard guard(dev);
+  if (is_half(out.dtype())) return through_f32(*this, out, [&](const Tensor& o32) {
+    index_add(o32, dim, index, f32_copy(*this, src));
+  });
+  const Dims3 out3 = dims3(out, dim);
+  float_or_int(out.dtype(), "index_add", [&](auto v) {
+    using T = decltype(v);
+    validate_index(*this, dev, index, out3.d, "index_add", out);
+    if (src.numel() == 0) return;
+    index_add_kernel<T><<<grid_for(out3.outer * out3.inner), kThreads, 0, compute_stream()>>>(
+        static_cast<T*>(out.data_ptr()), static_cast<const T*>(src.data_ptr()),
+        static_cast<const int64_t*>(index.data_ptr()), index.numel(), out3);
+    STRATA_CUDA_CHECK_LAUNCH("index_add ", src.str(), " into ", out.str());
+  });
+}
+
+void CudaBackend::gather(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) {
+  check_contig({&out, &in, &index}, "gather");
+  check_index_dtype(index, "gather");
+  check_same_except("gather", in, index, dim);
+  check_size("gather", out.shape() == index.shape(), out, index);
+  const int dev = check_on_device("gather", {&out, &in, &index});
+  STRATA_CHECK(out.dtype() == in.dtype(), TypeError, "gather: ", in.str(), " -> ", out.str());
+  context(dev);
+  DeviceGuard guard(dev);
+  if (is_half(in.dtype())) {
+    Tensor o32 = empty(out.shape(), DType::f32, dev);
+    gather(o32, f32_copy(*this, in), dim, index);
+    return launch_convert(out, o32);
+  }
+  float_or_int(in.dtype(), "gather", [&](auto v) {
+    using T = decltype(v);
+    const Dims3 idx3 = dims3(index, dim);
+    const int64_t in_d = in.size(dim);
+    validate_index(*this, dev, index, in_d, "gather", in);
+    if (index.numel() == 0) return;
+    gather_kernel<T><<<grid_for(index.numel()), kThreads, 0, compute_stream()>>>(
+        static_cast<T*>(out.data_ptr()), static_cast<const T*>(in.data_ptr()),
+        static_cast<const int64_t*>(index.data_ptr()), idx3, in_d);
+    STRATA_CUDA_CHECK_LAUNCH("gather ", in.str(), " -> ", out.str());
+  });
+}
+
+void CudaBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_contig({&out, &src, &index}, "scatter_add");
+  check_index_dtype(index, "scatter_add");
+  check_same_except("scatter_add", out, index, dim);
+  check_size("scatter_add", src.shape() == index.shape(), src, index);
+  const int dev = check_on_device("scatter_add", {&out, &index, &src});
+  STRATA_CHECK(out.dtype() == src.dtype(), TypeError, "scatter_add: source ", src.str(), " into ", out.str());
+  context(dev);
+  DeviceGuard guard(dev);
+  if (is_half(out.dtype())) return through_f32(*this, out, [&](const Tensor& o32) {
+    scatter_add(o32, dim, index, f32_copy(*this, src));
+  });
+  float_or_int(out.dtype(), "scatter_add", [&](auto v) {
+    using T = decltype(v);
+    const Dims3 idx3 = dims3(index, dim);
+    const int64_t out_d = out.size(dim);
+    validate_index(*this, dev, index, out_d, "scatter_add", out);
+    if (index.numel() == 0) return;
+    scatter_add_kernel<T><<<grid_for(idx3.outer * idx3.inner), kThreads, 0, compute_stream()>>>(
+        static_cast<T*>(out.data_ptr()), static_cast<const T*>(src.data_ptr()),
+        static_cast<const int64_t*>(index.data_ptr()), idx3, out_d);
+    STRATA_CUDA_CHECK_LAUNCH("scatter_add ", src.str(), " into ", out.str());
+  });
+}
+
+}  // namespace strata::gpu
