@@ -20,7 +20,9 @@ layout (PyTorch Linear, [out, in]) is written three ways:
                          stores bfloat16 (torch's round-to-nearest-even .to(torch.bfloat16)).
   gpt2_tiny.json         the shape, and per nanoGPT parameter (in [out, in] layout): shape,
                          the first values, sum, and an index-weighted sum that changes if a
-                         weight is transposed; plus the same sums of the bf16-rounded values.
+                         weight is transposed; plus the same sums of the bf16-rounded values;
+                         and PyTorch's loss (float64) of the model on fixed tokens, with the f32
+                         weights and with the bf16-rounded ones ("loss").
 """
 import argparse
 import json
@@ -127,6 +129,25 @@ def summary(t):
     return float(flat.sum()), float((flat * weights).sum())
 
 
+def pytorch_losses(w):
+    """PyTorch's loss (float64) of the nanoGPT model in gpt_goldens.py on fixed tokens."""
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from gpt_goldens import GPT
+    gen = torch.Generator().manual_seed(7)
+    idx = torch.randint(0, V, (2, T), generator=gen)
+    targets = torch.randint(0, V, (2, T), generator=gen)
+    out = {"idx": idx.reshape(-1).tolist(), "targets": targets.reshape(-1).tolist(), "B": 2, "T": T}
+    for tag, cast in (("f32", lambda t: t), ("bf16", lambda t: t.to(torch.bfloat16).to(torch.float32))):
+        model = GPT(dict(n_layer=L, n_head=NH, n_embd=C, block_size=T, vocab_size=V)).double()
+        with torch.no_grad():
+            state = {k: cast(v).double() for k, v in w.items()}
+            missing, unexpected = model.load_state_dict(state, strict=False)
+            assert missing == ["lm_head.weight"] and not unexpected, (missing, unexpected)
+            out[tag] = model(idx, targets)[1].item()
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "..", "tests", "goldens", "weights"))
@@ -143,11 +164,13 @@ def main():
         bs, bws = summary(t.to(torch.bfloat16).to(torch.float32))
         tensors[name] = {"shape": list(t.shape), "first": [float(v) for v in t.reshape(-1)[:4].tolist()],
                          "sum": s, "weighted_sum": ws, "bf16_sum": bs, "bf16_weighted_sum": bws}
+    golden_loss = pytorch_losses(w)
     golden = {
         "shape": {"n_layer": L, "n_head": NH, "n_embd": C, "block_size": T, "vocab_size": V,
                   "padded_vocab_size": (V + 127) // 128 * 128},
         "weighted_sum": "sum over the flat [out, in] values x[i] * ((i % 7) - 3), in float64",
         "tensors": tensors,
+        "loss": golden_loss,
     }
     with open(os.path.join(args.out, "gpt2_tiny.json"), "w") as f:
         json.dump(golden, f, indent=1)
