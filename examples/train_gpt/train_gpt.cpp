@@ -31,15 +31,26 @@ double peak_rss_mb() {
   return double(u.ru_maxrss) / 1024.0;
 }
 
-// Writes byte-level shards of `text` (last 10% held out) into <out>/data and returns globs.
+// Writes byte-level shards of `text` into <out>/data and returns their globs. Every 10th
+// 8 KiB chunk is held out, so the held-out text comes from the same documents as the training
+// text without overlapping it.
 std::pair<std::string, std::string> shards_from_text(const std::string& text, const std::string& out_dir) {
   io::ByteTokenizer tok;
-  std::vector<int32_t> ids = tok.encode(text);
-  const size_t split = ids.size() - ids.size() / 10;
+  std::vector<int32_t> ids = tok.encode(text), train_ids, val_ids;
+  constexpr size_t kChunk = 8192;
+  for (size_t at = 0, k = 0; at < ids.size(); at += kChunk, ++k) {
+    auto& dst = (k % 10 == 9) ? val_ids : train_ids;
+    dst.insert(dst.end(), ids.begin() + long(at), ids.begin() + long(std::min(ids.size(), at + kChunk)));
+  }
+  if (val_ids.empty()) {  // short texts: hold out the last 10%
+    const size_t split = ids.size() - ids.size() / 10;
+    val_ids.assign(ids.begin() + long(split), ids.end());
+    train_ids.resize(split);
+  }
   const std::string dir = out_dir + "/data";
   std::filesystem::create_directories(dir);
-  io::write_token_shard(dir + "/train_000000.bin", std::vector<int32_t>(ids.begin(), ids.begin() + long(split)));
-  io::write_token_shard(dir + "/val_000000.bin", std::vector<int32_t>(ids.begin() + long(split), ids.end()));
+  io::write_token_shard(dir + "/train_000000.bin", train_ids);
+  io::write_token_shard(dir + "/val_000000.bin", val_ids);
   return {dir + "/train_*.bin", dir + "/val_*.bin"};
 }
 
@@ -100,7 +111,18 @@ int run(const TrainOptions& o) {
   optim::AdamW opt({optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(o.weight_decay)),
                     optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))},
                    ao);
-  optim::WarmupCosineSchedule sched(o.lr, std::min(o.warmup_steps, o.schedule_steps() / 10), o.schedule_steps(), o.min_lr);
+  // Warmup then cosine decay over `total` steps; a time-bounded run estimates `total` from the
+  // step time measured over its first steps (the schedule is rebuilt once).
+  auto make_schedule = [&](int64_t total) {
+    total = std::max<int64_t>(total, 2);
+    return std::make_unique<optim::WarmupCosineSchedule>(o.lr, std::clamp<int64_t>(total / 10, 1, o.warmup_steps),
+                                                         total, o.min_lr);
+  };
+  const bool estimate_schedule = o.lr_decay_steps <= 0 && o.time_bounded();
+  constexpr int64_t kTimedSteps = 6;  // steps measured before the estimate (the first is excluded)
+  std::unique_ptr<optim::WarmupCosineSchedule> sched =
+      make_schedule(o.lr_decay_steps > 0 ? o.lr_decay_steps : (estimate_schedule ? 10 * o.warmup_steps : o.max_steps));
+  double timed_seconds = 0;
 
   int64_t step = 0;
   if (o.resume) {
@@ -137,7 +159,7 @@ int run(const TrainOptions& o) {
   while (step < o.max_steps && (o.max_seconds <= 0 || elapsed() < o.max_seconds)) {
     const auto t0 = std::chrono::steady_clock::now();
     alloc.stats().reset_peaks();
-    sched.apply(opt, step);
+    sched->apply(opt, step);
     opt.zero_grad();
     double loss_sum = 0;
     for (int64_t micro = 0; micro < o.grad_accum; ++micro) {
@@ -154,6 +176,15 @@ int run(const TrainOptions& o) {
     ++steps_run;
     last_loss = loss_sum;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (estimate_schedule && steps_run > 1 && steps_run <= kTimedSteps + 1) {
+      timed_seconds += secs;
+      if (steps_run == kTimedSteps + 1) {
+        const double per_step = timed_seconds / double(kTimedSteps);
+        const int64_t total = step + int64_t((o.max_seconds - elapsed()) / per_step);
+        sched = make_schedule(total);
+        std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), per_step);
+      }
+    }
     const MemorySnapshot m = alloc.stats().snapshot();
     const bool eval_now = val && o.eval_every > 0 && (step % o.eval_every == 0);
     if (eval_now) last_val = evaluate(model, *val, o.eval_batches);
@@ -161,7 +192,7 @@ int run(const TrainOptions& o) {
       const double frac = o.max_seconds > 0 ? elapsed() / o.max_seconds : double(step) / double(o.max_steps);
       std::printf("%s step %5ld | loss %.4f | val %.4f | lr %.2e | norm %.2f | %6.0f tok/s | act peak %7.1f MB | "
                   "step peak %7.1f MB | rss %6.0f MB\n",
-                  bar(frac).c_str(), long(step), last_loss, last_val, sched.lr_at(step - 1), norm,
+                  bar(frac).c_str(), long(step), last_loss, last_val, sched->lr_at(step - 1), norm,
                   double(tokens_per_step) / secs, double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6,
                   double(m.total_peak) / 1e6, peak_rss_mb());
       std::fflush(stdout);

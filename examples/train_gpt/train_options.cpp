@@ -11,10 +11,6 @@
 
 namespace strata::examples {
 
-int64_t TrainOptions::schedule_steps() const {
-  return max_steps < 1000000 ? max_steps : std::max<int64_t>(warmup_steps + 1, 2000);
-}
-
 std::string TrainOptions::describe() const {
   std::ostringstream os;
   os << "model " << preset << " (" << model.str() << "), B=" << batch_size << " T=" << seq_len
@@ -29,7 +25,7 @@ namespace {
 struct Overrides {
   std::optional<std::string> preset, train_data, val_data, text, out_dir;
   std::optional<int64_t> n_layer, n_head, n_embd, block_size, vocab_size, batch_size, seq_len, grad_accum, max_steps,
-      warmup_steps, eval_every, eval_batches, ckpt_every, log_every, sample_tokens, top_k;
+      warmup_steps, lr_decay_steps, eval_every, eval_batches, ckpt_every, log_every, sample_tokens, top_k;
   std::optional<double> dropout, max_seconds, lr, min_lr, weight_decay, beta1, beta2, grad_clip, temperature;
   std::optional<uint64_t> seed;
   std::optional<bool> shuffle, resume;
@@ -41,7 +37,7 @@ void from_proto(const TrainGptConfig& c, Overrides* o) {
   STRATA_TAKE(preset) STRATA_TAKE(train_data) STRATA_TAKE(val_data) STRATA_TAKE(text) STRATA_TAKE(out_dir)
   STRATA_TAKE(n_layer) STRATA_TAKE(n_head) STRATA_TAKE(n_embd) STRATA_TAKE(block_size) STRATA_TAKE(vocab_size)
   STRATA_TAKE(batch_size) STRATA_TAKE(seq_len) STRATA_TAKE(grad_accum) STRATA_TAKE(max_steps)
-  STRATA_TAKE(warmup_steps) STRATA_TAKE(eval_every) STRATA_TAKE(eval_batches) STRATA_TAKE(ckpt_every)
+  STRATA_TAKE(warmup_steps) STRATA_TAKE(lr_decay_steps) STRATA_TAKE(eval_every) STRATA_TAKE(eval_batches) STRATA_TAKE(ckpt_every)
   STRATA_TAKE(log_every) STRATA_TAKE(sample_tokens) STRATA_TAKE(top_k) STRATA_TAKE(dropout)
   STRATA_TAKE(max_seconds) STRATA_TAKE(lr) STRATA_TAKE(min_lr) STRATA_TAKE(weight_decay) STRATA_TAKE(beta1)
   STRATA_TAKE(beta2) STRATA_TAKE(grad_clip) STRATA_TAKE(temperature) STRATA_TAKE(seed) STRATA_TAKE(shuffle)
@@ -71,7 +67,7 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   app.add_option("--dropout", f.dropout);
   app.add_option("--train-data", f.train_data, "glob of llm.c .bin token shards");
   app.add_option("--val-data", f.val_data, "glob of held-out shards");
-  app.add_option("--text", f.text, "a text file to train on byte by byte (last 10% held out)");
+  app.add_option("--text", f.text, "a text file to train on byte by byte (every 10th 8 KiB chunk held out)");
   app.add_option("-b,--batch-size", f.batch_size);
   app.add_option("-t,--seq-len", f.seq_len);
   app.add_option("--grad-accum", f.grad_accum, "micro-batches per optimizer step");
@@ -80,6 +76,7 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   app.add_option("--lr", f.lr);
   app.add_option("--min-lr", f.min_lr);
   app.add_option("--warmup-steps", f.warmup_steps);
+  app.add_option("--lr-decay-steps", f.lr_decay_steps, "schedule length (0: max steps, or estimated from step time)");
   app.add_option("--weight-decay", f.weight_decay);
   app.add_option("--beta1", f.beta1);
   app.add_option("--beta2", f.beta2);
@@ -118,7 +115,7 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   merge(o.text, f.text), merge(o.out_dir, f.out_dir), merge(o.n_layer, f.n_layer), merge(o.n_head, f.n_head);
   merge(o.n_embd, f.n_embd), merge(o.block_size, f.block_size), merge(o.vocab_size, f.vocab_size);
   merge(o.batch_size, f.batch_size), merge(o.seq_len, f.seq_len), merge(o.grad_accum, f.grad_accum);
-  merge(o.max_steps, f.max_steps), merge(o.warmup_steps, f.warmup_steps), merge(o.eval_every, f.eval_every);
+  merge(o.max_steps, f.max_steps), merge(o.warmup_steps, f.warmup_steps), merge(o.lr_decay_steps, f.lr_decay_steps), merge(o.eval_every, f.eval_every);
   merge(o.eval_batches, f.eval_batches), merge(o.ckpt_every, f.ckpt_every), merge(o.log_every, f.log_every);
   merge(o.sample_tokens, f.sample_tokens), merge(o.top_k, f.top_k), merge(o.dropout, f.dropout);
   merge(o.max_seconds, f.max_seconds), merge(o.lr, f.lr), merge(o.min_lr, f.min_lr);
@@ -140,6 +137,7 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   t.grad_accum = o.grad_accum.value_or(t.grad_accum), t.max_steps = o.max_steps.value_or(t.max_steps);
   t.max_seconds = o.max_seconds.value_or(o.max_steps ? 0.0 : t.max_seconds);
   t.lr = o.lr.value_or(t.lr), t.min_lr = o.min_lr.value_or(t.min_lr);
+  t.lr_decay_steps = o.lr_decay_steps.value_or(t.lr_decay_steps);
   t.warmup_steps = o.warmup_steps.value_or(t.warmup_steps), t.weight_decay = o.weight_decay.value_or(t.weight_decay);
   t.beta1 = o.beta1.value_or(t.beta1), t.beta2 = o.beta2.value_or(t.beta2), t.grad_clip = o.grad_clip.value_or(t.grad_clip);
   t.seed = o.seed.value_or(t.seed), t.shuffle = o.shuffle.value_or(t.shuffle);

@@ -16,6 +16,7 @@ struct TrainOptions {
   double max_seconds = 300;
   double lr = 2e-3, min_lr = 2e-4, weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, grad_clip = 1.0;
   int64_t warmup_steps = 50;
+  int64_t lr_decay_steps = 0;  // 0: max_steps, or estimated from step time when time-bounded
   uint64_t seed = 1337;
   bool shuffle = true;
   int64_t eval_every = 50, eval_batches = 8, ckpt_every = 0, log_every = 10;
@@ -23,8 +24,8 @@ struct TrainOptions {
   bool resume = false;
   int64_t sample_tokens = 200, top_k = 40;
   double temperature = 0.8;
-  // The step count for the LR schedule when training is bounded by time only.
-  int64_t schedule_steps() const;
+  // Whether the run is bounded by time (no --max-steps): the schedule length is then estimated.
+  bool time_bounded() const { return max_seconds > 0 && max_steps >= 1000000; }
   std::string describe() const;
 };
 
