@@ -133,18 +133,18 @@ TEST(Gpt, GenerationWithKvCacheMatchesFullRecompute) {
   m.eval();
   Tensor prompt = ops::from_vector(std::vector<int64_t>{1, 5, 9, 2, 7, 3}, {2, 3});
   Generator g(11);
-  Tensor out = m.generate(prompt, {.max_new_tokens = 10, .temperature = 0.0}, g);
-  ASSERT_EQ(out.shape(), (Shape{2, 13}));
+  Tensor out = m.generate(prompt, {.max_new_tokens = 55, .temperature = 0.0}, g);
+  ASSERT_EQ(out.shape(), (Shape{2, 58}));
   // Greedy decoding by recomputing the whole sequence each step must agree.
   std::vector<int64_t> toks = out.to_vector<int64_t>();
   NoGradGuard ng;
-  for (int64_t t = 3; t < 13; ++t) {
+  for (int64_t t = 3; t < 58; ++t) {
     Tensor ctx = ops::narrow(out, 1, 0, t).contiguous();
     Tensor logits = m(ctx);
     Tensor last = ops::argmax(ops::select(logits, 1, t - 1), -1);
     std::vector<int64_t> want = last.to_vector<int64_t>();
     EXPECT_EQ(toks[size_t(t)], want[0]) << "position " << t;
-    EXPECT_EQ(toks[size_t(13 + t)], want[1]) << "position " << t;
+    EXPECT_EQ(toks[size_t(58 + t)], want[1]) << "position " << t;
   }
   // Sampling is reproducible from the generator state.
   Generator g1(5), g2(5);
