@@ -22,15 +22,6 @@ STRATA_HD double m_sqrt(double x) { return ::sqrt(x); }
 // range reduction (n ln2 split in two) and a degree-6 polynomial on |r| <= ln2/2; below
 // |x| = 0.25 an odd Taylor series avoids the cancellation in 1 - e. Max error ~2 ulp; NaN in,
 // NaN out; saturates to +-1 beyond |x| = 9 (where tanh rounds to 1 in f32).
-STRATA_HD float bits_to_float(int32_t i) {
-#if defined(__CUDA_ARCH__)
-  return __int_as_float(i);
-#else
-  float f;
-  __builtin_memcpy(&f, &i, 4);
-  return f;
-#endif
-}
 STRATA_HD float m_tanh(float x) {
   float a = x < 0.f ? -x : x;
   a = a < 9.f ? a : 9.f;  // also maps NaN to 9 (fixed up at the end)
@@ -45,7 +36,7 @@ STRATA_HD float m_tanh(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.f;
   p = p * r + 1.f;
-  const float e = p * bits_to_float((int32_t(n) + 127) << 23);
+  const float e = p * detail::bits_to_float(uint32_t(int32_t(n) + 127) << 23);
   float t = (1.f - e) / (1.f + e);
   const float a2 = a * a;
   const float series = a * (1.f + a2 * (-1.f / 3 + a2 * (2.f / 15 + a2 * (-17.f / 315 + a2 * (62.f / 2835)))));

@@ -1,5 +1,7 @@
 // Device copy and fill kernels: strided same-dtype moves, strided dtype conversion (exactly
 // the CPU's conversions), and fills.
+#include <cstring>
+
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"

@@ -14,62 +14,12 @@ namespace strata::gpu {
 
 // ---- 16-bit floats, bit for bit as strata::bf16 / strata::f16 on the host ----
 
-__device__ __forceinline__ float bf16_to_float(uint16_t b) { return __uint_as_float(uint32_t(b) << 16); }
-
-__device__ __forceinline__ uint16_t float_to_bf16(float f) {
-  uint32_t u = __float_as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return uint16_t(u >> 16);
-}
-
-__device__ __forceinline__ uint16_t float_to_f16(float f) {
-  uint32_t x = __float_as_uint(f);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t mant = x & 0x007fffffu;
-  int32_t exp = int32_t((x >> 23) & 0xff);
-  if (exp == 0xff) return uint16_t(sign | 0x7c00u | (mant ? 0x200u : 0u));
-  int32_t e = exp - 127 + 15;
-  if (e >= 0x1f) return uint16_t(sign | 0x7c00u);
-  if (e <= 0) {
-    if (e < -10) return uint16_t(sign);
-    mant |= 0x00800000u;
-    uint32_t shift = uint32_t(14 - e);
-    uint32_t half = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1u);
-    uint32_t mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1u))) ++half;
-    return uint16_t(sign | half);
-  }
-  uint32_t half = sign | (uint32_t(e) << 10) | (mant >> 13);
-  uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;
-  return uint16_t(half);
-}
-
-__device__ __forceinline__ float f16_to_float(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t x;
-  if (exp == 0x1f) {
-    x = sign | 0x7f800000u | (mant << 13);
-  } else if (exp == 0) {
-    if (mant == 0) {
-      x = sign;
-    } else {
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while (!(mant & 0x400u));
-      x = sign | (uint32_t(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
-    }
-  } else {
-    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  return __uint_as_float(x);
-}
+// The 16-bit conversions are the host's own (strata/core/dtype.h, host + device), so both
+// backends round identically.
+__device__ __forceinline__ float bf16_to_float(uint16_t b) { return bf16_bits_to_float(b); }
+__device__ __forceinline__ uint16_t float_to_bf16(float f) { return float_to_bf16_bits(f); }
+__device__ __forceinline__ uint16_t float_to_f16(float f) { return float_to_f16_bits(f); }
+__device__ __forceinline__ float f16_to_float(uint16_t h) { return f16_bits_to_float(h); }
 
 // The bytes of one element, for kernels that move elements without looking at them.
 template <int Bytes>

@@ -2,8 +2,9 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <string>
+
+#include "strata/core/host_device.h"
 
 namespace strata {
 
@@ -35,34 +36,81 @@ DType parse_dtype(const std::string& name);
 // Type promotion for binary ops (PyTorch's rules restricted to our dtypes).
 DType promote_types(DType a, DType b);
 
-// bfloat16: the top 16 bits of an IEEE float32; conversion rounds to nearest even.
+// Conversions between float and the 16-bit formats, written once for the host and CUDA.
+// bfloat16 is the top half of an IEEE float32; rounding is to nearest even.
+STRATA_HD uint16_t float_to_bf16_bits(float f) {
+  uint32_t u = detail::float_to_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+STRATA_HD float bf16_bits_to_float(uint16_t b) { return detail::bits_to_float(uint32_t(b) << 16); }
+
+// IEEE 754 binary16, rounding to nearest even, with subnormals and inf/nan.
+STRATA_HD uint16_t float_to_f16_bits(float f) {
+  uint32_t x = detail::float_to_bits(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t mant = x & 0x007fffffu;
+  int32_t exp = int32_t((x >> 23) & 0xff);
+  if (exp == 0xff) return uint16_t(sign | 0x7c00u | (mant ? 0x200u : 0u));  // inf / nan
+  int32_t e = exp - 127 + 15;
+  if (e >= 0x1f) return uint16_t(sign | 0x7c00u);  // overflow -> inf
+  if (e <= 0) {                                     // subnormal or zero
+    if (e < -10) return uint16_t(sign);
+    mant |= 0x00800000u;
+    uint32_t shift = uint32_t(14 - e);
+    uint32_t half = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1u);
+    uint32_t mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1u))) ++half;
+    return uint16_t(sign | half);
+  }
+  uint32_t half = sign | (uint32_t(e) << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;  // may carry into the exponent
+  return uint16_t(half);
+}
+
+STRATA_HD float f16_bits_to_float(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t x;
+  if (exp == 0x1f) {
+    x = sign | 0x7f800000u | (mant << 13);
+  } else if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {  // normalize the subnormal
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while (!(mant & 0x400u));
+      x = sign | (uint32_t(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else {
+    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  return detail::bits_to_float(x);
+}
+
+// Storage types for bfloat16 and float16 tensors.
 struct bf16 {
   uint16_t bits = 0;
   bf16() = default;
-  explicit bf16(float f) : bits(from_float(f)) {}
-  operator float() const {
-    uint32_t u = uint32_t(bits) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  static uint16_t from_float(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);  // quiet NaN
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return uint16_t(u >> 16);
-  }
+  explicit bf16(float f) : bits(float_to_bf16_bits(f)) {}
+  operator float() const { return bf16_bits_to_float(bits); }
+  static uint16_t from_float(float f) { return float_to_bf16_bits(f); }
 };
 
-// IEEE 754 binary16; conversion rounds to nearest even and handles subnormals and inf/nan.
 struct f16 {
   uint16_t bits = 0;
   f16() = default;
-  explicit f16(float f) : bits(from_float(f)) {}
-  operator float() const { return to_float(bits); }
-  static uint16_t from_float(float f);
-  static float to_float(uint16_t h);
+  explicit f16(float f) : bits(float_to_f16_bits(f)) {}
+  operator float() const { return f16_bits_to_float(bits); }
+  static uint16_t from_float(float f) { return float_to_f16_bits(f); }
+  static float to_float(uint16_t h) { return f16_bits_to_float(h); }
 };
 
 template <class T> struct dtype_of;

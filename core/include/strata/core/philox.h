@@ -3,11 +3,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define STRATA_HD __host__ __device__ __forceinline__
-#else
-#define STRATA_HD inline
-#endif
+#include "strata/core/host_device.h"
 
 namespace strata::philox {
 
