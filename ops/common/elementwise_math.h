@@ -23,10 +23,17 @@ STRATA_HD double m_sqrt(double x) { return ::sqrt(x); }
 // |x| = 0.25 an odd Taylor series avoids the cancellation in 1 - e. Max error ~2 ulp; NaN in,
 // NaN out; saturates to +-1 beyond |x| = 9 (where tanh rounds to 1 in f32).
 STRATA_HD float m_tanh(float x) {
-  float a = x < 0.f ? -x : x;
-  a = a < 9.f ? a : 9.f;  // also maps NaN to 9 (fixed up at the end)
+  // |x| clamped to 9 on the bits: for non-negative floats (and NaN, whose bits are larger) the
+  // integer order is the float order, and an integer min vectorizes where a float compare
+  // leaves control flow in the loop (GCC 12). NaN maps to 9 here and is fixed up at the end.
+  const uint32_t abits = detail::float_to_bits(x) & 0x7fffffffu, nine = 0x41100000u;
+  const float a = detail::bits_to_float(abits < nine ? abits : nine);
   const float y = -2.f * a;
-  const float n = floorf(y * 1.44269504088896341f + 0.5f);
+  // round(y / ln2) as floor(v + 0.5), floor written out (floorf vectorizes only without
+  // trapping math); |v| < 14 here, so the int conversion is exact.
+  const float v = y * 1.44269504088896341f + 0.5f;
+  float n = float(int32_t(v));
+  n = n > v ? n - 1.f : n;
   float r = y - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.f / 720;
