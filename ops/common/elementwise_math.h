@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "strata/core/backend.h"
 #include "strata/core/philox.h"
@@ -77,6 +78,33 @@ constexpr bool ew_supports_integers(EwOp op) {
       return true;
     default:
       return false;
+  }
+}
+
+// Every EwOp, for X-macro expansion.
+#define STRATA_EW_OPS(X)                                                                        \
+  X(Copy) X(Neg) X(Exp) X(Log) X(Sqrt) X(Rsqrt) X(Tanh) X(Sigmoid) X(Relu) X(GeluErf) X(GeluTanh) \
+  X(Silu) X(Abs) X(Sign) X(Reciprocal) X(Square) X(Sin) X(Cos) X(AddScalar) X(MulScalar)          \
+  X(PowScalar) X(RpowScalar) X(Clamp) X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Maximum) X(Minimum)    \
+  X(Eq) X(Ne) X(Lt) X(Le) X(Gt) X(Ge) X(TanhBackward) X(SigmoidBackward) X(ReluBackward)          \
+  X(GeluErfBackward) X(GeluTanhBackward) X(SiluBackward) X(ClampBackward) X(Where)
+
+// Calls f(std::integral_constant<EwOp, op>) for the runtime `op`, so a backend instantiates one
+// kernel per op for compute type T; returns false when `op` is not defined for T (integers).
+template <class T, class F>
+bool dispatch_ew_op(EwOp op, F&& f) {
+  switch (op) {
+#define STRATA_EW_DISPATCH_CASE(NAME)                                                 \
+  case EwOp::NAME:                                                                    \
+    if constexpr (std::is_integral_v<T> && !ew_supports_integers(EwOp::NAME)) {       \
+      return false;                                                                   \
+    } else {                                                                          \
+      f(std::integral_constant<EwOp, EwOp::NAME>{});                                  \
+      return true;                                                                    \
+    }
+    STRATA_EW_OPS(STRATA_EW_DISPATCH_CASE)
+#undef STRATA_EW_DISPATCH_CASE
+    default: return false;
   }
 }
 

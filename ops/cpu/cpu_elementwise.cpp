@@ -69,28 +69,11 @@ void ew_kernel(const Tensor& out, std::span<const Tensor> in, const EwParams& pr
   }
 }
 
-#define STRATA_EW_OPS(X)                                                                        \
-  X(Copy) X(Neg) X(Exp) X(Log) X(Sqrt) X(Rsqrt) X(Tanh) X(Sigmoid) X(Relu) X(GeluErf) X(GeluTanh) \
-  X(Silu) X(Abs) X(Sign) X(Reciprocal) X(Square) X(Sin) X(Cos) X(AddScalar) X(MulScalar)          \
-  X(PowScalar) X(RpowScalar) X(Clamp) X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Maximum) X(Minimum)    \
-  X(Eq) X(Ne) X(Lt) X(Le) X(Gt) X(Ge) X(TanhBackward) X(SigmoidBackward) X(ReluBackward)          \
-  X(GeluErfBackward) X(GeluTanhBackward) X(SiluBackward) X(ClampBackward) X(Where)
-
 template <class T>
 void ew_typed(EwOp op, const Tensor& out, std::span<const Tensor> in, const EwParams& p) {
-  switch (op) {
-#define STRATA_EW_CASE(NAME)                                                   \
-  case EwOp::NAME:                                                             \
-    if constexpr (std::is_integral_v<T> && !common::ew_supports_integers(EwOp::NAME)) \
-      break;                                                                   \
-    else                                                                       \
-      return ew_kernel<EwOp::NAME, T>(out, in, p);
-    STRATA_EW_OPS(STRATA_EW_CASE)
-#undef STRATA_EW_CASE
-    default: break;
-  }
-  throw TypeError(detail::concat("elementwise ", ew_op_name(op), ": not defined for ",
-                                 dtype_name(out.dtype()), " tensors"));
+  const bool ran = common::dispatch_ew_op<T>(op, [&](auto tag) { ew_kernel<decltype(tag)::value, T>(out, in, p); });
+  STRATA_CHECK(ran, TypeError, "elementwise ", ew_op_name(op), ": not defined for ", dtype_name(out.dtype()),
+               " tensors");
 }
 
 }  // namespace
