@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "ops/cpu/cpu_backend.h"
+#include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/strided_loop.h"
 
 namespace strata::cpu {
@@ -77,17 +78,6 @@ void scatter_add_typed(const Tensor& out, int64_t dim, const Tensor& index, cons
   }
 }
 
-template <class F>
-void float_or_int(DType t, const char* op, F f) {
-  switch (t) {
-    case DType::f32: return f(float{});
-    case DType::f64: return f(double{});
-    case DType::i64: return f(int64_t{});
-    case DType::i32: return f(int32_t{});
-    default: throw TypeError(detail::concat(op, ": not defined for ", dtype_name(t)));
-  }
-}
-
 void check_contig(std::initializer_list<const Tensor*> ts, const char* op) {
   for (const Tensor* t : ts)
     STRATA_CHECK(t->is_contiguous(), ValueError, op, ": expects contiguous tensors, got ", t->str());
@@ -121,7 +111,7 @@ void CpuBackend::index_add(const Tensor& out, int64_t dim, const Tensor& index, 
     index_add(o32, dim, index, contiguous_as(src, DType::f32));
     return copy(out, o32);
   }
-  float_or_int(out.dtype(), "index_add", [&](auto v) { index_add_typed<decltype(v)>(out, dim, index, src); });
+  dispatch_float_or_int(out.dtype(), "index_add", [&](auto v) { index_add_typed<decltype(v)>(out, dim, index, src); });
 }
 
 void CpuBackend::gather(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) {
@@ -131,7 +121,7 @@ void CpuBackend::gather(const Tensor& out, const Tensor& in, int64_t dim, const 
     gather(o32, contiguous_as(in, DType::f32), dim, index);
     return copy(out, o32);
   }
-  float_or_int(in.dtype(), "gather", [&](auto v) { gather_typed<decltype(v)>(out, in, dim, index); });
+  dispatch_float_or_int(in.dtype(), "gather", [&](auto v) { gather_typed<decltype(v)>(out, in, dim, index); });
 }
 
 void CpuBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
@@ -141,7 +131,7 @@ void CpuBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& index
     scatter_add(o32, dim, index, contiguous_as(src, DType::f32));
     return copy(out, o32);
   }
-  float_or_int(out.dtype(), "scatter_add", [&](auto v) { scatter_add_typed<decltype(v)>(out, dim, index, src); });
+  dispatch_float_or_int(out.dtype(), "scatter_add", [&](auto v) { scatter_add_typed<decltype(v)>(out, dim, index, src); });
 }
 
 }  // namespace strata::cpu

@@ -23,6 +23,19 @@ decltype(auto) dispatch_dtype(DType t, F&& f) {
   throw TypeError("unknown dtype");
 }
 
+// Like dispatch_dtype for the dtypes the indexing kernels accumulate in: f32, f64, i64, i32;
+// throws TypeError naming `op` for the others.
+template <class F>
+void dispatch_float_or_int(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::f32: return f(float{});
+    case DType::f64: return f(double{});
+    case DType::i64: return f(int64_t{});
+    case DType::i32: return f(int32_t{});
+    default: throw TypeError(detail::concat(op, ": not defined for ", dtype_name(t)));
+  }
+}
+
 // Conversions through float for the 16-bit types, static_cast otherwise.
 template <class To, class From>
 inline To convert(From v) {

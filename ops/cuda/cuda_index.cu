@@ -4,6 +4,7 @@
 // element sums its contributions in the CPU's order, without atomics. Indices are validated
 // on the device first (IndexError naming the op, like the CPU), at the cost of one
 // device-to-host sync per call.
+#include "ops/cpu/dtype_dispatch.h"
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_device_utils.cuh"
@@ -78,18 +79,6 @@ __global__ void scatter_add_kernel(T* y, const T* x, const int64_t* idx, Dims3 i
       const int64_t pos = (o * idx3.d + j) * idx3.inner + c;
       y[(o * out_d + idx[pos]) * idx3.inner + c] += x[pos];
     }
-  }
-}
-
-// The CPU's float_or_int: f32, f64, i64, i32.
-template <class F>
-void float_or_int(DType t, const char* op, F f) {
-  switch (t) {
-    case DType::f32: return f(float{});
-    case DType::f64: return f(double{});
-    case DType::i64: return f(int64_t{});
-    case DType::i32: return f(int32_t{});
-    default: throw TypeError(detail::concat(op, ": not defined for ", dtype_name(t)));
   }
 }
 
@@ -174,7 +163,7 @@ void CudaBackend::index_add(const Tensor& out, int64_t dim, const Tensor& index,
     index_add(o32, dim, index, f32_copy(*this, src));
   });
   const Dims3 out3 = dims3(out, dim);
-  float_or_int(out.dtype(), "index_add", [&](auto v) {
+  cpu::dispatch_float_or_int(out.dtype(), "index_add", [&](auto v) {
     using T = decltype(v);
     validate_index(*this, dev, index, out3.d, "index_add", out);
     if (src.numel() == 0) return;
@@ -199,7 +188,7 @@ void CudaBackend::gather(const Tensor& out, const Tensor& in, int64_t dim, const
     gather(o32, f32_copy(*this, in), dim, index);
     return launch_convert(out, o32);
   }
-  float_or_int(in.dtype(), "gather", [&](auto v) {
+  cpu::dispatch_float_or_int(in.dtype(), "gather", [&](auto v) {
     using T = decltype(v);
     const Dims3 idx3 = dims3(index, dim);
     const int64_t in_d = in.size(dim);
@@ -224,7 +213,7 @@ void CudaBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& inde
   if (is_half(out.dtype())) return through_f32(*this, out, [&](const Tensor& o32) {
     scatter_add(o32, dim, index, f32_copy(*this, src));
   });
-  float_or_int(out.dtype(), "scatter_add", [&](auto v) {
+  cpu::dispatch_float_or_int(out.dtype(), "scatter_add", [&](auto v) {
     using T = decltype(v);
     const Dims3 idx3 = dims3(index, dim);
     const int64_t out_d = out.size(dim);
