@@ -90,10 +90,11 @@ class GPT(nn.Module):
 
 
 def write_safetensors(path, tensors, metadata):
+    """Writes `tensors` (name -> tensor, in the dict's order) as a safetensors file."""
     header, blobs, off = {"__metadata__": metadata}, [], 0
     for name, t in tensors.items():
         t = t.detach().contiguous()
-        dt = {torch.float32: "F32", torch.int64: "I64"}[t.dtype]
+        dt = {torch.float32: "F32", torch.int64: "I64", torch.bool: "BOOL"}[t.dtype]
         b = t.numpy().tobytes()
         header[name] = {"dtype": dt, "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
         blobs.append(b)

@@ -29,7 +29,12 @@ import json
 import os
 import struct
 
+import sys
+
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpt_goldens import GPT, write_safetensors  # noqa: E402
 
 L, NH, C, V, T = 2, 4, 20, 97, 12
 SEED = 1234
@@ -66,27 +71,6 @@ def make_weights():
 
 def is_conv1d(name):
     return any(name.endswith("." + s) for s, _, conv in BLOCK if conv)
-
-
-def write_safetensors(path, tensors, metadata):
-    """tensors: name -> tensor (written in sorted-name order)."""
-    dtypes = {torch.float32: "F32", torch.bool: "BOOL"}
-    header = {"__metadata__": metadata}
-    blobs, offset = [], 0
-    for name in sorted(tensors):
-        t = tensors[name].contiguous()
-        data = t.numpy().tobytes()
-        header[name] = {"dtype": dtypes[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
 
 
 def hf_layout(w):
@@ -131,9 +115,6 @@ def summary(t):
 
 def pytorch_losses(w):
     """PyTorch's loss (float64) of the nanoGPT model in gpt_goldens.py on fixed tokens."""
-    import sys
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from gpt_goldens import GPT
     gen = torch.Generator().manual_seed(7)
     idx = torch.randint(0, V, (2, T), generator=gen)
     targets = torch.randint(0, V, (2, T), generator=gen)
@@ -154,7 +135,8 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     w = make_weights()
-    write_safetensors(os.path.join(args.out, "gpt2_tiny.safetensors"), hf_layout(w), {"format": "pt"})
+    write_safetensors(os.path.join(args.out, "gpt2_tiny.safetensors"), dict(sorted(hf_layout(w).items())),
+                      {"format": "pt"})
     write_llmc(os.path.join(args.out, "gpt2_tiny_f32.bin"), w, bf16=False)
     write_llmc(os.path.join(args.out, "gpt2_tiny_bf16.bin"), w, bf16=True)
 
