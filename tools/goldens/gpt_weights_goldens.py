@@ -27,7 +27,6 @@ layout (PyTorch Linear, [out, in]) is written three ways:
 import argparse
 import json
 import os
-import struct
 
 import sys
 
