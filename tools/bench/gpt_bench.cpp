@@ -1,0 +1,158 @@
+// GPT training-step benchmark, Strata side: one configuration per process (so peak RSS belongs
+// to it). A step is zero_grad + forward + loss + backward + AdamW step, the same as
+// tools/bench/gpt_bench_torch.py (nanoGPT-style GPT-2: tied embeddings, pre-LN, tanh GELU,
+// causal attention, vocab padded to a multiple of 128, AdamW lr 1e-4, betas (0.9, 0.999),
+// eps 1e-8, no weight decay). Prints one line per timed step and a final `RESULT {json}` line.
+// Driven by tools/bench/gpt_bench.py, which runs the PyTorch reference in the same session.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <omp.h>
+
+#include "strata/models/gpt.h"
+#include "strata/strata.h"
+
+using namespace strata;
+
+namespace {
+
+struct Args {
+  int64_t L = 12, C = 768, NH = 12, V = 50257, Vp = 0, maxT = 1024, B = 4, T = 256;
+  int warmup = 2, steps = 5;
+  bool gemm_rate = false;
+  std::string tag;
+};
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024.0;
+}
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// Sums the FLOPs of GEMM-like ops (matmul, fused attention, fused LM head) and of everything.
+class FlopCounter final : public OpObserver {
+ public:
+  void on_op(const OpRecord& r) override {
+    total += r.cost.flops;
+    const std::string op = r.op;
+    if (op.find("matmul") != std::string::npos || op.find("linear") != std::string::npos ||
+        op.find("attention") != std::string::npos)
+      gemm += r.cost.flops;
+  }
+  double total = 0, gemm = 0;
+};
+
+// Median GFLOP/s of a [M, K] @ [K, N] f32 matmul (the machine's GEMM rate as Strata reaches it).
+double gemm_gflops(int64_t M, int64_t K, int64_t N) {
+  NoGradGuard ng;
+  Tensor a = ops::randn({M, K}), b = ops::randn({K, N});
+  std::vector<double> secs;
+  for (int r = 0; r < 13; ++r) {
+    const double t0 = now_s();
+    Tensor c = ops::matmul(a, b);
+    if (r >= 3) secs.push_back(now_s() - t0);
+  }
+  std::sort(secs.begin(), secs.end());
+  return 2.0 * double(M) * double(K) * double(N) / secs[secs.size() / 2] * 1e-9;
+}
+
+bool parse(int argc, char** argv, Args* a) {
+  for (int i = 1; i < argc; ++i) {
+    std::string k = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "gpt_bench: %s needs a value\n", k.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (k == "--L") a->L = std::atol(next());
+    else if (k == "--C") a->C = std::atol(next());
+    else if (k == "--NH") a->NH = std::atol(next());
+    else if (k == "--V") a->V = std::atol(next());
+    else if (k == "--Vp") a->Vp = std::atol(next());
+    else if (k == "--maxT") a->maxT = std::atol(next());
+    else if (k == "--B") a->B = std::atol(next());
+    else if (k == "--T") a->T = std::atol(next());
+    else if (k == "--warmup") a->warmup = std::atoi(next());
+    else if (k == "--steps") a->steps = std::atoi(next());
+    else if (k == "--gemm-rate") a->gemm_rate = true;
+    else if (k == "--tag") a->tag = next();
+    else {
+      std::fprintf(stderr,
+                   "usage: strata_gpt_bench [--L 12 --C 768 --NH 12 --V 50257 --Vp (V up to 128) --maxT 1024 --B 4 "
+                   "--T 256 --warmup 2 --steps 5 --gemm-rate --tag s]\n");
+      return false;
+    }
+  }
+  if (a->Vp <= 0) a->Vp = (a->V + 127) / 128 * 128;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  if (!parse(argc, argv, &a)) return 2;
+  manual_seed(0);
+  models::GPTConfig cfg;
+  cfg.n_layer = a.L, cfg.n_head = a.NH, cfg.n_embd = a.C, cfg.block_size = a.maxT, cfg.vocab_size = a.Vp;
+  models::GPT model(cfg);
+  model.train();
+  optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-4).betas(0.9, 0.999).eps(1e-8).weight_decay(0.0));
+  std::mt19937_64 rng(1234);
+  std::uniform_int_distribution<int64_t> tok(0, a.V - 1);
+  std::vector<int64_t> idx(size_t(a.B * a.T)), tgt(size_t(a.B * a.T));
+  for (auto& t : idx) t = tok(rng);
+  for (auto& t : tgt) t = tok(rng);
+  Tensor x = ops::from_vector(idx, {a.B, a.T}), y = ops::from_vector(tgt, {a.B, a.T});
+
+  auto step = [&]() {
+    opt.zero_grad(/*set_to_none=*/true);
+    Tensor loss = model.loss(x, y);
+    loss.backward();
+    opt.step();
+    return loss.item();
+  };
+  double loss = 0;
+  for (int i = 0; i < a.warmup; ++i) loss = step();
+  FlopCounter flops;
+  {
+    OpObserverGuard g(&flops);  // one counted step (untimed)
+    loss = step();
+  }
+  std::vector<double> times;
+  for (int i = 0; i < a.steps; ++i) {
+    const double t0 = now_s();
+    loss = step();
+    times.push_back(now_s() - t0);
+    std::printf("step %d: loss %.4f %.1f ms\n", i, loss, times.back() * 1e3);
+    std::fflush(stdout);
+  }
+  const double peak = peak_rss_mb();
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  const double med = sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                       : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+  const double gemm = a.gemm_rate ? gemm_gflops(4096, 768, 768) : 0.0;
+  std::string ts;
+  for (double t : times) ts += (ts.empty() ? "" : ", ") + std::to_string(t * 1e3);
+  std::printf(
+      "RESULT {\"side\": \"strata\", \"tag\": \"%s\", \"threads\": %d, \"params\": %ld, \"cfg\": {\"L\": %ld, \"C\": "
+      "%ld, \"NH\": %ld, \"V\": %ld, \"Vp\": %ld, \"B\": %ld, \"T\": %ld}, \"min_ms\": %.1f, \"median_ms\": %.1f, "
+      "\"peak_rss_mb\": %.1f, \"step_gflop\": %.1f, \"step_gemm_gflop\": %.1f, \"gemm_gflops\": %.1f, \"loss\": %.4f, "
+      "\"times_ms\": [%s]}\n",
+      a.tag.c_str(), omp_get_max_threads(), long(model.num_parameters()), long(a.L), long(a.C), long(a.NH), long(a.V),
+      long(a.Vp), long(a.B), long(a.T), sorted.front() * 1e3, med * 1e3, peak, flops.total * 1e-9, flops.gemm * 1e-9,
+      gemm, loss, ts.c_str());
+  return 0;
+}

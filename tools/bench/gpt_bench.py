@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""GPT training step, Strata beside PyTorch in the same run: fp32 (and bf16 autocast with --bf16).
+
+Usage (after building strata_gpt_bench):
+  /usr/bin/python3 tools/bench/gpt_bench.py --strata build/tools/bench/strata_gpt_bench [--bf16]
+
+Configs: GPT-2 124M (L12 C768 H12) and small (L4 C256 H4), V=50257 padded to 50304, maxT 1024,
+B=4, T=256. Each (config, precision) runs in its own process per side (so peak RSS belongs to
+it): --warmup untimed steps, then --steps timed steps; a side's figure is the median over
+rounds of each process's median step time. Rounds alternate which side goes first, so a
+disturbance from other processes hits both alike; the CPU time other processes took during
+each run is printed (cores), since this machine is shared.
+
+The PyTorch reference (tools/bench/gpt_bench_torch.py) must be a valid one (BASELINES.md):
+Debian torch with the OpenMP OpenBLAS, 2 threads, and OpenBLAS on its AVX-512 kernels. OpenBLAS
+0.3.21 picks kernels by CPU model and falls back to SSE3 "Prescott" kernels on models it does
+not know (some virtualized Xeons): then the reference runs with OPENBLAS_CORETYPE=SkylakeX. Its
+fp32 step time is checked against BASELINES.md (within 20%).
+"""
+import argparse, json, os, resource, statistics, subprocess, sys, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONFIGS = {
+    "124m": dict(L=12, C=768, NH=12),
+    "small": dict(L=4, C=256, NH=4),
+}
+# BASELINES.md, PyTorch 1.13 fp32, 2 threads, B=4 T=256 (median seconds).
+BASELINE_S = {"124m": 6.86, "small": 1.16}
+AVX512_CORES = ("SkylakeX", "Cooperlake", "SapphireRapids")
+
+
+def busy_jiffies():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v) - v[3] - v[4]  # minus idle, iowait
+
+
+def run_child(cmd, env):
+    """Runs cmd; returns (RESULT dict, stdout, cores other processes used meanwhile)."""
+    hz = os.sysconf("SC_CLK_TCK")
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    j0, t0 = busy_jiffies(), time.monotonic()
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    j1, t1 = busy_jiffies(), time.monotonic()
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
+    own = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+    foreign = max(0.0, ((j1 - j0) / hz - own) / max(t1 - t0, 1e-9))
+    res = None
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            res = json.loads(line[7:])
+    if res is None:
+        sys.exit(f"no RESULT line from {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
+    return res, p.stdout, foreign
+
+
+def has_avx512():
+    try:
+        return "avx512f" in open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--strata", required=True, help="path to strata_gpt_bench")
+    ap.add_argument("--python", default="/usr/bin/python3", help="python with Debian's torch")
+    ap.add_argument("--configs", default="124m,small")
+    ap.add_argument("--bf16", action="store_true", help="also compare bf16 autocast")
+    ap.add_argument("--fp32", type=int, default=1, help="compare fp32 (0 to skip)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--B", type=int, default=4)
+    ap.add_argument("--T", type=int, default=256)
+    ap.add_argument("--json", default="", help="write all results here")
+    ap.add_argument("--verbose", action="store_true")
+    a = ap.parse_args()
+
+    base = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
+    env_s = dict(base)
+    env_t = dict(base)
+    ref = [a.python, os.path.join(HERE, "gpt_bench_torch.py"), "--threads", str(a.threads)]
+    info = json.loads(subprocess.run(ref + ["--info-only"], env=env_t, check=True, capture_output=True,
+                                     text=True).stdout.split("INFO ", 1)[1])
+    if has_avx512() and info["blas_core"] not in AVX512_CORES and "OPENBLAS_CORETYPE" not in os.environ:
+        print(f"reference: OpenBLAS detected this CPU as '{info['blas_core']}' (not its AVX-512 kernels); "
+              f"running the reference with OPENBLAS_CORETYPE=SkylakeX")
+        env_t["OPENBLAS_CORETYPE"] = "SkylakeX"
+        info = json.loads(subprocess.run(ref + ["--info-only"], env=env_t, check=True, capture_output=True,
+                                         text=True).stdout.split("INFO ", 1)[1])
+    print(f"reference: torch {info['torch']}, BLAS {info['blas']} ({info['blas_config']}), core {info['blas_core']}, "
+          f"{info['threads']} threads, mkldnn {info['mkldnn']}")
+    if info["threads"] != a.threads or info["blas_core"] not in AVX512_CORES:
+        print("WARNING: the reference is not on the AVX-512 OpenBLAS kernels with the requested threads: not a "
+              "valid reference")
+
+    modes = (["fp32"] if a.fp32 else []) + (["bf16"] if a.bf16 else [])
+    jobs = [(c, m) for c in a.configs.split(",") for m in modes]
+    res = {j: {"strata": [], "torch": []} for j in jobs}
+    for rnd in range(a.rounds):
+        for (cfg, mode) in jobs:
+            c = CONFIGS[cfg]
+            common = ["--L", str(c["L"]), "--C", str(c["C"]), "--NH", str(c["NH"]), "--B", str(a.B), "--T", str(a.T),
+                      "--warmup", str(a.warmup), "--steps", str(a.steps)]
+            flags = ["--bf16"] if mode == "bf16" else []
+            sides = [("strata", [a.strata] + common + flags + ["--gemm-rate"], env_s),
+                     ("torch", ref + common + flags, env_t)]
+            if rnd % 2:
+                sides.reverse()
+            for side, cmd, env in sides:
+                r, out, foreign = run_child(cmd, env)
+                r["foreign_cores"] = foreign
+                res[(cfg, mode)][side].append(r)
+                if a.verbose:
+                    print(out)
+                print(f"  round {rnd} {cfg:>5} {mode} {side:>6}: median {r['median_ms'] / 1e3:6.3f} s "
+                      f"[min {r['min_ms'] / 1e3:6.3f}], peak RSS {r['peak_rss_mb']:7.0f} MB, other processes "
+                      f"{foreign:.2f} cores", flush=True)
+
+    print(f"\nGPT train step (fwd+bwd+AdamW), B={a.B} T={a.T}, {a.threads} threads, {a.rounds} rounds x {a.steps} "
+          f"steps; seconds: median over rounds [best step]; ratio = Strata / PyTorch (lower is better)")
+    hdr = f"{'config':>7} {'prec':>4} | {'Strata':>15} | {'PyTorch':>15} | {'ratio':>5} | {'RSS Strata':>10} | " \
+          f"{'RSS PyTorch':>11} | {'Strata GEMM-rate frac':>21}"
+    print(hdr)
+    print("-" * len(hdr))
+    summary = {}
+    for (cfg, mode) in jobs:
+        s, t = res[(cfg, mode)]["strata"], res[(cfg, mode)]["torch"]
+        sm = statistics.median(r["median_ms"] for r in s) / 1e3
+        tm = statistics.median(r["median_ms"] for r in t) / 1e3
+        smin = min(r["min_ms"] for r in s) / 1e3
+        tmin = min(r["min_ms"] for r in t) / 1e3
+        srss = max(r["peak_rss_mb"] for r in s)
+        trss = max(r["peak_rss_mb"] for r in t)
+        gflop = s[0]["step_gflop"]
+        rate = statistics.median(r["gemm_gflops"] for r in s)
+        frac = gflop / sm / rate if rate > 0 else float("nan")
+        summary[f"{cfg}/{mode}"] = dict(strata_s=sm, torch_s=tm, ratio=sm / tm, strata_rss_mb=srss, torch_rss_mb=trss,
+                                        step_gflop=gflop, gemm_gflops=rate, gemm_rate_fraction=frac)
+        print(f"{cfg:>7} {mode:>4} | {sm:7.3f} [{smin:6.3f}] | {tm:7.3f} [{tmin:6.3f}] | {sm / tm:5.2f} | "
+              f"{srss:7.0f} MB | {trss:8.0f} MB | {frac:6.2f} ({gflop:.0f} GFLOP, {rate:.0f} GFLOP/s)")
+    for cfg in a.configs.split(","):
+        if (cfg, "fp32") in res and cfg in BASELINE_S:
+            tm = summary[f"{cfg}/fp32"]["torch_s"]
+            dev = tm / BASELINE_S[cfg] - 1
+            verdict = ("within 20%: valid" if abs(dev) <= 0.20 else
+                       "FASTER than BASELINES.md by more than 20%: outside the window, on the strong side (this CPU "
+                       "is faster than the one BASELINES.md was measured on; the reference is not crippled)"
+                       if dev < 0 else "SLOWER than BASELINES.md by more than 20%: NOT a valid reference")
+            print(f"reference check {cfg}: PyTorch fp32 {tm:.2f} s vs BASELINES.md {BASELINE_S[cfg]:.2f} s "
+                  f"({dev:+.0%}): {verdict}")
+    fc = [r["foreign_cores"] for j in jobs for side in ("strata", "torch") for r in res[j][side]]
+    print(f"other processes during the runs: median {statistics.median(fc):.2f} cores, max {max(fc):.2f} cores"
+          + ("  (DISTURBED: re-run on a quiet machine)" if max(fc) > 0.25 else ""))
+    print("reproduce: /usr/bin/python3 tools/bench/gpt_bench.py --strata " + a.strata +
+          (" --bf16" if a.bf16 else "") + (f" --configs {a.configs}" if a.configs != "124m,small" else "") +
+          (f" --rounds {a.rounds}" if a.rounds != 2 else ""))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(dict(reference=info, reference_env={k: env_t[k] for k in ("OPENBLAS_CORETYPE",) if k in env_t},
+                           summary=summary, runs={f"{c}/{m}": v for (c, m), v in res.items()}), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

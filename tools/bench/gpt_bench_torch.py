@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""GPT training-step benchmark, PyTorch reference side (Debian python3-torch 1.13).
+
+The model and optimizer are those of the reference figures in ../shared/BASELINES.md
+(nanoGPT-style GPT-2: tied wte/lm_head, learned wpe over maxT positions, pre-LN, GELU(tanh),
+causal attention written out as q@k^T, mask, softmax, @v (torch 1.13 has no SDPA), biases on,
+dropout 0, vocab padded to a multiple of 128, AdamW lr 1e-4, betas (0.9, 0.999), eps 1e-8,
+weight decay 0). One step = zero_grad(set_to_none=True) + forward + loss + backward +
+optimizer.step() + loss.item(). --bf16 runs forward and loss under
+torch.autocast(device_type="cpu", dtype=torch.bfloat16) (fp32 master weights, as PyTorch AMP).
+
+Prints its torch version, BLAS library and OpenBLAS core type, thread count, one line per
+timed step, and a final `RESULT {json}` line (median/min step time, peak RSS from getrusage).
+Run by tools/bench/gpt_bench.py beside Strata's tools/bench/gpt_bench.cpp.
+"""
+import argparse, ctypes, json, math, os, resource, statistics, sys, time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, C, NH, maxT):
+        super().__init__()
+        self.c_attn = nn.Linear(C, 3 * C)
+        self.c_proj = nn.Linear(C, C)
+        self.NH = NH
+        self.register_buffer("mask", torch.tril(torch.ones(maxT, maxT)).view(1, 1, maxT, maxT))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        hs = C // self.NH
+        q = q.view(B, T, self.NH, hs).transpose(1, 2)
+        k = k.view(B, T, self.NH, hs).transpose(1, 2)
+        v = v.view(B, T, self.NH, hs).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+        att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, C):
+        super().__init__()
+        self.c_fc = nn.Linear(C, 4 * C)
+        self.c_proj = nn.Linear(4 * C, C)
+
+    def forward(self, x):
+        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+
+class Block(nn.Module):
+    def __init__(self, C, NH, maxT):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(C)
+        self.attn = CausalSelfAttention(C, NH, maxT)
+        self.ln_2 = nn.LayerNorm(C)
+        self.mlp = MLP(C)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        x = x + self.mlp(self.ln_2(x))
+        return x
+
+
+class GPT(nn.Module):
+    def __init__(self, L, C, NH, V, maxT):
+        super().__init__()
+        self.wte = nn.Embedding(V, C)
+        self.wpe = nn.Embedding(maxT, C)
+        self.h = nn.ModuleList([Block(C, NH, maxT) for _ in range(L)])
+        self.ln_f = nn.LayerNorm(C)
+        self.lm_head = nn.Linear(C, V, bias=False)
+        self.lm_head.weight = self.wte.weight  # tied
+        for n, p in self.named_parameters():
+            if n.endswith("c_proj.weight"):
+                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * L))
+            elif p.dim() >= 2:
+                nn.init.normal_(p, 0.0, 0.02)
+
+    def forward(self, idx, targets):
+        B, T = idx.size()
+        pos = torch.arange(T, dtype=torch.long)
+        x = self.wte(idx) + self.wpe(pos)
+        for blk in self.h:
+            x = blk(x)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def blas_info():
+    """(library path, OpenBLAS config string, OpenBLAS core name) of the BLAS torch loaded."""
+    path = ""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            p = line.split()[-1]
+            if ("libopenblas" in p or "/libblas.so" in p) and p.endswith(tuple(".so.%d" % i for i in range(10))):
+                path = os.path.realpath(p)
+                break
+    cfg, core = "", ""
+    if path:
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_get_config.restype = ctypes.c_char_p
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            cfg = lib.openblas_get_config().decode()
+            core = lib.openblas_get_corename().decode()
+        except (OSError, AttributeError):
+            pass
+    return path, cfg, core
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--L", type=int, default=12)
+    ap.add_argument("--C", type=int, default=768)
+    ap.add_argument("--NH", type=int, default=12)
+    ap.add_argument("--V", type=int, default=50257)
+    ap.add_argument("--Vp", type=int, default=None, help="padded vocab (default V rounded up to 128)")
+    ap.add_argument("--maxT", type=int, default=1024)
+    ap.add_argument("--B", type=int, default=4)
+    ap.add_argument("--T", type=int, default=256)
+    ap.add_argument("--bf16", action="store_true", help="torch.autocast(cpu, bfloat16) around forward + loss")
+    ap.add_argument("--info-only", action="store_true", help="print the setup line and exit")
+    ap.add_argument("--tag", default="")
+    a = ap.parse_args()
+    if a.Vp is None:
+        a.Vp = (a.V + 127) // 128 * 128
+
+    torch.set_num_threads(a.threads)
+    path, cfg, core = blas_info()
+    info = dict(torch=torch.__version__, blas=path, blas_config=cfg, blas_core=core,
+                openblas_coretype_env=os.environ.get("OPENBLAS_CORETYPE", ""), threads=torch.get_num_threads(),
+                mkldnn=torch.backends.mkldnn.is_available())
+    print("INFO " + json.dumps(info), flush=True)
+    if a.info_only:
+        return
+
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1234)
+    m = GPT(a.L, a.C, a.NH, a.Vp, a.maxT)
+    m.train()
+    idx = torch.randint(0, a.V, (a.B, a.T), generator=g)
+    tgt = torch.randint(0, a.V, (a.B, a.T), generator=g)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        if a.bf16:
+            with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+                loss = m(idx, tgt)
+        else:
+            loss = m(idx, tgt)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    for _ in range(a.warmup):
+        loss = step()
+    times = []
+    for i in range(a.steps):
+        t0 = time.perf_counter()
+        loss = step()
+        times.append(time.perf_counter() - t0)
+        print(f"step {i}: loss {loss:.4f} {times[-1] * 1e3:.1f} ms", flush=True)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    res = dict(side="torch", tag=a.tag, params=sum(p.numel() for p in m.parameters()),
+               cfg={k: getattr(a, k) for k in ("L", "C", "NH", "V", "Vp", "B", "T")}, bf16=a.bf16,
+               min_ms=min(times) * 1e3, median_ms=statistics.median(times) * 1e3, peak_rss_mb=peak, loss=loss,
+               times_ms=[round(t * 1e3, 1) for t in times], **info)
+    print("RESULT " + json.dumps(res), flush=True)
+
+
+if __name__ == "__main__":
+    main()
