@@ -1,0 +1,199 @@
+#include "strata/dist/ddp.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "strata/autograd/grad_mode.h"
+#include "strata/core/memory_stats.h"
+#include "strata/ops/factory.h"
+
+namespace strata::dist {
+
+double GradSyncStats::hidden_fraction() const {
+  if (comm_seconds <= 0) return 0.0;
+  return std::clamp(1.0 - exposed_seconds / comm_seconds, 0.0, 1.0);
+}
+
+std::vector<std::vector<int64_t>> assign_buckets(const std::vector<Tensor>& params, size_t bucket_cap_bytes,
+                                                 size_t first_bucket_cap_bytes) {
+  std::vector<std::vector<int64_t>> buckets;
+  size_t bytes = 0;
+  for (int64_t i = int64_t(params.size()) - 1; i >= 0; --i) {
+    const Tensor& p = params[size_t(i)];
+    bool fresh = buckets.empty();
+    if (!fresh) {
+      const Tensor& head = params[size_t(buckets.back().front())];
+      const size_t cur_cap = buckets.size() == 1 ? first_bucket_cap_bytes : bucket_cap_bytes;
+      fresh = head.dtype() != p.dtype() || head.device() != p.device() || bytes + p.nbytes() > cur_cap;
+    }
+    if (fresh) {
+      buckets.emplace_back();
+      bytes = 0;
+    }
+    buckets.back().push_back(i);
+    bytes += p.nbytes();
+  }
+  return buckets;
+}
+
+struct DistributedDataParallel::Reducer {
+  struct Bucket {
+    std::vector<int64_t> params;
+    Tensor flat;  // the bucket's gradients, back to back
+    int64_t pending = 0;
+    WorkPtr work;
+  };
+  ProcessGroup* group = nullptr;
+  const bool* sync_enabled = nullptr;
+  std::vector<Tensor> params;
+  std::vector<int64_t> bucket_of, offset_of;
+  std::vector<Bucket> buckets;
+  std::vector<char> marked;
+  int64_t next_launch = 0;
+  bool in_progress = false;
+  std::vector<GradSyncEvent> events;
+  GradSyncStats stats;
+
+  Tensor slot(int64_t i) {
+    const Tensor& p = params[size_t(i)];
+    return buckets[size_t(bucket_of[size_t(i)])].flat.narrow(0, offset_of[size_t(i)], p.numel()).view(p.shape());
+  }
+
+  void begin() {
+    in_progress = true;
+    std::fill(marked.begin(), marked.end(), 0);
+    for (Bucket& b : buckets) {
+      b.pending = int64_t(b.params.size());
+      b.work.reset();
+    }
+    next_launch = 0;
+    events.clear();
+  }
+
+  // Copies parameter i's gradient (zeros if it has none) into its bucket slot.
+  void stage(int64_t i) {
+    Tensor dst = slot(i);
+    const Tensor& g = params[size_t(i)].grad();
+    if (!g.defined())
+      dst.zero_();
+    else if (g.data_ptr() != dst.data_ptr() || g.strides() != dst.strides())
+      dst.copy_(g);
+    marked[size_t(i)] = 1;
+    --buckets[size_t(bucket_of[size_t(i)])].pending;
+  }
+
+  void launch_ready() {
+    while (next_launch < int64_t(buckets.size()) && buckets[size_t(next_launch)].pending == 0) {
+      Bucket& b = buckets[size_t(next_launch)];
+      b.work = group->all_reduce(b.flat, ReduceOp::Avg);
+      events.push_back({GradSyncEvent::BucketLaunched, next_launch});
+      ++next_launch;
+    }
+  }
+
+  void on_grad_ready(int64_t i) {
+    if (!*sync_enabled) return;
+    if (!in_progress) begin();
+    STRATA_CHECK(!marked[size_t(i)], AutogradError, "DistributedDataParallel: parameter ", i, " (",
+                 params[size_t(i)].str(),
+                 ") received its gradient twice before finish_gradient_sync(); call finish_gradient_sync() after each "
+                 "step's last backward, and turn sync off (NoSyncGuard) for the micro-batches before it");
+    NoGradGuard no_grad;
+    events.push_back({GradSyncEvent::GradReady, i});
+    stage(i);
+    launch_ready();
+  }
+
+  void finish() {
+    NoGradGuard no_grad;
+    if (!in_progress) begin();
+    for (int64_t i = 0; i < int64_t(params.size()); ++i)
+      if (!marked[size_t(i)]) stage(i);
+    launch_ready();
+    const auto t0 = std::chrono::steady_clock::now();
+    stats = {};
+    std::exception_ptr error;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      try {
+        buckets[b].work->wait();
+      } catch (...) {
+        if (!error) error = std::current_exception();
+      }
+      stats.comm_seconds += buckets[b].work->run_seconds();
+      events.push_back({GradSyncEvent::BucketDone, int64_t(b)});
+    }
+    stats.exposed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    in_progress = false;
+    if (error) std::rethrow_exception(error);
+    // The averaged gradients stay in the buckets; .grad() becomes a view of its slot.
+    for (int64_t i = 0; i < int64_t(params.size()); ++i) params[size_t(i)].set_grad(slot(i));
+  }
+};
+
+DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> module, std::shared_ptr<ProcessGroup> group,
+                                                 DistributedDataParallelOptions options)
+    : module_(std::move(module)), group_(std::move(group)) {
+  STRATA_CHECK(module_ && group_, ValueError, "DistributedDataParallel: needs a module and a process group");
+  STRATA_CHECK(options.bucket_cap_mb > 0 && options.first_bucket_cap_mb > 0, ValueError,
+               "DistributedDataParallel: bucket sizes must be positive, got ", options.bucket_cap_mb, " MB and ",
+               options.first_bucket_cap_mb, " MB");
+  NoGradGuard no_grad;
+  if (options.broadcast_parameters && group_->size() > 1) {
+    std::vector<WorkPtr> works;
+    for (const Tensor& p : module_->parameters()) works.push_back(group_->broadcast(p.detach(), 0));
+    for (const Tensor& b : module_->buffers())
+      if (b.is_contiguous() && is_floating(b.dtype())) works.push_back(group_->broadcast(b, 0));
+    for (WorkPtr& w : works) w->wait();
+  }
+
+  reducer_ = std::make_shared<Reducer>();
+  Reducer& r = *reducer_;
+  r.group = group_.get();
+  r.sync_enabled = &sync_enabled_;
+  for (const Tensor& p : module_->parameters())
+    if (p.requires_grad()) r.params.push_back(p);
+  STRATA_CHECK(!r.params.empty(), ValueError, "DistributedDataParallel: the module has no parameter that requires grad");
+  const auto cap = size_t(options.bucket_cap_mb * 1024 * 1024);
+  const auto first_cap = size_t(std::min(options.first_bucket_cap_mb, options.bucket_cap_mb) * 1024 * 1024);
+  std::vector<std::vector<int64_t>> assignment = assign_buckets(r.params, cap, first_cap);
+  r.bucket_of.assign(r.params.size(), 0);
+  r.offset_of.assign(r.params.size(), 0);
+  r.marked.assign(r.params.size(), 0);
+  MemoryCategoryGuard category(MemoryCategory::Gradient);
+  for (size_t b = 0; b < assignment.size(); ++b) {
+    Reducer::Bucket bucket;
+    bucket.params = assignment[b];
+    int64_t numel = 0;
+    for (int64_t i : bucket.params) {
+      r.bucket_of[size_t(i)] = int64_t(b);
+      r.offset_of[size_t(i)] = numel;
+      numel += r.params[size_t(i)].numel();
+    }
+    const Tensor& head = r.params[size_t(bucket.params.front())];
+    bucket.flat = ops::zeros({numel}, TensorOptions(head.dtype()).device(head.device()));
+    r.buckets.push_back(std::move(bucket));
+  }
+  std::weak_ptr<Reducer> weak = reducer_;
+  for (int64_t i = 0; i < int64_t(r.params.size()); ++i)
+    r.params[size_t(i)].register_post_accumulate_grad_hook([weak, i](const Tensor&) {
+      if (auto red = weak.lock()) red->on_grad_ready(i);
+    });
+}
+
+DistributedDataParallel::~DistributedDataParallel() = default;
+
+void DistributedDataParallel::finish_gradient_sync() { reducer_->finish(); }
+
+const std::vector<Tensor>& DistributedDataParallel::parameters() const { return reducer_->params; }
+
+std::vector<std::vector<int64_t>> DistributedDataParallel::bucket_assignment() const {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& b : reducer_->buckets) out.push_back(b.params);
+  return out;
+}
+
+std::vector<GradSyncEvent> DistributedDataParallel::last_sync_events() const { return reducer_->events; }
+
+GradSyncStats DistributedDataParallel::last_sync_stats() const { return reducer_->stats; }
+
+}  // namespace strata::dist

@@ -1,0 +1,80 @@
+// ZeroRedundancyOptimizer: ZeRO stage 1 (Rajbhandari et al., "ZeRO: Memory Optimizations
+// Toward Training Trillion Parameter Models", 2020, section 5.1): each rank keeps the
+// optimizer state of, and updates, only its 1/N shard of the parameters; the updated
+// parameters are then all-gathered so every rank holds all of them again.
+//
+//   dist::DistributedDataParallel ddp(model, pg);          // full averaged gradients
+//   auto opt = dist::ZeroRedundancyOptimizer::adamw(groups, optim::AdamWOptions(6e-4), pg);
+//   ... backward ...; ddp.finish_gradient_sync(); opt->step();
+//
+// The shards are contiguous ranges of the parameters laid end to end in parameters() order
+// (DeepSpeed's flat partition, so shards are balanced to one element), padded to a
+// multiple of the world size. A parameter cut by a shard boundary is updated in two pieces;
+// elementwise optimizers (AdamW, SGD) give the same bits as the unsharded optimizer.
+// Checkpoints use consolidated_state_dict(), which has exactly the unsharded optimizer's
+// state_dict() format, so a checkpoint resumes on any world size, sharded or not.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "strata/dist/process_group.h"
+#include "strata/optim/adamw.h"
+#include "strata/optim/optimizer.h"
+
+namespace strata::dist {
+
+class ZeroRedundancyOptimizer final : public optim::Optimizer {
+ public:
+  // Builds the optimizer that updates this rank's pieces (each group's options are those of
+  // the group the piece comes from).
+  using LocalOptimizerFactory = std::function<std::unique_ptr<optim::Optimizer>(std::vector<optim::ParamGroup>)>;
+
+  // `elementwise_state`: the local optimizer's per-element state names (AdamW: exp_avg,
+  // exp_avg_sq), gathered by consolidated_state_dict(); "step" is handled separately.
+  ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> groups, const optim::OptimizerOptions& defaults,
+                          std::shared_ptr<ProcessGroup> group, LocalOptimizerFactory make_local,
+                          std::vector<std::string> elementwise_state);
+  static std::unique_ptr<ZeroRedundancyOptimizer> adamw(std::vector<optim::ParamGroup> groups,
+                                                        const optim::AdamWOptions& defaults,
+                                                        std::shared_ptr<ProcessGroup> group);
+
+  // Updates this rank's shard from the (already averaged) gradients, then all-gathers the
+  // parameters. Collective: every rank calls it.
+  void step() override;
+
+  // This rank's range [begin, end) of the flat parameter vector, and its total length.
+  std::pair<int64_t, int64_t> shard_range() const { return {shard_begin_, shard_end_}; }
+  int64_t total_numel() const { return total_; }
+  // The optimizer over this rank's pieces (null when the shard is empty).
+  const optim::Optimizer* local_optimizer() const { return local_.get(); }
+
+  // The unsharded optimizer's state_dict(), assembled from every rank's shard. Collective.
+  optim::TensorDict consolidated_state_dict();
+  // Takes this rank's shard of an unsharded state dict (consolidated or from a plain
+  // optimizer). Throws ValueError naming missing or mis-shaped entries.
+  void load_consolidated_state_dict(const optim::TensorDict& state);
+
+ protected:
+  std::vector<std::string> state_names() const override;
+
+ private:
+  struct Piece {
+    int64_t param;        // index into parameters()
+    int64_t begin, len;   // element range within the parameter
+    Tensor view;          // 1-D view of the parameter's storage: what the local optimizer updates
+  };
+  std::vector<Piece> pieces_;
+  std::vector<int64_t> offset_;    // per parameter: start in the flat vector
+  std::vector<int> local_group_;   // per outer group: index among the local optimizer's groups, or -1
+  int64_t total_ = 0, shard_ = 0, shard_begin_ = 0, shard_end_ = 0;
+  std::shared_ptr<ProcessGroup> group_;
+  std::unique_ptr<optim::Optimizer> local_;
+  std::vector<std::string> elementwise_state_;
+  Tensor send_, gathered_;  // [shard_] and [world * shard_] staging for all_gather
+};
+
+}  // namespace strata::dist
