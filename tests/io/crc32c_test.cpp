@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "io/crc32c.h"
+#include "core/tensor/crc32c.h"
 
-using strata::io::crc32c;
+using strata::crc32c;
 
 // Check values from RFC 3720 (iSCSI), appendix B.4, and the usual "123456789" check.
 TEST(Crc32c, MatchesPublishedCheckValues) {
@@ -42,4 +42,26 @@ TEST(Crc32c, IncrementalEqualsOneShotAtAnySplitAndAlignment) {
     return ~c;
   };
   EXPECT_EQ(crc32c(buf.data() + 1, 997), reference(buf.data() + 1, 997));
+}
+
+// Bit-at-a-time definition of CRC-32C, against which the fast paths are checked.
+static uint32_t crc32c_bitwise(const unsigned char* p, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c & 1u) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+  }
+  return ~c;
+}
+
+TEST(Crc32c, MatchesTheBitwiseDefinitionAtEveryLengthAndAlignment) {
+  std::vector<unsigned char> buf(4096 + 64);
+  uint32_t x = 12345;
+  for (auto& b : buf) b = static_cast<unsigned char>((x = x * 1664525u + 1013904223u) >> 24);
+  for (size_t start : {0, 1, 3, 7}) {
+    for (size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 4096}) {
+      EXPECT_EQ(crc32c(buf.data() + start, n), crc32c_bitwise(buf.data() + start, n))
+          << "start " << start << " n " << n;
+    }
+  }
 }

@@ -1,0 +1,89 @@
+#include "core/tensor/crc32c.h"
+
+#include <array>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#endif
+
+namespace strata {
+namespace {
+
+// Reflected polynomial 0x1EDC6F41 (Castagnoli). Eight tables for "slicing by 8": the CRC of
+// 8 bytes at once is the xor of one lookup per byte (Intel's slicing-by-8, Kounavis & Berry,
+// "A Systematic Approach to Building High Performance Software-based CRC Generators", 2005).
+constexpr uint32_t kPoly = 0x82F63B78u;
+
+using Tables = std::array<std::array<uint32_t, 256>, 8>;
+
+constexpr Tables make_tables() {
+  Tables t{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1u) ? (c >> 1) ^ kPoly : c >> 1;
+    t[0][i] = c;
+  }
+  for (size_t s = 1; s < 8; ++s)
+    for (size_t i = 0; i < 256; ++i) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xFFu];
+  return t;
+}
+
+constexpr Tables kTables = make_tables();
+
+uint32_t crc32c_portable(const void* data, size_t bytes, uint32_t crc) {
+  static_assert(kTables[0][1] == 0xF26B8303u, "CRC-32C table");
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint32_t c = ~crc;
+  // Slices of 8 little-endian bytes; the tail byte by byte.
+  while (bytes >= 8) {
+    uint32_t lo = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+    lo ^= c;
+    c = kTables[7][lo & 0xFFu] ^ kTables[6][(lo >> 8) & 0xFFu] ^ kTables[5][(lo >> 16) & 0xFFu] ^
+        kTables[4][lo >> 24] ^ kTables[3][p[4]] ^ kTables[2][p[5]] ^ kTables[1][p[6]] ^ kTables[0][p[7]];
+    p += 8;
+    bytes -= 8;
+  }
+  while (bytes-- > 0) c = kTables[0][(c ^ *p++) & 0xFFu] ^ (c >> 8);
+  return ~c;
+}
+
+#if defined(__x86_64__)
+// The SSE4.2 crc32 instruction computes CRC-32C 8 bytes at a time (~8 GB/s on one core,
+// several times the slicing-by-8 tables), so checksumming spilled tensors costs little.
+__attribute__((target("sse4.2"))) uint64_t crc_u64(uint64_t c, const unsigned char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return _mm_crc32_u64(c, v);
+}
+
+__attribute__((target("sse4.2"))) uint32_t crc32c_sse42(const void* data, size_t bytes,
+                                                          uint32_t crc) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t c = uint32_t(~crc);
+  while (bytes >= 8) {
+    c = crc_u64(c, p);
+    p += 8;
+    bytes -= 8;
+  }
+  uint32_t c32 = uint32_t(c);
+  while (bytes-- > 0) c32 = _mm_crc32_u8(c32, *p++);
+  return ~c32;
+}
+
+bool have_sse42() {
+  static const bool yes = __builtin_cpu_supports("sse4.2");
+  return yes;
+}
+#endif
+
+}  // namespace
+
+uint32_t crc32c(const void* data, size_t bytes, uint32_t crc) {
+#if defined(__x86_64__)
+  if (have_sse42()) return crc32c_sse42(data, bytes, crc);
+#endif
+  return crc32c_portable(data, bytes, crc);
+}
+
+}  // namespace strata
