@@ -283,7 +283,7 @@ class MpiProcessGroup final : public ProcessGroup {
       MPI_Irecv(replies[size_t(p)].data(), 2, MPI_UINT64_T, p, kReplyTag, ctrl_, &recvs[size_t(p)]);
       MPI_Isend(&asked, 1, MPI_UINT64_T, p, kProbeTag, ctrl_, &sends[size_t(p)]);
     }
-    const auto grace = std::min<std::chrono::milliseconds>(options_.timeout, std::chrono::milliseconds(3000));
+    const auto grace = std::min<std::chrono::milliseconds>(options_.timeout, std::chrono::milliseconds(1000));
     const auto until = std::chrono::steady_clock::now() + grace;
     std::vector<bool> answered(size_t(W), false);
     for (;;) {
