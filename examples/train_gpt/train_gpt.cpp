@@ -2,12 +2,20 @@
 // on the built-in corpus for 5 minutes, printing step, loss, lr, tokens/s and the three
 // memory figures (activation peak, step peak, process peak RSS), evaluating held-out loss
 // periodically, checkpointing, and sampling text at the end. See --help.
+//
+// Data parallel: `mpirun -np N train_gpt ...` trains on N ranks (rank and world size from the
+// MPI environment): each rank reads its share of every global batch (B*T*grad_accum*N tokens
+// per step), gradients are averaged in buckets during backward, rank 0 alone logs, evaluates,
+// samples and writes checkpoints (which record the world size and resume on any).
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -16,6 +24,8 @@
 #include "examples/train_gpt/train_options.h"
 #include "strata/io/checkpoint.h"
 #include "strata/io/token_shards.h"
+#include "strata/dist/ddp.h"
+#include "strata/dist/zero.h"
 #include "strata/io/tokenizer.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
@@ -24,6 +34,21 @@ using namespace strata;
 using strata::examples::TrainOptions;
 
 namespace {
+
+// This rank's process group under mpirun (null otherwise); main() aborts the job through it.
+std::shared_ptr<dist::ProcessGroup> g_group;
+
+// Test hook: STRATA_TEST_KILL_RANK=r and STRATA_TEST_KILL_STEP=s SIGKILL rank r before step s,
+// so ctest can check that the other ranks fail naming it instead of hanging.
+void maybe_kill_self(int rank, int64_t step) {
+  const char* r = std::getenv("STRATA_TEST_KILL_RANK");
+  const char* s = std::getenv("STRATA_TEST_KILL_STEP");
+  if (r && s && std::atoi(r) == rank && std::atoll(s) == step) {
+    std::fprintf(stderr, "train_gpt: rank %d killing itself before step %ld (STRATA_TEST_KILL_*)\n", rank, long(step));
+    std::fflush(stderr);
+    std::raise(SIGKILL);
+  }
+}
 
 double peak_rss_mb() {
   rusage u{};
@@ -76,6 +101,14 @@ std::string bar(double frac) {
 }
 
 int run(const TrainOptions& o) {
+  // ---- ranks ----
+  const dist::LaunchEnv env = dist::launch_env();
+  if (env.launched())
+    g_group = dist::make_mpi_group(
+        {.timeout = std::chrono::milliseconds(int64_t(o.collective_timeout * 1000))});
+  dist::ProcessGroup* pg = g_group.get();
+  const int rank = pg ? pg->rank() : 0, world = pg ? pg->size() : 1;
+  const bool lead = rank == 0;  // logs, evaluates, samples, writes checkpoints
   std::filesystem::create_directories(o.out_dir);
   const std::string ckpt_dir = o.out_dir + "/checkpoint";
   // ---- data ----
@@ -90,27 +123,51 @@ int run(const TrainOptions& o) {
       STRATA_CHECK(in.good(), IoError, "train_gpt: cannot open --text '", o.text, "'");
       text.assign(std::istreambuf_iterator<char>(in), {});
     }
-    std::tie(train_glob, val_glob) = shards_from_text(text, o.out_dir);
+    if (lead)
+      std::tie(train_glob, val_glob) = shards_from_text(text, o.out_dir);
+    else
+      std::tie(train_glob, val_glob) = std::pair(o.out_dir + "/data/train_*.bin", o.out_dir + "/data/val_*.bin");
+    if (pg) pg->barrier_sync();  // rank 0 has written the shards
     byte_level = true;
     STRATA_CHECK(o.model.vocab_size >= 256, ValueError, "train_gpt: byte-level data needs vocab_size >= 256, got ",
                  o.model.vocab_size);
   }
   io::TokenLoader train(io::glob_paths(train_glob),
-                        {.batch = o.batch_size, .seq_len = o.seq_len, .shuffle = o.shuffle, .seed = o.seed});
+                        {.batch = o.batch_size, .seq_len = o.seq_len, .rank = rank, .world_size = world,
+                         .shuffle = o.shuffle, .seed = o.seed});
   std::unique_ptr<io::TokenLoader> val;
-  if (!val_glob.empty())
+  if (!val_glob.empty() && lead)
     val = std::make_unique<io::TokenLoader>(io::glob_paths(val_glob),
                                             io::TokenLoaderOptions{.batch = o.batch_size, .seq_len = o.seq_len});
 
   // ---- model and optimizer ----
   manual_seed(o.seed);
-  models::GPT model(o.model);
+  auto model_ptr = std::make_shared<models::GPT>(o.model);
+  models::GPT& model = *model_ptr;
+  // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
+  // TODO(tensor cache): when train_gpt gains cache policies, give each rank its own spill
+  // arena (e.g. <out>/spill.rank<r>); DDP's hooks see only accumulated gradients, so every
+  // policy works unchanged.
+  std::unique_ptr<dist::DistributedDataParallel> ddp;
+  if (pg) ddp = std::make_unique<dist::DistributedDataParallel>(model_ptr, g_group,
+                                                                dist::DistributedDataParallelOptions{.bucket_cap_mb = o.bucket_mb});
   std::vector<Tensor> decay, no_decay;
   for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
   optim::AdamWOptions ao = optim::AdamWOptions(o.lr).betas(o.beta1, o.beta2).eps(1e-8);
-  optim::AdamW opt({optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(o.weight_decay)),
-                    optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))},
-                   ao);
+  std::vector<optim::ParamGroup> groups = {optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(o.weight_decay)),
+                                           optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))};
+  std::unique_ptr<optim::Optimizer> opt_ptr;
+  dist::ZeroRedundancyOptimizer* zero = nullptr;
+  if (o.zero1) {
+    auto z = dist::ZeroRedundancyOptimizer::adamw(groups, ao, pg ? g_group : dist::make_local_group(1)[0]);
+    zero = z.get();
+    opt_ptr = std::move(z);
+  } else {
+    opt_ptr = std::make_unique<optim::AdamW>(groups, ao);
+  }
+  optim::Optimizer& opt = *opt_ptr;
+  // ZeRO-1 checkpoints hold the consolidated (unsharded) state: one format for every world size.
+  auto optimizer_state = [&] { return zero ? zero->consolidated_state_dict() : opt.state_dict(); };
   // Warmup then cosine decay over `total` steps; a time-bounded run estimates `total` from the
   // step time measured over its first steps (the schedule is rebuilt once).
   auto make_schedule = [&](int64_t total) {
@@ -128,11 +185,20 @@ int run(const TrainOptions& o) {
   if (o.resume) {
     io::CheckpointState st = io::load_checkpoint(ckpt_dir);
     model.load_state_dict(st.model);
-    opt.load_state_dict(st.optimizer);
+    if (zero)
+      zero->load_consolidated_state_dict(st.optimizer);
+    else
+      opt.load_state_dict(st.optimizer);
     step = st.step;
     current_generator().set_state(st.rng);
+    // The cursor counts samples of the global order, so it is valid on any world size.
     train.set_cursor(st.data);
-    std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(step));
+    if (lead) std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(step));
+    auto saved_world = st.metadata.find("world_size");
+    if (lead && saved_world != st.metadata.end() && saved_world->second != std::to_string(world))
+      std::printf("  the checkpoint was written by %s rank(s), resuming on %d: weights, optimizer state and data "
+                  "position carry over; the global batch is now %d x the per-rank batch\n",
+                  saved_world->second.c_str(), world, world);
   }
   auto save = [&](int64_t at_step) {
     io::CheckpointState st;
@@ -141,22 +207,37 @@ int run(const TrainOptions& o) {
     st.rng = current_generator().state();
     st.data = train.cursor();
     st.model = model.state_dict();
-    st.optimizer = opt.state_dict();
-    io::save_checkpoint(ckpt_dir, st);
+    st.optimizer = optimizer_state();  // collective with ZeRO-1: every rank calls save()
+    st.metadata["world_size"] = std::to_string(world);
+    st.metadata["zero1"] = o.zero1 ? "true" : "false";
+    if (lead) io::save_checkpoint(ckpt_dir, st);
   };
 
-  const int64_t tokens_per_step = o.batch_size * o.seq_len * o.grad_accum;
-  std::printf("train_gpt: %s\n  %ld parameters, %ld tokens/step, data %s (%ld tokens)%s\n", o.describe().c_str(),
+  const int64_t tokens_per_step = o.batch_size * o.seq_len * o.grad_accum * world;
+  if (lead) std::printf("train_gpt: %s\n  %ld parameters, %ld tokens/step, data %s (%ld tokens)%s\n", o.describe().c_str(),
               long(model.num_parameters()), long(tokens_per_step), train_glob.c_str(), long(train.num_tokens()),
               byte_level ? ", byte-level" : "");
-  if (o.max_seconds > 0) std::printf("  training for %.0f s (or %ld steps)\n", o.max_seconds, long(o.max_steps));
+  if (lead && pg)
+    std::printf("  data parallel: %d ranks (%s), %ld tokens/step per rank, buckets of %.1f MB, ZeRO-1 %s, "
+                "collective timeout %.0f s\n",
+                world, pg->backend_name(), long(tokens_per_step / world), o.bucket_mb, o.zero1 ? "on" : "off",
+                o.collective_timeout);
+  if (lead && o.max_seconds > 0) std::printf("  training for %.0f s (or %ld steps)\n", o.max_seconds, long(o.max_steps));
 
   Allocator& alloc = cpu_allocator();
   const auto t_start = std::chrono::steady_clock::now();
   double last_loss = NAN, last_val = NAN;
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
   int64_t steps_run = 0;
-  while (step < o.max_steps && (o.max_seconds <= 0 || elapsed() < o.max_seconds)) {
+  double comm_seconds = 0, exposed_seconds = 0, step_seconds = 0;  // data-parallel totals after step 1
+  // Every rank must agree on when to stop: rank 0's clock decides time-bounded runs.
+  auto keep_going = [&] {
+    bool go = step < o.max_steps && (o.max_seconds <= 0 || elapsed() < o.max_seconds);
+    if (pg && o.max_seconds > 0) go = pg->all_reduce_scalar(lead && go ? 1.0 : 0.0) > 0;
+    return go;
+  };
+  while (keep_going()) {
+    maybe_kill_self(rank, step);
     const auto t0 = std::chrono::steady_clock::now();
     alloc.stats().reset_peaks();
     sched->apply(opt, step);
@@ -165,10 +246,21 @@ int run(const TrainOptions& o) {
     for (int64_t micro = 0; micro < o.grad_accum; ++micro) {
       Tensor x, y;
       train.next(&x, &y);
+      // Only the last micro-batch's backward all-reduces (the sums accumulated so far).
+      std::optional<dist::NoSyncGuard> no_sync;
+      if (ddp && micro + 1 < o.grad_accum) no_sync.emplace(*ddp);
       Tensor loss = model.loss(x, y);
       if (o.grad_accum > 1) loss = ops::mul(loss, 1.0 / double(o.grad_accum));
       loss.backward();
       loss_sum += loss.item();
+    }
+    if (ddp) {
+      ddp->finish_gradient_sync();
+      loss_sum = pg->all_reduce_scalar(loss_sum, dist::ReduceOp::Avg);
+      if (steps_run > 0) {
+        comm_seconds += ddp->last_sync_stats().comm_seconds;
+        exposed_seconds += ddp->last_sync_stats().exposed_seconds;
+      }
     }
     const double norm = o.grad_clip > 0 ? optim::clip_grad_norm_(model.parameters(), o.grad_clip) : 0.0;
     opt.step();
@@ -176,19 +268,21 @@ int run(const TrainOptions& o) {
     ++steps_run;
     last_loss = loss_sum;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (steps_run > 1) step_seconds += secs;
     if (estimate_schedule && steps_run > 1 && steps_run <= kTimedSteps + 1) {
       timed_seconds += secs;
       if (steps_run == kTimedSteps + 1) {
         const double per_step = timed_seconds / double(kTimedSteps);
-        const int64_t total = step + int64_t((o.max_seconds - elapsed()) / per_step);
+        int64_t total = step + int64_t((o.max_seconds - elapsed()) / per_step);
+        if (pg) total = int64_t(pg->all_reduce_scalar(lead ? double(total) : 0.0));  // rank 0's estimate
         sched = make_schedule(total);
-        std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), per_step);
+        if (lead) std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), per_step);
       }
     }
     const MemorySnapshot m = alloc.stats().snapshot();
     const bool eval_now = val && o.eval_every > 0 && (step % o.eval_every == 0);
     if (eval_now) last_val = evaluate(model, *val, o.eval_batches);
-    if (step % o.log_every == 0 || step == 1 || eval_now) {
+    if (lead && (step % o.log_every == 0 || step == 1 || eval_now)) {
       const double frac = o.max_seconds > 0 ? elapsed() / o.max_seconds : double(step) / double(o.max_steps);
       std::printf("%s step %5ld | loss %.4f | val %.4f | lr %.2e | norm %.2f | %6.0f tok/s | act peak %7.1f MB | "
                   "step peak %7.1f MB | rss %6.0f MB\n",
@@ -205,9 +299,16 @@ int run(const TrainOptions& o) {
                 byte_level ? " nats/byte" : "", elapsed());
   }
   if (steps_run > 0) save(step);
-  std::printf("checkpoint: %s\n", ckpt_dir.c_str());
+  if (lead) std::printf("checkpoint: %s\n", ckpt_dir.c_str());
+  if (lead && ddp && steps_run > 2) {
+    const double n = double(steps_run - 1);
+    std::printf("data parallel: %.1f ms/step, all-reduce %.1f ms/step of which %.1f ms exposed after backward "
+                "(%.0f%% hidden)\n",
+                1e3 * step_seconds / double(steps_run - 1), 1e3 * comm_seconds / n, 1e3 * exposed_seconds / n,
+                comm_seconds > 0 ? 100.0 * std::clamp(1.0 - exposed_seconds / comm_seconds, 0.0, 1.0) : 0.0);
+  }
 
-  if (o.sample_tokens > 0 && byte_level) {
+  if (lead && o.sample_tokens > 0 && byte_level) {
     const std::string prompt = "This License";
     std::vector<int64_t> ids(prompt.begin(), prompt.end());
     Generator g(o.seed);
@@ -228,6 +329,13 @@ int main(int argc, char** argv) {
     if (!examples::parse_train_options(argc, argv, &o)) return 0;
     return run(o);
   } catch (const Error& e) {
+    if (g_group && g_group->size() > 1) {
+      // Under mpirun: say which rank failed, then end every rank (MPI_Abort) instead of
+      // leaving the others waiting in their next collective.
+      std::fprintf(stderr, "train_gpt: rank %d of %d: %s\n", g_group->rank(), g_group->size(), e.what());
+      std::fflush(stderr);
+      g_group->abort(1);
+    }
     std::fprintf(stderr, "train_gpt: %s\n", e.what());
     return 1;
   }

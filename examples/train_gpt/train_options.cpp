@@ -26,9 +26,10 @@ struct Overrides {
   std::optional<std::string> preset, train_data, val_data, text, out_dir;
   std::optional<int64_t> n_layer, n_head, n_embd, block_size, vocab_size, batch_size, seq_len, grad_accum, max_steps,
       warmup_steps, lr_decay_steps, eval_every, eval_batches, ckpt_every, log_every, sample_tokens, top_k;
-  std::optional<double> dropout, max_seconds, lr, min_lr, weight_decay, beta1, beta2, grad_clip, temperature;
+  std::optional<double> dropout, max_seconds, lr, min_lr, weight_decay, beta1, beta2, grad_clip, temperature,
+      bucket_mb, collective_timeout;
   std::optional<uint64_t> seed;
-  std::optional<bool> shuffle, resume;
+  std::optional<bool> shuffle, resume, zero1;
 };
 
 void from_proto(const TrainGptConfig& c, Overrides* o) {
@@ -41,7 +42,7 @@ void from_proto(const TrainGptConfig& c, Overrides* o) {
   STRATA_TAKE(log_every) STRATA_TAKE(sample_tokens) STRATA_TAKE(top_k) STRATA_TAKE(dropout)
   STRATA_TAKE(max_seconds) STRATA_TAKE(lr) STRATA_TAKE(min_lr) STRATA_TAKE(weight_decay) STRATA_TAKE(beta1)
   STRATA_TAKE(beta2) STRATA_TAKE(grad_clip) STRATA_TAKE(temperature) STRATA_TAKE(seed) STRATA_TAKE(shuffle)
-  STRATA_TAKE(resume)
+  STRATA_TAKE(resume) STRATA_TAKE(zero1) STRATA_TAKE(bucket_mb) STRATA_TAKE(collective_timeout)
 #undef STRATA_TAKE
 }
 
@@ -92,6 +93,10 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   app.add_option("--sample-tokens", f.sample_tokens);
   app.add_option("--temperature", f.temperature);
   app.add_option("--top-k", f.top_k);
+  app.add_flag("--zero1{true}", f.zero1, "under mpirun: shard the AdamW state across ranks (ZeRO stage 1)");
+  app.add_option("--bucket-mb", f.bucket_mb, "under mpirun: gradient all-reduce bucket size in MB (default 25)");
+  app.add_option("--collective-timeout", f.collective_timeout,
+                 "under mpirun: seconds a collective waits for the other ranks before failing (default 300)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -122,6 +127,7 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   merge(o.weight_decay, f.weight_decay), merge(o.beta1, f.beta1), merge(o.beta2, f.beta2);
   merge(o.grad_clip, f.grad_clip), merge(o.temperature, f.temperature), merge(o.seed, f.seed);
   merge(o.shuffle, f.shuffle), merge(o.resume, f.resume);
+  merge(o.zero1, f.zero1), merge(o.bucket_mb, f.bucket_mb), merge(o.collective_timeout, f.collective_timeout);
 
   TrainOptions& t = *out;
   t.preset = o.preset.value_or(t.preset);
@@ -146,10 +152,14 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   t.out_dir = o.out_dir.value_or(t.out_dir), t.resume = o.resume.value_or(false);
   t.sample_tokens = o.sample_tokens.value_or(t.sample_tokens), t.top_k = o.top_k.value_or(t.top_k);
   t.temperature = o.temperature.value_or(t.temperature);
+  t.zero1 = o.zero1.value_or(t.zero1), t.bucket_mb = o.bucket_mb.value_or(t.bucket_mb);
+  t.collective_timeout = o.collective_timeout.value_or(t.collective_timeout);
 
   t.model.validate();
   STRATA_CHECK(t.batch_size > 0 && t.seq_len > 0 && t.grad_accum > 0, ValueError,
                "train_gpt: batch size, sequence length and grad accumulation must be positive");
+  STRATA_CHECK(t.bucket_mb > 0 && t.collective_timeout > 0, ValueError,
+               "train_gpt: --bucket-mb and --collective-timeout must be positive");
   STRATA_CHECK(t.seq_len <= t.model.block_size, ValueError, "train_gpt: seq_len ", t.seq_len,
                " exceeds the model's block_size ", t.model.block_size);
   STRATA_CHECK(t.train_data.empty() == t.val_data.empty() || !t.train_data.empty(), ValueError,

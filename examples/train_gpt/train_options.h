@@ -24,6 +24,11 @@ struct TrainOptions {
   bool resume = false;
   int64_t sample_tokens = 200, top_k = 40;
   double temperature = 0.8;
+  // Data parallel (under mpirun): ZeRO-1 optimizer sharding, gradient bucket size, and how
+  // long a collective may wait for the other ranks before the run fails naming them.
+  bool zero1 = false;
+  double bucket_mb = 25.0;
+  double collective_timeout = 300.0;  // seconds
   // Whether the run is bounded by time (no --max-steps): the schedule length is then estimated.
   bool time_bounded() const { return max_seconds > 0 && max_steps >= 1000000; }
   std::string describe() const;
