@@ -300,12 +300,15 @@ int run(const TrainOptions& o) {
   }
   if (steps_run > 0) save(step);
   if (lead) std::printf("checkpoint: %s\n", ckpt_dir.c_str());
-  if (lead && ddp && steps_run > 2) {
+  if (lead && steps_run > 2) {  // the first step (warm-up) is left out
     const double n = double(steps_run - 1);
-    std::printf("data parallel: %.1f ms/step, all-reduce %.1f ms/step of which %.1f ms exposed after backward "
-                "(%.0f%% hidden)\n",
-                1e3 * step_seconds / double(steps_run - 1), 1e3 * comm_seconds / n, 1e3 * exposed_seconds / n,
-                comm_seconds > 0 ? 100.0 * std::clamp(1.0 - exposed_seconds / comm_seconds, 0.0, 1.0) : 0.0);
+    std::printf("timing: %.1f ms/step, %.0f tok/s over steps 2-%ld", 1e3 * step_seconds / n,
+                double(tokens_per_step) * n / step_seconds, long(step));
+    if (ddp)
+      std::printf("; all-reduce %.1f ms/step, %.1f ms of it exposed after backward (%.0f%% hidden)", 1e3 * comm_seconds / n,
+                  1e3 * exposed_seconds / n,
+                  comm_seconds > 0 ? 100.0 * std::clamp(1.0 - exposed_seconds / comm_seconds, 0.0, 1.0) : 0.0);
+    std::printf("\n");
   }
 
   if (lead && o.sample_tokens > 0 && byte_level) {
