@@ -4,6 +4,7 @@
 //   kill         rank 1 is SIGKILLed; rank 0's next collective must fail within the timeout
 //                naming rank 1 (run with --enable-recovery so mpirun leaves rank 0 alive)
 //   hang         rank 1 stays alive but stops calling collectives; rank 0 must say so
+//   bench MB N   N all-reduces of MB megabytes: ms each (tools/bench/dp_bench.sh)
 #include <unistd.h>
 
 #include <chrono>
@@ -89,6 +90,18 @@ int fault(ProcessGroup& pg, bool kill) {
   return 1;
 }
 
+int bench(ProcessGroup& pg, double mb, int iters) {
+  Tensor t = ops::ones({int64_t(mb * 1024 * 1024 / 4)});
+  pg.all_reduce(t)->wait();  // warm-up
+  pg.barrier_sync();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) pg.all_reduce(t, ReduceOp::Avg)->wait();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters;
+  if (pg.rank() == 0) std::printf("all_reduce %.1f MB x %d ranks: %.2f ms (%.2f GB/s algorithm bandwidth)\n", mb, pg.size(),
+                                  1e3 * s, mb / 1024 / s);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,6 +111,7 @@ int main(int argc, char** argv) {
     if (mode != "collectives") o.timeout = std::chrono::milliseconds(3000);
     auto pg = make_mpi_group(o);
     if (mode == "collectives") return collectives(*pg);
+    if (mode == "bench") return bench(*pg, argc > 2 ? std::atof(argv[2]) : 16.0, argc > 3 ? std::atoi(argv[3]) : 20);
     return fault(*pg, mode == "kill");
   } catch (const Error& e) {
     std::fprintf(stderr, "strata_mpi_check: %s\n", e.what());

@@ -37,18 +37,18 @@ OMP_NUM_THREADS=2 run "1x2" "$tg" "${args[@]}" --grad-accum 2 -o "$work/single"
 # Passive OpenMP waiting: on a loaded machine spinning OpenMP threads stall each other.
 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive run "1x2-passive" "$tg" "${args[@]}" --grad-accum 2 -o "$work/single"
 OMP_NUM_THREADS=1 run "2x1" "${mpirun[@]}" -x OMP_NUM_THREADS=1 --bind-to core -np 2 "$tg" "${args[@]}" -o "$work/dp"
-OMP_NUM_THREADS=1 run "2x1-nobind" "${mpirun[@]}" -x OMP_NUM_THREADS=1 --bind-to none -np 2 "$tg" "${args[@]}" -o "$work/dpn"
+OMP_NUM_THREADS=1 run "2x1-b4" "${mpirun[@]}" -x OMP_NUM_THREADS=1 --bind-to core -np 2 "$tg" "${args[@]}" --bucket-mb 4 -o "$work/dpb"
 OMP_NUM_THREADS=1 run "2x1-zero1" "${mpirun[@]}" -x OMP_NUM_THREADS=1 --bind-to core -np 2 "$tg" "${args[@]}" --zero1 -o "$work/dpz"
 
 echo "GPT small (4 layers, C=256, T=128), global batch 16 x 128 tokens/step, $steps steps, best of $repeats"
 printf "%-34s %10s %10s %8s %14s %12s %8s\n" config ms/step tok/s ratio all-reduce exposed hidden
-for n in 1x2 1x2-passive 2x1 2x1-nobind 2x1-zero1; do
+for n in 1x2 1x2-passive 2x1 2x1-b4 2x1-zero1; do
   label=$n
   case $n in
     1x2) label="1 rank x 2 threads (grad-accum 2)" ;;
     1x2-passive) label="1 rank x 2 threads, passive wait" ;;
-    2x1) label="2 ranks x 1 thread (bind core)" ;;
-    2x1-nobind) label="2 ranks x 1 thread (bind none)" ;;
+    2x1) label="2 ranks x 1 thread, 25 MB buckets" ;;
+    2x1-b4) label="2 ranks x 1 thread, 4 MB buckets" ;;
     2x1-zero1) label="2 ranks x 1 thread, ZeRO-1" ;;
   esac
   ratio=$(awk -v a="${ms[1x2]}" -v b="${ms[$n]}" 'BEGIN{printf "%.2f", a / b}')
@@ -58,3 +58,5 @@ done
 echo "ratio = (1 rank x 2 threads step time) / (this step time); >1 means faster than 1 x 2."
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine inflates the 2-thread rows most)"
 echo "command: tools/bench/dp_bench.sh $build $steps $repeats"
+# The collective alone, against Open MPI's own MPI_Allreduce speed on the same machine.
+"${mpirun[@]}" -x OMP_NUM_THREADS=1 --bind-to core -np 2 "$build/tests/dist/strata_mpi_check" bench 13 20 2>/dev/null || true
