@@ -52,6 +52,9 @@ endif()
 strata_layer(memory memory memory/tiers memory/planner)
 strata_layer(models models models/layers models/gpt)
 strata_layer(io io)
+if(TARGET strata_memory AND STRATA_HAVE_URING)
+  target_link_libraries(strata_memory PRIVATE PkgConfig::URING)
+endif()
 if(TARGET strata_io)
   target_link_libraries(strata_io PRIVATE nlohmann_json::nlohmann_json protobuf::libprotobuf)
   # io/*.proto -> <build>/proto/io/*.pb.{h,cc}, compiled into strata_io and included as
@@ -123,6 +126,9 @@ foreach(kind SHARED STATIC)
   endif()
   if(TARGET strata_io)
     target_link_libraries(${tgt} PRIVATE protobuf::libprotobuf)  # the checkpoint index
+  endif()
+  if(STRATA_HAVE_URING)
+    target_link_libraries(${tgt} PRIVATE PkgConfig::URING)  # the tensor cache's NVMe tier
   endif()
   if(STRATA_HAVE_MPI)
     target_link_libraries(${tgt} PRIVATE ${MPI_CXX_LIBRARIES})  # core/dist

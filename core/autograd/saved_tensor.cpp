@@ -26,7 +26,7 @@ SavedTensor::SavedTensor(const Tensor& t, SaveInfo info) : info_(std::move(info)
   version_ = t.storage()->version_counter();
   saved_version_ = t.version();
   info_.bytes = t.nbytes();
-  info_.is_parameter = info_.is_parameter || t.is_parameter();
+  info_.is_parameter = info_.is_parameter || t.is_parameter() || t.storage()->holds_parameter();
   info_.storage_id = t.storage()->id();
   if (info_.scope.empty()) info_.scope = current_scope_path();
   if (info_.block.empty()) info_.block = current_block_path();

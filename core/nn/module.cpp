@@ -7,7 +7,9 @@
 #include <typeinfo>
 #include <unordered_set>
 
+#include "strata/autograd/checkpoint.h"
 #include "strata/autograd/grad_mode.h"
+#include "strata/autograd/saved_tensor.h"
 #include "strata/core/memory_stats.h"
 
 namespace strata::nn {
@@ -289,8 +291,30 @@ Tensor Module::forward(const Tensor&) {
 }
 
 Tensor Module::operator()(const Tensor& x) {
+  if (wants_segment()) {
+    return run_segment(
+        [this](const std::vector<Tensor>& in) {
+          ModuleScope scope(*this);
+          return std::vector<Tensor>{forward(in.at(0))};
+        },
+        {x});
+  }
   ModuleScope scope(*this);
   return forward(x);
+}
+
+bool Module::wants_segment() const {
+  return is_block_ && !scope_name_.empty() && autograd::GradMode::is_enabled() &&
+         !autograd::in_recompute() &&
+         autograd::current_save_policy().wants_segment(autograd::child_scope_path(scope_name_));
+}
+
+Tensor Module::run_segment(std::function<std::vector<Tensor>(const std::vector<Tensor>&)> fn,
+                           const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> out = autograd::checkpoint(std::move(fn), inputs);
+  STRATA_CHECK(out.size() == 1, ValueError, type_name(), ": a recompute segment returned ",
+               out.size(), " tensors");
+  return out[0];
 }
 
 }  // namespace strata::nn

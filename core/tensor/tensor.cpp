@@ -149,6 +149,9 @@ bool Tensor::is_parameter() const {
   auto* m = autograd_meta_if_exists();
   return m && m->is_parameter;
 }
-void Tensor::set_is_parameter(bool p) { autograd_meta().is_parameter = p; }
+void Tensor::set_is_parameter(bool p) {
+  autograd_meta().is_parameter = p;
+  if (p && storage()) storage()->set_holds_parameter(true);
+}
 
 }  // namespace strata

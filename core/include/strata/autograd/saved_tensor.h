@@ -45,8 +45,11 @@ class SavePolicy {
   virtual Packed pack(const Tensor& t, const SaveInfo& info) = 0;
   // May wait for a store, load, or recompute.
   virtual Tensor unpack(Packed& p, const SaveInfo& info) = 0;
-  // Module enter/exit in forward or backward (prefetch hooks here).
+  // Module enter/exit in forward, backward or recompute (prefetch hooks here).
   virtual void on_scope(ScopeEvent, Phase, const std::string& path) {}
+  // Asked when a planner block is about to run its forward with grad mode on: true runs it as
+  // a recompute segment (autograd/checkpoint.h) that saves only its inputs and RNG state.
+  virtual bool wants_segment(const std::string& block_path) { return false; }
 };
 
 // The default policy: keep every saved tensor resident, zero overhead.

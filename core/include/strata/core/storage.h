@@ -35,6 +35,11 @@ class StorageImpl {
   // Shared with SavedTensor, which checks it without keeping the data alive.
   const std::shared_ptr<std::atomic<uint64_t>>& version_counter() const { return version_; }
 
+  // Set on the storage of every nn parameter: its views (a transposed weight inside an op) are
+  // parameters too, and the tensor cache never moves them.
+  bool holds_parameter() const { return holds_parameter_; }
+  void set_holds_parameter(bool p) { holds_parameter_ = p; }
+
   MemoryCategory category() const { return category_; }
   // Counts SavedTensors holding this storage: while any does, a Temporary buffer is accounted
   // as SavedActivation (DESIGN.md, memory accounting); the last release re-tags it back.
@@ -52,6 +57,7 @@ class StorageImpl {
   std::function<void(void*)> deleter_;
   int saved_refs_ = 0;
   bool retagged_for_save_ = false;
+  bool holds_parameter_ = false;
   uint64_t id_;
   std::shared_ptr<std::atomic<uint64_t>> version_ = std::make_shared<std::atomic<uint64_t>>(0);
 };

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -137,11 +138,30 @@ class Module : public std::enable_shared_from_this<Module> {
   // Runs forward(x) inside this module's scope.
   Tensor operator()(const Tensor& x);
   // Runs (this->*fn)(args...) inside this module's scope: `call(&Attn::forward, x, mask)`.
+  // A block the current SavePolicy asks to recompute runs as a checkpoint segment (when fn
+  // returns a Tensor and its arguments are copyable); its Tensor arguments are its inputs.
   template <class Self, class R, class... Params, class... Args>
   R call(R (Self::*fn)(Params...), Args&&... args) {
     static_assert(std::is_base_of_v<Module, Self>, "call: fn must be a member of a Module");
+    Self& self = dynamic_cast<Self&>(*this);
+    if constexpr (std::is_same_v<R, Tensor> &&
+                  std::conjunction_v<std::is_copy_constructible<std::decay_t<Args>>...>) {
+      if (wants_segment()) {
+        auto stored = std::make_shared<std::tuple<std::decay_t<Args>...>>(std::forward<Args>(args)...);
+        std::vector<Tensor> inputs;
+        std::apply([&](auto&... a) { (take_tensor(a, inputs), ...); }, *stored);
+        auto rerun = [&self, fn, stored](const std::vector<Tensor>& in) {
+          auto local = *stored;
+          size_t next = 0;
+          std::apply([&](auto&... a) { (put_tensor(a, in, next), ...); }, local);
+          ModuleScope scope(self);
+          return std::vector<Tensor>{std::apply([&](auto&... a) { return (self.*fn)(a...); }, local)};
+        };
+        return run_segment(std::move(rerun), inputs);
+      }
+    }
     ModuleScope scope(*this);
-    return (dynamic_cast<Self&>(*this).*fn)(std::forward<Args>(args)...);
+    return (self.*fn)(std::forward<Args>(args)...);
   }
   template <class Self, class R, class... Params, class... Args>
   R call(R (Self::*fn)(Params...) const, Args&&... args) const {
@@ -154,8 +174,25 @@ class Module : public std::enable_shared_from_this<Module> {
   // For containers that are never called (ModuleList): children's scope names get this
   // module's scope name as a prefix.
   void set_scope_transparent(bool transparent);
+  // Whether this call should run as a recompute segment: a named block, grad mode on, not
+  // already recomputing, and the current SavePolicy asks for it.
+  bool wants_segment() const;
+  Tensor run_segment(std::function<std::vector<Tensor>(const std::vector<Tensor>&)> fn,
+                     const std::vector<Tensor>& inputs);
 
  private:
+  template <class T>
+  static void take_tensor(T& a, std::vector<Tensor>& out) {
+    if constexpr (std::is_same_v<T, Tensor>) {
+      out.push_back(a);
+      a = Tensor();  // the segment saves its inputs; the closure must not keep them alive
+    }
+  }
+  template <class T>
+  static void put_tensor(T& a, const std::vector<Tensor>& in, size_t& next) {
+    if constexpr (std::is_same_v<T, Tensor>) a = in.at(next++);
+  }
+
   struct TensorSlot {
     Tensor tensor;
     bool persistent = true;

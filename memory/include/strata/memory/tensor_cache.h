@@ -1,0 +1,110 @@
+// TensorCache: the SavePolicy every saved activation goes through. Per saved storage it keeps
+// the tensor, drops it for recompute, or stores it asynchronously to a pinned host pool or to an
+// O_DIRECT NVMe file arena, and brings it back (prefetched in reverse block order) before
+// backward needs it. DESIGN.md, "The seam that makes the product".
+//
+//   auto cache = memory::TensorCache::create(options, memory::parse_cache_policy("nvme"));
+//   autograd::SavePolicyGuard guard(cache);
+//   cache->begin_step();
+//   Tensor loss = model.loss(x, y); loss.backward();
+//   memory::CacheStats s = cache->end_step();
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strata/autograd/saved_tensor.h"
+#include "strata/memory/cache_policy.h"
+#include "strata/memory/io_faults.h"
+
+namespace strata::memory {
+
+enum class IoBackend : uint8_t { Auto, Uring, Threads };
+
+struct TensorCacheOptions {
+  // Storages smaller than this are kept whatever the policy says (0: none are).
+  size_t min_bytes = size_t(1) << 20;
+  // Host tier: one pool of this many bytes, allocated once (0: no host tier; Host -> Keep).
+  size_t host_pool_bytes = 0;
+  // NVMe tier: an unlinked file in this directory, fallocate'd to nvme_arena_bytes
+  // ("" or 0 bytes: no NVMe tier; Nvme -> Keep, counted as a fallback).
+  std::string spill_dir;
+  size_t nvme_arena_bytes = 0;
+  IoBackend io_backend = IoBackend::Auto;
+  size_t io_chunk_bytes = size_t(4) << 20;  // one I/O request (and one staging buffer)
+  size_t io_queue_depth = 4;                // requests in flight per direction
+  // Blocks ahead (in backward order) whose tensors are loaded when backward enters a block.
+  size_t prefetch_blocks = 1;
+  // Waits for every store at the start of backward (tests: deterministic counters).
+  bool sync_stores_before_backward = false;
+  IoFaults faults;  // injected under the real I/O layer (tests)
+  // Tests: when backward starts, overwrite (with 0xFF bytes, NaN for floats) every stored
+  // storage that is still alive somewhere, proving that no op reads a saved tensor except
+  // through SavedTensor::unpack.
+  bool poison_dropped = false;
+};
+
+struct TierCounters {
+  uint64_t bytes_written = 0;
+  uint64_t bytes_read = 0;
+  uint64_t tensors_written = 0;
+  uint64_t tensors_read = 0;
+};
+
+// One step's figures (begin_step .. end_step).
+struct CacheStats {
+  TierCounters host, nvme;
+  uint64_t kept = 0;              // storages kept by decision (policy, size, parameter)
+  uint64_t dedup_hits = 0;        // saves of a storage already recorded this step
+  uint64_t forwarded = 0;         // unpacks served from memory while the store was in flight
+  uint64_t cancelled_stores = 0;  // stores abandoned (forwarded, or freed before done)
+  uint64_t fallbacks = 0;         // offloads that ended as Keep (tier full, I/O error, ...)
+  uint64_t recomputed_reads = 0;  // loads that failed and were recomputed instead
+  uint64_t segments = 0;          // blocks run as recompute segments
+  double stall_seconds = 0;       // unpacks waiting for loads
+  double recompute_seconds = 0;   // segments re-running their forward
+  uint64_t host_pool_peak = 0;    // bytes in use, peak
+  uint64_t nvme_arena_peak = 0;
+  uint64_t host_pool_used = 0;    // bytes in use when the figures were taken
+  uint64_t nvme_arena_used = 0;
+  std::vector<std::string> warnings;  // each cause once
+  std::string io_backend;             // "io_uring", "threads", or "" (no NVMe tier)
+};
+
+class TensorCache final : public autograd::SavePolicy,
+                          public std::enable_shared_from_this<TensorCache> {
+ public:
+  // Opens the tiers now (pool, file, rings, threads): nothing is allocated on the hot path.
+  // A missing or unusable spill directory does not throw: the NVMe tier is off, with a warning.
+  static std::shared_ptr<TensorCache> create(TensorCacheOptions options,
+                                             std::shared_ptr<CachePolicy> policy);
+  ~TensorCache() override;
+
+  autograd::Packed pack(const Tensor& t, const autograd::SaveInfo& info) override;
+  Tensor unpack(autograd::Packed& p, const autograd::SaveInfo& info) override;
+  void on_scope(autograd::ScopeEvent e, autograd::Phase phase, const std::string& path) override;
+  bool wants_segment(const std::string& block_path) override;
+
+  void begin_step();
+  // Waits for outstanding I/O, finishes the step's statistics and hands the profile to the
+  // policy. Throws if a store or load failed in a way that lost a tensor.
+  CacheStats end_step();
+  // The running step's figures so far.
+  CacheStats stats() const;
+  // Waits until no store is queued or in flight.
+  void wait_for_stores();
+  const TensorCacheOptions& options() const;
+  CachePolicy& policy() const;
+  // Records still alive (tensors saved and not yet released by backward).
+  size_t live_records() const;
+
+  struct Impl;
+
+ private:
+  TensorCache() = default;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace strata::memory

@@ -1,0 +1,594 @@
+#include "strata/memory/tensor_cache.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+#include "memory/tiers/host_tier.h"
+#include "memory/tiers/nvme_tier.h"
+#include "memory/worker.h"
+#include "strata/core/allocator.h"
+#include "strata/core/error.h"
+
+namespace strata::memory {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A stored storage's life: Storing -> Stored -> Loading -> Loaded, or back to Resident when a
+// store is cancelled (forwarding) or fails (fallback); Failed when its data is lost.
+enum class RecState : uint8_t { Resident, Storing, Stored, Loading, Loaded, Failed };
+
+}  // namespace
+
+struct Record {
+  TensorCache::Impl* cache = nullptr;
+  std::string key;
+  CacheAction action = CacheAction::Keep;
+  uint64_t storage_id = 0;
+  uint64_t version = 0;
+  size_t nbytes = 0;
+  size_t group = 0;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  RecState state = RecState::Resident;
+  Storage storage;  // held while Resident, Storing and Loaded
+  std::weak_ptr<StorageImpl> dropped;  // the memory copy, once stored (poisoning)
+  bool has_extent = false;
+  uint64_t extent = 0;
+  std::vector<uint32_t> crcs;
+  std::atomic<bool> cancel{false};
+  std::atomic<int> handles{0};
+  std::string error;
+
+  ~Record();
+  void free_extent_locked();
+};
+
+// What a SavedTensor holds for an offloaded view: the record and how to re-view its storage.
+struct Handle {
+  std::shared_ptr<Record> rec;
+  Shape shape, strides;
+  int64_t offset = 0;
+  DType dtype = DType::f32;
+  ~Handle() {
+    if (rec->handles.fetch_sub(1) == 1) rec->cancel = true;  // last use: pending I/O is moot
+  }
+};
+
+struct TensorCache::Impl {
+  TensorCacheOptions opt;
+  std::shared_ptr<CachePolicy> policy;
+  std::unique_ptr<HostTier> host;
+  std::unique_ptr<NvmeTier> nvme;
+  std::unique_ptr<IoChannel> store_ch, load_ch;
+  std::string io_backend;
+  // Declared after the tiers so they stop (joining their threads) before the tiers go.
+  std::unique_ptr<Worker> store_worker, load_worker;
+
+  // Statistics (innermost lock).
+  mutable std::mutex stats_mu;
+  CacheStats stats;
+  std::set<std::string> warned;
+  std::vector<std::string> setup_warnings;  // from create(): repeated in every step's stats
+  double store_busy_seconds = 0;
+  std::vector<std::string> lost;
+
+  // Per-step index (main thread; index_mu guards it against readers on other threads).
+  mutable std::mutex index_mu;
+  struct Group {
+    std::string block;
+    std::vector<std::weak_ptr<Record>> records;
+    double forward_seconds = 0;
+    uint64_t bytes = 0;
+  };
+  std::vector<Group> groups;
+  std::unordered_map<std::string, size_t> group_of_block;
+  std::unordered_map<std::string, size_t> group_of_scope;
+  std::unordered_map<uint64_t, std::weak_ptr<Record>> by_storage;
+  std::unordered_map<std::string, uint32_t> scope_counter;
+  std::unordered_map<std::string, Clock::time_point> entered;
+  size_t groups_last_step = 0;
+  bool in_backward = false;
+  size_t last_bwd_group = SIZE_MAX;
+  int recompute_depth = 0;
+  Clock::time_point recompute_t0;
+
+  void warn(const std::string& cause) {
+    std::lock_guard<std::mutex> lk(stats_mu);
+    if (warned.insert(cause).second) std::fprintf(stderr, "strata: tensor cache: %s\n", cause.c_str());
+    for (const auto& w : stats.warnings)
+      if (w == cause) return;
+    stats.warnings.push_back(cause);
+  }
+  void fallback(const std::string& cause) {
+    {
+      std::lock_guard<std::mutex> lk(stats_mu);
+      ++stats.fallbacks;
+    }
+    warn(cause);
+  }
+  void reset_step_index() {
+    groups.clear();
+    group_of_block.clear();
+    group_of_scope.clear();
+    by_storage.clear();
+    scope_counter.clear();
+    entered.clear();
+    in_backward = false;
+    last_bwd_group = SIZE_MAX;
+  }
+  size_t group_for(const std::string& block) {
+    auto it = group_of_block.find(block);
+    if (it != group_of_block.end()) return it->second;
+    groups.push_back({block, {}, 0, 0});
+    group_of_block.emplace(block, groups.size() - 1);
+    return groups.size() - 1;
+  }
+
+  void run_store(const std::shared_ptr<Record>& rec);
+  void run_load(const std::shared_ptr<Record>& rec);
+  void start_load_locked(const std::shared_ptr<Record>& rec, bool urgent);
+  void prefetch_group(size_t g);
+  void start_backward();
+};
+
+Record::~Record() {
+  if (has_extent) free_extent_locked();
+}
+
+void Record::free_extent_locked() {
+  if (!has_extent) return;
+  has_extent = false;
+  if (action == CacheAction::Host)
+    cache->host->free(extent, nbytes);
+  else
+    cache->nvme->extents().free(extent, nbytes);
+}
+
+// ---- creation ----
+
+std::shared_ptr<TensorCache> TensorCache::create(TensorCacheOptions options,
+                                                 std::shared_ptr<CachePolicy> policy) {
+  std::shared_ptr<TensorCache> c(new TensorCache());
+  c->impl_ = std::make_unique<Impl>();
+  Impl& m = *c->impl_;
+  m.opt = std::move(options);
+  m.policy = policy ? std::move(policy) : make_keep_all_policy();
+  if (m.opt.host_pool_bytes > 0) m.host = std::make_unique<HostTier>(m.opt.host_pool_bytes);
+  if (!m.opt.spill_dir.empty() && m.opt.nvme_arena_bytes > 0) {
+    try {
+      m.nvme = std::make_unique<NvmeTier>(m.opt.spill_dir, m.opt.nvme_arena_bytes);
+      auto counters = std::make_shared<FaultCounters>();
+      std::string why;
+      m.store_ch = m.nvme->open_channel(m.opt.io_backend, m.opt.io_chunk_bytes, m.opt.io_queue_depth,
+                                        m.opt.faults, counters, &why);
+      m.load_ch = m.nvme->open_channel(m.opt.io_backend, m.opt.io_chunk_bytes, m.opt.io_queue_depth,
+                                       m.opt.faults, counters, &why);
+      m.io_backend = m.store_ch->engine_name();
+      if (!why.empty()) m.setup_warnings.push_back(why);
+    } catch (const IoError& e) {
+      m.store_ch.reset();
+      m.load_ch.reset();
+      m.nvme.reset();
+      m.setup_warnings.push_back(std::string("NVMe tier off: ") + e.what());
+    }
+    for (const auto& w : m.setup_warnings) m.warn(w);
+  }
+  m.store_worker = std::make_unique<Worker>();
+  m.load_worker = std::make_unique<Worker>();
+  m.stats.io_backend = m.io_backend;
+  return c;
+}
+
+TensorCache::~TensorCache() {
+  if (!impl_) return;
+  impl_->store_worker.reset();
+  impl_->load_worker.reset();
+}
+
+const TensorCacheOptions& TensorCache::options() const { return impl_->opt; }
+CachePolicy& TensorCache::policy() const { return *impl_->policy; }
+
+// ---- pack / unpack ----
+
+autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& info) {
+  Impl& m = *impl_;
+  if (!t.defined() || info.is_parameter || t.is_parameter() || t.storage()->holds_parameter())
+    return {t, nullptr};
+  const Storage& s = t.storage();
+  std::shared_ptr<Record> rec;
+  {
+    std::lock_guard<std::mutex> lk(m.index_mu);
+    if (m.in_backward) m.reset_step_index();  // a new micro-batch's forward
+    size_t group = m.group_for(info.block);
+    m.group_of_scope.emplace(info.scope, group);
+    uint32_t n = m.scope_counter[info.scope]++;
+    auto it = m.by_storage.find(s->id());
+    if (it != m.by_storage.end()) {
+      auto live = it->second.lock();
+      if (live && live->version == s->version() && live->handles.load() > 0) {
+        std::lock_guard<std::mutex> sl(m.stats_mu);
+        ++m.stats.dedup_hits;
+        rec = std::move(live);
+      }
+    }
+    if (!rec) {
+      const size_t nbytes = s->nbytes();
+      CacheAction action = CacheAction::Keep;
+      if (nbytes >= m.opt.min_bytes && s->device().type == DeviceType::CPU) {
+        SaveRequest req;
+        req.info = &info;
+        req.key = info.scope + "#" + std::to_string(n) + ":" + info.op;
+        req.storage_bytes = nbytes;
+        req.group = group;
+        req.groups_last_step = m.groups_last_step;
+        action = m.policy->decide(req);
+        if (action == CacheAction::Recompute) {
+          m.warn("op-level recompute is not implemented yet: '" + req.key + "' is kept");
+          action = CacheAction::Keep;
+        }
+        std::optional<uint64_t> extent;
+        if (action == CacheAction::Host) {
+          if (!m.host)
+            m.fallback("no host pool (host_pool_bytes is 0): host offloads are kept");
+          else if (!(extent = m.host->allocate(nbytes)))
+            m.fallback("host pool full (" + std::to_string(m.host->extents().capacity()) +
+                       " bytes): tensors kept in memory");
+        } else if (action == CacheAction::Nvme) {
+          if (!m.nvme)
+            m.fallback("no NVMe tier (spill directory unset or unusable): NVMe offloads are kept");
+          else if (!(extent = m.nvme->extents().allocate(nbytes)))
+            m.fallback("spill arena full (" + std::to_string(m.nvme->extents().capacity()) +
+                       " bytes): tensors kept in memory");
+        }
+        if (extent) {
+          rec = std::make_shared<Record>();
+          rec->cache = &m;
+          rec->key = std::move(req.key);
+          rec->action = action;
+          rec->storage_id = s->id();
+          rec->version = s->version();
+          rec->nbytes = nbytes;
+          rec->group = group;
+          rec->state = RecState::Storing;
+          rec->storage = s;
+          rec->has_extent = true;
+          rec->extent = *extent;
+          m.by_storage[s->id()] = rec;
+          m.groups[group].records.push_back(rec);
+          m.groups[group].bytes += nbytes;
+          m.store_worker->push([&m, rec] { m.run_store(rec); });
+        }
+      }
+      if (!rec) {
+        std::lock_guard<std::mutex> sl(m.stats_mu);
+        ++m.stats.kept;
+        return {t, nullptr};
+      }
+    }
+  }
+  auto h = std::make_shared<Handle>();
+  h->rec = rec;
+  rec->handles.fetch_add(1);
+  h->shape = t.shape();
+  h->strides = t.strides();
+  h->offset = t.storage_offset();
+  h->dtype = t.dtype();
+  return {Tensor(), h};
+}
+
+Tensor TensorCache::unpack(autograd::Packed& p, const autograd::SaveInfo& info) {
+  if (p.tensor.defined() || !p.handle) return p.tensor;
+  Impl& m = *impl_;
+  auto* h = static_cast<Handle*>(p.handle.get());
+  Record& r = *h->rec;
+  std::unique_lock<std::mutex> lk(r.mu);
+  for (;;) {
+    switch (r.state) {
+      case RecState::Resident:
+      case RecState::Loaded:
+        return Tensor::from_storage(r.storage, h->shape, h->strides, h->offset, h->dtype);
+      case RecState::Storing: {  // still in memory: forward it and cancel the store
+        r.cancel = true;
+        r.state = RecState::Resident;
+        std::lock_guard<std::mutex> sl(m.stats_mu);
+        ++m.stats.forwarded;
+        continue;
+      }
+      case RecState::Stored:
+        m.start_load_locked(h->rec, /*urgent=*/true);
+        continue;
+      case RecState::Loading: {
+        auto t0 = Clock::now();
+        r.cv.wait(lk, [&] { return r.state != RecState::Loading; });
+        std::lock_guard<std::mutex> sl(m.stats_mu);
+        m.stats.stall_seconds += seconds_since(t0);
+        continue;
+      }
+      case RecState::Failed:
+        STRATA_CHECK(false, IoError, info.op, " (scope '", info.scope, "'): ", r.error);
+    }
+  }
+}
+
+// ---- the workers' jobs ----
+
+void TensorCache::Impl::run_store(const std::shared_ptr<Record>& rec) {
+  Storage src;
+  {
+    std::lock_guard<std::mutex> lk(rec->mu);
+    if (rec->state != RecState::Storing || rec->cancel) {
+      if (rec->state == RecState::Storing) rec->state = RecState::Resident;
+      rec->free_extent_locked();
+      std::lock_guard<std::mutex> sl(stats_mu);
+      ++stats.cancelled_stores;
+      return;
+    }
+    src = rec->storage;
+  }
+  auto t0 = Clock::now();
+  IoStatus st;
+  std::vector<uint32_t> crcs;
+  if (rec->action == CacheAction::Host) {
+    std::memcpy(host->at(rec->extent), src->data(), rec->nbytes);
+  } else {
+    st = store_ch->write(src->data(), rec->nbytes, rec->extent, crcs, &rec->cancel);
+  }
+  double busy = seconds_since(t0);
+  bool stored = false;
+  {
+    std::lock_guard<std::mutex> lk(rec->mu);
+    if (rec->state == RecState::Storing && !rec->cancel && st.ok && !st.cancelled) {
+      rec->crcs = std::move(crcs);
+      rec->state = RecState::Stored;
+      rec->dropped = rec->storage;
+      rec->storage.reset();  // the memory copy goes (once nothing else holds the storage)
+      stored = true;
+    } else if (rec->state == RecState::Storing && !st.ok) {
+      rec->state = RecState::Resident;
+      rec->free_extent_locked();
+    } else {
+      if (rec->state == RecState::Storing) rec->state = RecState::Resident;
+      rec->free_extent_locked();
+    }
+    rec->cv.notify_all();
+  }
+  if (!st.ok) {
+    fallback("write to " + nvme->describe() + " failed (" + st.what + " at offset " +
+             std::to_string(st.file_offset) + "): tensors kept in memory");
+  }
+  std::lock_guard<std::mutex> sl(stats_mu);
+  if (stored) {
+    TierCounters& c = rec->action == CacheAction::Host ? stats.host : stats.nvme;
+    c.bytes_written += rec->nbytes;
+    ++c.tensors_written;
+    if (rec->action == CacheAction::Nvme) store_busy_seconds += busy;
+  } else if (st.ok) {
+    ++stats.cancelled_stores;
+  }
+}
+
+void TensorCache::Impl::start_load_locked(const std::shared_ptr<Record>& rec, bool urgent) {
+  rec->state = RecState::Loading;
+  load_worker->push([this, rec] { run_load(rec); }, urgent);
+}
+
+void TensorCache::Impl::run_load(const std::shared_ptr<Record>& rec) {
+  {
+    std::lock_guard<std::mutex> lk(rec->mu);
+    if (rec->state != RecState::Loading) return;
+    if (rec->cancel && rec->handles.load() == 0) {  // nobody will unpack it any more
+      rec->state = RecState::Stored;
+      return;
+    }
+  }
+  auto dst = std::make_shared<StorageImpl>(rec->nbytes, kCPU, &cpu_allocator(),
+                                           MemoryCategory::SavedActivation);
+  IoStatus st;
+  if (rec->action == CacheAction::Host) {
+    std::memcpy(dst->data(), host->at(rec->extent), rec->nbytes);
+  } else {
+    st = load_ch->read(dst->data(), rec->nbytes, rec->extent, rec->crcs);
+    if (!st.ok) {
+      warn("read from " + nvme->describe() + " failed (" + st.what + " at offset " +
+           std::to_string(st.file_offset) + "): retrying once");
+      st = load_ch->read(dst->data(), rec->nbytes, rec->extent, rec->crcs);
+    }
+  }
+  std::string lost_msg;
+  {
+    std::lock_guard<std::mutex> lk(rec->mu);
+    if (st.ok) {
+      rec->storage = std::move(dst);
+      rec->state = RecState::Loaded;
+      rec->free_extent_locked();
+    } else {
+      rec->state = RecState::Failed;
+      rec->error = "saved tensor '" + rec->key + "' (" + std::to_string(rec->nbytes) +
+                   " bytes) is lost: reading it from " + nvme->describe() + " at offset " +
+                   std::to_string(st.file_offset) + " failed (" + st.what +
+                   ") after its memory copy was freed, and it has no recompute recipe";
+      lost_msg = rec->error;
+    }
+    rec->cv.notify_all();
+  }
+  std::lock_guard<std::mutex> sl(stats_mu);
+  if (st.ok) {
+    TierCounters& c = rec->action == CacheAction::Host ? stats.host : stats.nvme;
+    c.bytes_read += rec->nbytes;
+    ++c.tensors_read;
+  } else {
+    lost.push_back(lost_msg);
+  }
+}
+
+// ---- scopes and prefetch ----
+
+void TensorCache::Impl::prefetch_group(size_t g) {
+  std::vector<std::shared_ptr<Record>> recs;
+  {
+    std::lock_guard<std::mutex> lk(index_mu);
+    if (g >= groups.size()) return;
+    auto& list = groups[g].records;
+    for (auto it = list.rbegin(); it != list.rend(); ++it)  // reverse forward order
+      if (auto r = it->lock()) recs.push_back(std::move(r));
+  }
+  for (auto& r : recs) {
+    std::lock_guard<std::mutex> lk(r->mu);
+    if (r->state == RecState::Stored && r->handles.load() > 0) start_load_locked(r, false);
+  }
+}
+
+void TensorCache::Impl::start_backward() {
+  if (opt.sync_stores_before_backward || opt.poison_dropped) store_worker->wait_idle();
+  size_t n;
+  std::vector<std::shared_ptr<Record>> all;
+  {
+    std::lock_guard<std::mutex> lk(index_mu);
+    n = groups.size();
+    if (opt.poison_dropped)
+      for (auto& g : groups)
+        for (auto& w : g.records)
+          if (auto r = w.lock()) all.push_back(std::move(r));
+  }
+  for (auto& r : all) {
+    std::lock_guard<std::mutex> lk(r->mu);
+    if (r->state != RecState::Stored) continue;
+    if (auto s = r->dropped.lock()) std::memset(s->data(), 0xFF, s->nbytes());
+  }
+  for (size_t i = 0; i <= opt.prefetch_blocks && i < n; ++i) prefetch_group(n - 1 - i);
+}
+
+void TensorCache::on_scope(autograd::ScopeEvent e, autograd::Phase phase, const std::string& path) {
+  Impl& m = *impl_;
+  using autograd::Phase;
+  using autograd::ScopeEvent;
+  if (phase == Phase::Recompute) {
+    if (e == ScopeEvent::Enter) {
+      if (m.recompute_depth++ == 0) m.recompute_t0 = Clock::now();
+    } else if (--m.recompute_depth == 0) {
+      std::lock_guard<std::mutex> sl(m.stats_mu);
+      m.stats.recompute_seconds += seconds_since(m.recompute_t0);
+    }
+    return;
+  }
+  if (phase == Phase::Forward) {
+    std::lock_guard<std::mutex> lk(m.index_mu);
+    if (m.in_backward) m.reset_step_index();
+    if (e == ScopeEvent::Enter) {
+      m.entered[path] = Clock::now();
+    } else {
+      auto g = m.group_of_block.find(path);
+      auto t = m.entered.find(path);
+      if (g != m.group_of_block.end() && t != m.entered.end())
+        m.groups[g->second].forward_seconds += seconds_since(t->second);
+    }
+    return;
+  }
+  if (e != ScopeEvent::Enter) return;
+  size_t g = SIZE_MAX;
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lk(m.index_mu);
+    if (!m.in_backward) {
+      m.in_backward = true;
+      first = true;
+    }
+    auto it = m.group_of_scope.find(path);
+    if (it != m.group_of_scope.end()) g = it->second;
+    if (g == m.last_bwd_group) return;
+    if (g != SIZE_MAX) m.last_bwd_group = g;
+  }
+  if (first) m.start_backward();
+  if (g == SIZE_MAX) return;
+  for (size_t i = 0; i <= m.opt.prefetch_blocks && i <= g; ++i) m.prefetch_group(g - i);
+}
+
+bool TensorCache::wants_segment(const std::string& block_path) {
+  if (!impl_->policy->recompute_block(block_path)) return false;
+  std::lock_guard<std::mutex> sl(impl_->stats_mu);
+  ++impl_->stats.segments;
+  return true;
+}
+
+// ---- steps ----
+
+void TensorCache::begin_step() {
+  Impl& m = *impl_;
+  m.store_worker->wait_idle();
+  m.load_worker->wait_idle();
+  {
+    std::lock_guard<std::mutex> lk(m.index_mu);
+    m.reset_step_index();
+  }
+  std::lock_guard<std::mutex> sl(m.stats_mu);
+  m.stats = CacheStats{};
+  m.stats.io_backend = m.io_backend;
+  m.stats.warnings = m.setup_warnings;
+  m.store_busy_seconds = 0;
+  m.lost.clear();
+  if (m.host) m.host->extents().reset_peak();
+  if (m.nvme) m.nvme->extents().reset_peak();
+}
+
+void TensorCache::wait_for_stores() { impl_->store_worker->wait_idle(); }
+
+CacheStats TensorCache::stats() const {
+  const Impl& m = *impl_;
+  std::lock_guard<std::mutex> sl(m.stats_mu);
+  CacheStats s = m.stats;
+  if (m.host) {
+    s.host_pool_peak = m.host->extents().peak();
+    s.host_pool_used = m.host->extents().used();
+  }
+  if (m.nvme) {
+    s.nvme_arena_peak = m.nvme->extents().peak();
+    s.nvme_arena_used = m.nvme->extents().used();
+  }
+  return s;
+}
+
+CacheStats TensorCache::end_step() {
+  Impl& m = *impl_;
+  m.store_worker->wait_idle();
+  m.load_worker->wait_idle();
+  StepProfile prof;
+  {
+    std::lock_guard<std::mutex> lk(m.index_mu);
+    for (const auto& g : m.groups) {
+      prof.groups.push_back({g.block, g.forward_seconds, g.bytes});
+      prof.forward_seconds += g.forward_seconds;
+    }
+    m.groups_last_step = m.groups.size();
+  }
+  CacheStats s = stats();
+  {
+    std::lock_guard<std::mutex> sl(m.stats_mu);
+    if (m.store_busy_seconds > 0)
+      prof.write_bytes_per_second = double(m.stats.nvme.bytes_written) / m.store_busy_seconds;
+    STRATA_CHECK(m.lost.empty(), IoError, "tensor cache: ", m.lost.front());
+  }
+  m.policy->on_step_end(prof);
+  return s;
+}
+
+size_t TensorCache::live_records() const {
+  const Impl& m = *impl_;
+  std::lock_guard<std::mutex> lk(m.index_mu);
+  size_t n = 0;
+  for (const auto& [id, w] : m.by_storage)
+    if (!w.expired()) ++n;
+  return n;
+}
+
+}  // namespace strata::memory

@@ -1,0 +1,37 @@
+#include "memory/tiers/host_tier.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "strata/core/allocator.h"
+#include "strata/core/error.h"
+
+namespace strata::memory {
+
+HostTier::HostTier(uint64_t capacity) : extents_(capacity, 4096) {
+  if (extents_.capacity() == 0) return;
+  // Pages are committed as they are first written, so an unused pool costs no RSS.
+  base_ = ::mmap(nullptr, extents_.capacity(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  STRATA_CHECK(base_ != MAP_FAILED, IoError, "tensor cache: cannot map a host pool of ",
+               extents_.capacity(), " bytes: ", std::strerror(errno));
+}
+
+HostTier::~HostTier() {
+  if (base_ && base_ != MAP_FAILED) ::munmap(base_, extents_.capacity());
+}
+
+std::optional<uint64_t> HostTier::allocate(uint64_t bytes) {
+  auto off = extents_.allocate(bytes);
+  if (off) cpu_allocator().stats().on_alloc(MemoryCategory::HostPool, int64_t(extents_.rounded(bytes)));
+  return off;
+}
+
+void HostTier::free(uint64_t offset, uint64_t bytes) {
+  extents_.free(offset, bytes);
+  cpu_allocator().stats().on_free(MemoryCategory::HostPool, int64_t(extents_.rounded(bytes)));
+}
+
+}  // namespace strata::memory

@@ -1,0 +1,223 @@
+#include "memory/tiers/nvme_tier.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/tensor/crc32c.h"
+#include "strata/core/allocator.h"
+#include "strata/core/error.h"
+
+namespace strata::memory {
+
+namespace {
+constexpr uint64_t kBlock = 4096;
+
+uint64_t round_block(uint64_t n) { return (n + kBlock - 1) / kBlock * kBlock; }
+
+std::string errno_text(int e) { return std::string(std::strerror(e)); }
+
+std::string result_text(int64_t r, uint64_t want) {
+  if (r < 0) {
+    const char* name = r == -ENOSPC ? "ENOSPC" : r == -EIO ? "EIO" : "error";
+    return std::string(name) + " (" + errno_text(int(-r)) + ")";
+  }
+  return "short transfer: " + std::to_string(r) + " of " + std::to_string(want) + " bytes";
+}
+}  // namespace
+
+NvmeTier::NvmeTier(const std::string& dir, uint64_t capacity) : extents_(capacity, kBlock) {
+  struct stat st {};
+  STRATA_CHECK(::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode), IoError,
+               "tensor cache: spill directory '", dir, "' ", (errno == ENOENT ? "does not exist" : "is not a directory"));
+  // O_TMPFILE: the file has no name, so nothing is left behind even on kill -9.
+  int flags = O_RDWR | O_CLOEXEC;
+  fd_ = ::open(dir.c_str(), flags | O_TMPFILE | O_DIRECT, 0600);
+  direct_ = fd_ >= 0;
+  if (fd_ < 0) fd_ = ::open(dir.c_str(), flags | O_TMPFILE, 0600);
+  if (fd_ < 0) {  // file systems without O_TMPFILE: create and unlink at once
+    std::string path = dir + "/strata-spill-XXXXXX";
+    std::vector<char> buf(path.begin(), path.end());
+    buf.push_back('\0');
+    fd_ = ::mkostemp(buf.data(), O_CLOEXEC);
+    STRATA_CHECK(fd_ >= 0, IoError, "tensor cache: cannot create a spill file in '", dir,
+                 "': ", errno_text(errno));
+    ::unlink(buf.data());
+    ::fchmod(fd_, 0600);
+    int fl = ::fcntl(fd_, F_GETFL);
+    direct_ = ::fcntl(fd_, F_SETFL, fl | O_DIRECT) == 0;
+  }
+  desc_ = dir + "/<unlinked spill file" + (direct_ ? ", O_DIRECT>" : ">");
+  if (extents_.capacity() > 0) {
+    int rc = ::posix_fallocate(fd_, 0, off_t(extents_.capacity()));
+    if (rc != 0) {
+      ::close(fd_);
+      fd_ = -1;
+      STRATA_CHECK(false, IoError, "tensor cache: cannot reserve ", extents_.capacity(),
+                   " bytes for the spill file in '", dir, "': ", errno_text(rc));
+    }
+  }
+}
+
+NvmeTier::~NvmeTier() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::unique_ptr<IoChannel> NvmeTier::open_channel(IoBackend backend, size_t chunk, size_t depth,
+                                                   const IoFaults& faults,
+                                                   std::shared_ptr<FaultCounters> counters,
+                                                   std::string* fallback_reason) {
+  chunk = round_block(std::max<size_t>(chunk, kBlock));
+  depth = std::max<size_t>(depth, 1);
+  // Staging buffers are allocated (and, for io_uring, registered) here, once.
+  std::vector<void*> staging;
+  std::vector<iovec> iov;
+  for (size_t i = 0; i < depth; ++i) {
+    void* p = ::mmap(nullptr, chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    STRATA_CHECK(p != MAP_FAILED, IoError, "tensor cache: cannot map ", chunk,
+                 " bytes of staging memory: ", errno_text(errno));
+    staging.push_back(p);
+    iov.push_back({p, chunk});
+    cpu_allocator().stats().on_alloc(MemoryCategory::CacheStaging, int64_t(chunk));
+  }
+  std::unique_ptr<IoEngine> engine;
+  if (backend != IoBackend::Threads) {
+    try {
+      if (faults.refuse_uring) throw IoUringRefused{"refused by fault injection"};
+      engine = make_uring_engine(fd_, iov, depth);
+    } catch (const IoUringRefused& e) {
+      if (fallback_reason) *fallback_reason = "io_uring unavailable (" + e.why + "): using threads";
+      STRATA_CHECK(backend != IoBackend::Uring, IoError, "tensor cache: io_uring was asked for but ",
+                   e.why);
+    }
+  }
+  if (!engine) engine = make_thread_engine(fd_, std::min<size_t>(depth, 2), depth);
+  if (!faults.faults.empty()) engine = make_faulty_engine(std::move(engine), faults, std::move(counters));
+  auto ch = std::make_unique<IoChannel>(*this, std::move(engine), chunk, 0);
+  ch->adopt_staging(std::move(staging));
+  return ch;
+}
+
+IoChannel::IoChannel(NvmeTier& tier, std::unique_ptr<IoEngine> engine, size_t chunk, size_t)
+    : tier_(tier), engine_(std::move(engine)), chunk_(chunk) {}
+
+void IoChannel::adopt_staging(std::vector<void*> staging) { staging_ = std::move(staging); }
+
+IoChannel::~IoChannel() {
+  engine_.reset();  // joins threads / closes the ring before the buffers go
+  for (void* p : staging_) {
+    ::munmap(p, chunk_);
+    cpu_allocator().stats().on_free(MemoryCategory::CacheStaging, int64_t(chunk_));
+  }
+}
+
+IoStatus IoChannel::write(const void* src, uint64_t bytes, uint64_t offset,
+                          std::vector<uint32_t>& crcs, const std::atomic<bool>* cancel) {
+  const uint64_t nchunks = (bytes + chunk_ - 1) / chunk_;
+  crcs.assign(nchunks, 0);
+  std::vector<int> free_bufs;
+  for (int i = int(staging_.size()) - 1; i >= 0; --i) free_bufs.push_back(i);
+  std::vector<uint64_t> want(staging_.size(), 0), where(staging_.size(), 0);
+  IoStatus st;
+  uint64_t next = 0;
+  size_t in_flight = 0;
+  const auto* s = static_cast<const unsigned char*>(src);
+  while (true) {
+    bool stop = !st.ok || (cancel && cancel->load(std::memory_order_relaxed));
+    if (stop && cancel && cancel->load() && st.ok) st.cancelled = true;
+    if (!stop && next < nchunks && !free_bufs.empty()) {
+      int b = free_bufs.back();
+      free_bufs.pop_back();
+      uint64_t n = std::min<uint64_t>(chunk_, bytes - next * chunk_);
+      uint64_t padded = round_block(n);
+      auto* buf = static_cast<unsigned char*>(staging_[size_t(b)]);
+      std::memcpy(buf, s + next * chunk_, n);
+      if (padded > n) std::memset(buf + n, 0, padded - n);
+      crcs[next] = crc32c(buf, n);
+      want[size_t(b)] = padded;
+      where[size_t(b)] = offset + next * chunk_;
+      engine_->submit({IoKind::Write, where[size_t(b)], size_t(padded), buf, b, uint64_t(b)});
+      ++next;
+      ++in_flight;
+      continue;
+    }
+    if (in_flight == 0) break;
+    IoCompletion c = engine_->wait();
+    --in_flight;
+    size_t b = size_t(c.tag);
+    free_bufs.push_back(int(b));
+    if (c.result != int64_t(want[b]) && st.ok) {
+      st.ok = false;
+      st.what = "write " + result_text(c.result, want[b]);
+      st.file_offset = where[b];
+    }
+  }
+  if (st.ok && next < nchunks) st.cancelled = true;
+  return st;
+}
+
+IoStatus IoChannel::read(void* dst, uint64_t bytes, uint64_t offset,
+                         const std::vector<uint32_t>& crcs) {
+  const uint64_t nchunks = (bytes + chunk_ - 1) / chunk_;
+  IoStatus st;
+  if (crcs.size() != nchunks) {
+    st.ok = false;
+    st.what = "no checksums recorded for the extent";
+    st.file_offset = offset;
+    return st;
+  }
+  std::vector<int> free_bufs;
+  for (int i = int(staging_.size()) - 1; i >= 0; --i) free_bufs.push_back(i);
+  std::vector<uint64_t> want(staging_.size(), 0), chunk_of(staging_.size(), 0);
+  uint64_t next = 0;
+  size_t in_flight = 0;
+  auto* d = static_cast<unsigned char*>(dst);
+  while (true) {
+    if (st.ok && next < nchunks && !free_bufs.empty()) {
+      int b = free_bufs.back();
+      free_bufs.pop_back();
+      uint64_t n = std::min<uint64_t>(chunk_, bytes - next * chunk_);
+      want[size_t(b)] = round_block(n);
+      chunk_of[size_t(b)] = next;
+      engine_->submit({IoKind::Read, offset + next * chunk_, size_t(want[size_t(b)]),
+                       staging_[size_t(b)], b, uint64_t(b)});
+      ++next;
+      ++in_flight;
+      continue;
+    }
+    if (in_flight == 0) break;
+    IoCompletion c = engine_->wait();
+    --in_flight;
+    size_t b = size_t(c.tag);
+    free_bufs.push_back(int(b));
+    uint64_t k = chunk_of[b];
+    uint64_t at = offset + k * chunk_;
+    if (!st.ok) continue;
+    if (c.result != int64_t(want[b])) {
+      st.ok = false;
+      st.what = "read " + result_text(c.result, want[b]);
+      st.file_offset = at;
+      continue;
+    }
+    uint64_t n = std::min<uint64_t>(chunk_, bytes - k * chunk_);
+    const auto* buf = static_cast<const unsigned char*>(staging_[b]);
+    uint32_t crc = crc32c(buf, n);
+    if (crc != crcs[k]) {
+      st.ok = false;
+      st.what = "checksum mismatch (CRC-32C " + std::to_string(crc) + ", stored " +
+                std::to_string(crcs[k]) + ")";
+      st.file_offset = at;
+      continue;
+    }
+    std::memcpy(d + k * chunk_, buf, n);
+  }
+  return st;
+}
+
+}  // namespace strata::memory

@@ -1,0 +1,75 @@
+// NvmeTier: the spill file (an unlinked O_DIRECT file, fallocate'd once, mode 0600) with its
+// extent allocator, and IoChannels that move byte ranges between memory and the file through
+// 4 KiB-aligned staging buffers, checksumming every chunk (CRC-32C) on the way.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "memory/tiers/extent_allocator.h"
+#include "memory/tiers/io_engine.h"
+#include "strata/memory/tensor_cache.h"
+
+namespace strata::memory {
+
+// What a transfer ended as; `what` names the cause ("ENOSPC", "short write: 2097152 of ...").
+struct IoStatus {
+  bool ok = true;
+  bool cancelled = false;
+  std::string what;
+  uint64_t file_offset = 0;  // where it failed
+};
+
+class NvmeTier;
+
+// One direction's machinery: its own engine and staging buffers (one channel per worker).
+class IoChannel {
+ public:
+  IoChannel(NvmeTier& tier, std::unique_ptr<IoEngine> engine, size_t chunk, size_t buffers);
+  ~IoChannel();
+  // Writes `bytes` from `src` to the file at `offset` (an extent from the tier); fills one
+  // CRC per chunk. Stops early, freeing nothing, when `cancel` becomes true.
+  IoStatus write(const void* src, uint64_t bytes, uint64_t offset, std::vector<uint32_t>& crcs,
+                 const std::atomic<bool>* cancel);
+  // Reads them back into `dst`, verifying each chunk's CRC.
+  IoStatus read(void* dst, uint64_t bytes, uint64_t offset, const std::vector<uint32_t>& crcs);
+  const char* engine_name() const { return engine_->name(); }
+  void adopt_staging(std::vector<void*> staging);
+
+ private:
+  NvmeTier& tier_;
+  std::unique_ptr<IoEngine> engine_;
+  size_t chunk_;
+  std::vector<void*> staging_;
+};
+
+class NvmeTier {
+ public:
+  // Opens the arena in `dir`; throws IoError naming the directory and the cause.
+  NvmeTier(const std::string& dir, uint64_t capacity);
+  ~NvmeTier();
+  NvmeTier(const NvmeTier&) = delete;
+  NvmeTier& operator=(const NvmeTier&) = delete;
+
+  // A channel on the chosen backend (io_uring, else threads); `faults` are injected under it.
+  std::unique_ptr<IoChannel> open_channel(IoBackend backend, size_t chunk, size_t depth,
+                                          const IoFaults& faults,
+                                          std::shared_ptr<FaultCounters> counters,
+                                          std::string* fallback_reason);
+  ExtentAllocator& extents() { return extents_; }
+  int fd() const { return fd_; }
+  // "<dir>/<unlinked spill file>": for messages.
+  const std::string& describe() const { return desc_; }
+  bool direct() const { return direct_; }
+
+ private:
+  int fd_ = -1;
+  bool direct_ = false;
+  std::string desc_;
+  ExtentAllocator extents_;
+};
+
+}  // namespace strata::memory

@@ -1,0 +1,158 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <numeric>
+#include <vector>
+
+#include "memory/tiers/nvme_tier.h"
+#include "strata/core/error.h"
+
+using namespace strata;
+using namespace strata::memory;
+
+namespace {
+
+std::string spill_dir() {
+  auto d = std::filesystem::temp_directory_path() / ("strata_nvme_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+std::vector<unsigned char> pattern(size_t n, unsigned seed) {
+  std::vector<unsigned char> v(n);
+  uint32_t x = seed;
+  for (auto& b : v) b = static_cast<unsigned char>((x = x * 1664525u + 1013904223u) >> 24);
+  return v;
+}
+
+struct Rig {
+  NvmeTier tier;
+  std::unique_ptr<IoChannel> ch;
+  Rig(IoBackend backend, IoFaults faults = {}, size_t chunk = 16384)
+      : tier(spill_dir(), size_t(1) << 20) {
+    ch = tier.open_channel(backend, chunk, 3, faults, std::make_shared<FaultCounters>(), nullptr);
+  }
+};
+
+}  // namespace
+
+class NvmeTierBackends : public ::testing::TestWithParam<IoBackend> {};
+
+// Odd sizes exercise the chunk split, the 4 KiB padding and the staging-buffer reuse.
+TEST_P(NvmeTierBackends, RoundTripsOddSizesThroughTheStagingChunks) {
+  Rig rig(GetParam());
+  for (size_t n : {size_t(1), size_t(4095), size_t(4096), size_t(16385), size_t(100000)}) {
+    auto src = pattern(n, unsigned(n));
+    auto off = rig.tier.extents().allocate(n);
+    ASSERT_TRUE(off);
+    std::vector<uint32_t> crcs;
+    IoStatus w = rig.ch->write(src.data(), n, *off, crcs, nullptr);
+    ASSERT_TRUE(w.ok) << w.what;
+    EXPECT_EQ(crcs.size(), (n + 16383) / 16384);
+    std::vector<unsigned char> back(n, 0);
+    IoStatus r = rig.ch->read(back.data(), n, *off, crcs);
+    ASSERT_TRUE(r.ok) << r.what;
+    EXPECT_EQ(back, src) << n;
+    rig.tier.extents().free(*off, n);
+  }
+  EXPECT_EQ(rig.tier.extents().used(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Io, NvmeTierBackends, ::testing::Values(IoBackend::Auto, IoBackend::Threads),
+                         [](const auto& info) { return info.param == IoBackend::Auto ? "Auto" : "Threads"; });
+
+TEST(NvmeTier, UsesIoUringWhenItIsThereAndFallsBackWhenRefused) {
+  if (uring_compiled_in()) {
+    Rig rig(IoBackend::Auto);
+    EXPECT_STREQ(rig.ch->engine_name(), "io_uring");
+  }
+  IoFaults refuse;
+  refuse.refuse_uring = true;
+  NvmeTier tier(spill_dir(), 1 << 20);
+  std::string why;
+  auto ch = tier.open_channel(IoBackend::Auto, 8192, 2, refuse, std::make_shared<FaultCounters>(), &why);
+  EXPECT_STREQ(ch->engine_name(), "threads");
+  EXPECT_NE(why.find("io_uring unavailable"), std::string::npos) << why;
+  EXPECT_THROW(tier.open_channel(IoBackend::Uring, 8192, 2, refuse, std::make_shared<FaultCounters>(), nullptr),
+               IoError);
+}
+
+TEST(NvmeTier, TheSpillFileHasNoNameAndIsPrivate) {
+  const std::string dir = spill_dir() + "/private";
+  std::filesystem::create_directories(dir);
+  {
+    NvmeTier tier(dir, 1 << 20);
+    EXPECT_TRUE(std::filesystem::is_empty(dir)) << "the spill file must be unlinked";
+    struct stat st {};
+    ASSERT_EQ(::fstat(tier.fd(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    EXPECT_GE(uint64_t(st.st_size), uint64_t(1) << 20);  // fallocate'd up front
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+}
+
+TEST(NvmeTier, AMissingDirectoryIsAnErrorNamingIt) {
+  try {
+    NvmeTier tier("/nonexistent/strata/spill", 1 << 20);
+    FAIL() << "no throw";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/strata/spill"), std::string::npos) << e.what();
+  }
+}
+
+// Each injected fault surfaces as a failed status naming the cause and the file offset.
+TEST(NvmeTier, InjectedFaultsAreReportedWithCauseAndOffset) {
+  const size_t n = 40000;  // 3 chunks of 16 KiB
+  auto src = pattern(n, 7);
+  struct Case {
+    IoFault fault;
+    bool on_read;
+    const char* expect;
+  };
+  std::vector<Case> cases = {
+      {{IoFault::Kind::NoSpace, 1, 1}, false, "ENOSPC"},
+      {{IoFault::Kind::WriteError, 0, 1}, false, "EIO"},
+      {{IoFault::Kind::ShortWrite, 2, 1}, false, "short transfer"},
+      {{IoFault::Kind::ReadError, 0, 1}, true, "EIO"},
+      {{IoFault::Kind::ShortRead, 1, 1}, true, "short transfer"},
+      {{IoFault::Kind::Corrupt, 2, 1}, true, "checksum mismatch"},
+  };
+  for (const Case& c : cases) {
+    IoFaults f;
+    f.faults.push_back(c.fault);
+    Rig rig(IoBackend::Auto, f);
+    auto off = rig.tier.extents().allocate(n);
+    ASSERT_TRUE(off);
+    std::vector<uint32_t> crcs;
+    IoStatus w = rig.ch->write(src.data(), n, *off, crcs, nullptr);
+    if (!c.on_read) {
+      ASSERT_FALSE(w.ok) << c.expect;
+      EXPECT_NE(w.what.find(c.expect), std::string::npos) << w.what;
+      EXPECT_EQ(w.file_offset, *off + c.fault.first * 16384);
+      continue;
+    }
+    ASSERT_TRUE(w.ok) << w.what;
+    std::vector<unsigned char> back(n);
+    IoStatus r = rig.ch->read(back.data(), n, *off, crcs);
+    ASSERT_FALSE(r.ok) << c.expect;
+    EXPECT_NE(r.what.find(c.expect), std::string::npos) << r.what;
+    EXPECT_EQ(r.file_offset, *off + c.fault.first * 16384);
+    // The fault hit one request only: a second read succeeds.
+    IoStatus again = rig.ch->read(back.data(), n, *off, crcs);
+    ASSERT_TRUE(again.ok) << again.what;
+    EXPECT_EQ(back, src);
+  }
+}
+
+TEST(NvmeTier, AWriteStopsEarlyWhenCancelled) {
+  Rig rig(IoBackend::Auto);
+  auto src = pattern(200000, 3);
+  auto off = rig.tier.extents().allocate(src.size());
+  std::atomic<bool> cancel{true};
+  std::vector<uint32_t> crcs;
+  IoStatus w = rig.ch->write(src.data(), src.size(), *off, crcs, &cancel);
+  EXPECT_TRUE(w.ok);
+  EXPECT_TRUE(w.cancelled);
+}
