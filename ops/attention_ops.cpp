@@ -17,11 +17,20 @@ using detail::set_outputs;
 
 namespace {
 
-// [..., T, D] with 1 or 2 batch dims as a contiguous 4-D [B, H, T, D] tensor of dtype dt.
-Tensor as_bhtd(const Tensor& t, DType dt) {
-  Tensor c = detail::raw_contiguous(detail::raw_cast(t, dt));
+// [..., T, D] with 1 or 2 batch dims as a 4-D [B, H, T, D] tensor of dtype dt: contiguous, or
+// (the CPU kernel takes any view with unit stride along D) the view itself.
+Tensor as_bhtd(const Tensor& t, DType dt, bool strided_ok) {
+  Tensor c = detail::raw_cast(t, dt);
+  if (!(strided_ok && (c.stride(-1) == 1 || c.size(-1) <= 1))) c = detail::raw_contiguous(c);
   if (t.dim() == 4) return c;
-  return detail::raw_reshape(c, {1, t.size(0), t.size(1), t.size(2)});
+  return detail::raw_view(c, {1, c.size(0), c.size(1), c.size(2)}, {0, c.stride(0), c.stride(1), c.stride(2)},
+                          c.storage_offset());
+}
+
+// A [B, H, T, D] tensor laid out in memory as [B, T, H, D] (heads merged by a plain view).
+Tensor alloc_bthd(int64_t B, int64_t H, int64_t T, int64_t D, DType dt, Device dev) {
+  Tensor m = detail::alloc({B, T, H, D}, dt, dev);
+  return detail::raw_view(m, {B, H, T, D}, {T * H * D, D, H * D, 1}, 0);
 }
 
 // bool (true = attend) or additive mask -> additive mask of dtype dt viewed as [B, H, T, S].
@@ -61,12 +70,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const double sc = std::isnan(scale) ? 1.0 / std::sqrt(double(q.size(-1))) : scale;
   const DType dt = q.dtype() == DType::f64 ? DType::f64 : DType::f32;
 
-  Tensor q4 = as_bhtd(q, dt), k4 = as_bhtd(k, dt), v4 = as_bhtd(v, dt);
+  const bool strided_ok = dev.is_cpu();
+  Tensor q4 = as_bhtd(q, dt, strided_ok), k4 = as_bhtd(k, dt, strided_ok), v4 = as_bhtd(v, dt, strided_ok);
   const int64_t B = q4.size(0), H = q4.size(1), T = q4.size(2), S = k4.size(2), D = q4.size(3), Dv = v4.size(3);
   Shape bhts{B, H, T, S};
   if (attn_mask.defined()) broadcast_shapes(attn_mask.shape(), n == 4 ? bhts : Shape{H, T, S}, op);
   Tensor mask = additive_mask(n == 4 || !attn_mask.defined() ? attn_mask : unsqueeze(attn_mask, 0), bhts, dt);
-  Tensor o = detail::alloc({B, H, T, Dv}, dt, dev), lse = detail::alloc({B, H, T}, dt, dev);
+  Tensor o = strided_ok ? alloc_bthd(B, H, T, Dv, dt, dev) : detail::alloc({B, H, T, Dv}, dt, dev);
+  Tensor lse = detail::alloc({B, H, T}, dt, dev);
   detail::kernels(dev).attention(o, lse, q4, k4, v4, mask, is_causal, sc);
   const double pairs = double(B * H) * double(T) * double(S) * (is_causal ? 0.5 : 1.0);
   detail::record(op, dev, 2.0 * pairs * double(D + Dv) + 5.0 * pairs,
@@ -87,9 +98,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       Tensor q4 = nd.saved(0), k4 = nd.saved(1), v4 = nd.saved(2), o = nd.saved(3), lse = nd.saved(4);
       Device dev = q4.device();
       DType dt = q4.dtype();
-      Tensor go = detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(g[0], o.shape()), dt));
-      Tensor dq = detail::alloc(q4.shape(), dt, dev), dk = detail::alloc(k4.shape(), dt, dev),
-             dv = detail::alloc(v4.shape(), dt, dev);
+      const bool strided_ok = dev.is_cpu();
+      Tensor go = detail::raw_cast(detail::raw_reshape(g[0], o.shape()), dt);
+      if (!(strided_ok && go.stride(-1) == 1)) go = detail::raw_contiguous(go);
+      auto grad_like = [&](const Tensor& t) {
+        return strided_ok ? alloc_bthd(t.size(0), t.size(1), t.size(2), t.size(3), dt, dev)
+                          : detail::alloc(t.shape(), dt, dev);
+      };
+      Tensor dq = grad_like(q4), dk = grad_like(k4), dv = grad_like(v4);
       detail::kernels(dev).attention_backward(dq, dk, dv, go, q4, k4, v4, o, lse, nd.saved(5), is_causal, sc);
       detail::record("scaled_dot_product_attention_backward", dev, 4.0 * pairs * double(D + Dv) + 8.0 * pairs,
                      double(q4.nbytes() + k4.nbytes() + v4.nbytes() + o.nbytes() + go.nbytes()),
@@ -97,6 +113,55 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       auto back = [&](const Tensor& t, const Shape& s) { return detail::raw_cast(detail::raw_reshape(t, s), dts); };
       return {nd.needs_grad(0) ? back(dq, qs) : Tensor(), nd.needs_grad(1) ? back(dk, ks) : Tensor(),
               nd.needs_grad(2) ? back(dv, vs) : Tensor()};
+    };
+    set_outputs(node, {&out});
+  }
+  return out;
+}
+
+Tensor packed_self_attention(const Tensor& qkv, int64_t n_head, bool is_causal, double scale) {
+  const char* op = "packed_self_attention";
+  STRATA_CHECK(qkv.dim() == 3 && n_head > 0 && qkv.size(2) % (3 * n_head) == 0, ShapeError, op,
+               ": expects qkv [B, T, 3C] with C divisible by n_head, got ", shape_str(qkv.shape()), " and n_head ",
+               n_head);
+  STRATA_CHECK(is_floating(qkv.dtype()), TypeError, op, ": needs a floating input, got ", qkv.str());
+  const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, H = n_head, D = C / H;
+  Device dev = qkv.device();
+  if (!dev.is_cpu()) {  // other backends take contiguous heads: the composite
+    std::vector<Tensor> parts = split(qkv, C, 2);
+    auto heads = [&](const Tensor& t) { return transpose(view(t, {B, T, H, D}), 1, 2); };
+    Tensor y = scaled_dot_product_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), Tensor(), 0.0,
+                                            is_causal, scale);
+    return reshape(transpose(y, 1, 2), {B, T, C});
+  }
+  const double sc = std::isnan(scale) ? 1.0 / std::sqrt(double(D)) : scale;
+  const DType dt = qkv.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  Tensor p = detail::raw_cast(qkv, dt);
+  if (!p.is_contiguous()) p = detail::raw_contiguous(p);
+  // The three [B, H, T, D] head views of a contiguous [B, T, 3C] tensor.
+  auto part = [B, H, T, D, C](const Tensor& t, int64_t i) {
+    return detail::raw_view(t, {B, H, T, D}, {T * 3 * C, D, 3 * C, 1}, t.storage_offset() + i * C);
+  };
+  Tensor o = alloc_bthd(B, H, T, D, dt, dev), lse = detail::alloc({B, H, T}, dt, dev);
+  detail::kernels(dev).attention(o, lse, part(p, 0), part(p, 1), part(p, 2), Tensor(), is_causal, sc);
+  const double pairs = double(B * H) * double(T) * double(T) * (is_causal ? 0.5 : 1.0);
+  detail::record(op, dev, 4.0 * pairs * double(D) + 5.0 * pairs, double(p.nbytes()),
+                 double(o.nbytes() + lse.nbytes()));
+  Tensor out = detail::raw_cast(detail::raw_view(o, {B, T, C}, {T * C, C, 1}, 0), qkv.dtype());
+  if (auto node = make_node("PackedSelfAttentionBackward", {qkv})) {
+    node->save(p);
+    node->save(o, true);
+    node->save(lse, true);
+    node->backward = [=, qdt = qkv.dtype()](OpNode& nd, std::vector<Tensor>& g) -> std::vector<Tensor> {
+      Tensor p = nd.saved(0), o = nd.saved(1), lse = nd.saved(2);
+      Tensor go = detail::raw_contiguous(detail::raw_cast(g[0], dt));
+      Tensor go4 = detail::raw_view(go, {B, H, T, D}, {T * C, D, C, 1}, go.storage_offset());
+      Tensor dp = detail::alloc({B, T, 3 * C}, dt, dev);
+      detail::kernels(dev).attention_backward(part(dp, 0), part(dp, 1), part(dp, 2), go4, part(p, 0), part(p, 1),
+                                              part(p, 2), o, lse, Tensor(), is_causal, sc);
+      detail::record("packed_self_attention_backward", dev, 8.0 * pairs * double(D) + 8.0 * pairs,
+                     double(p.nbytes() + o.nbytes() + go.nbytes()), double(dp.nbytes()));
+      return {detail::raw_cast(dp, qdt)};
     };
     set_outputs(node, {&out});
   }

@@ -118,14 +118,82 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   return matmul(a, b);
 }
 
+namespace {
+Tensor batch1(const Tensor& m) {
+  return detail::raw_view(m, {1, m.size(0), m.size(1)}, {0, m.stride(0), m.stride(1)}, m.storage_offset());
+}
+Tensor transposed2d(const Tensor& m) {
+  return detail::raw_view(m, {m.size(1), m.size(0)}, {m.stride(1), m.stride(0)}, m.storage_offset());
+}
+}  // namespace
+
+// One op (one GEMM, bias as the GEMM's C input) instead of matmul + add: no transposed copy of
+// the weight gradient (dW = g^T x comes out in the weight's [out, in] layout, so AccumulateGrad
+// adopts it), no broadcast-add node, and the bias gradient is one column-sum GEMV.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  const char* op = "linear";
+  Device dev = detail::common_device(op, {&x, &w, &bias});
   STRATA_CHECK(w.dim() == 2 && x.dim() >= 1 && x.size(-1) == w.size(1), ShapeError, "linear: input ",
                shape_str(x.shape()), " and weight ", shape_str(w.shape()), " (weight is [out, in])");
-  Tensor y = matmul(x, transpose(w, 0, 1));
-  if (bias.defined()) {
+  if (bias.defined())
     STRATA_CHECK(bias.dim() == 1 && bias.size(0) == w.size(0), ShapeError, "linear: bias ", shape_str(bias.shape()),
                  " for weight ", shape_str(w.shape()));
-    y = add(y, bias);
+  DType dt = promote_types(x.dtype(), w.dtype());
+  if (bias.defined()) dt = promote_types(dt, bias.dtype());
+  STRATA_CHECK(is_floating(dt), TypeError, "linear: needs floating tensors, got ", x.str(), " and ", w.str());
+  const int64_t K = w.size(1), O = w.size(0), N = x.numel() / std::max<int64_t>(K, 1);
+  Tensor x2 = detail::raw_cast(detail::raw_reshape(x, {x.dim() == 1 ? 1 : N, K}), dt);
+  Tensor wc = detail::raw_cast(w, dt);
+  Backend& be = detail::kernels(dev);
+  Tensor out = detail::alloc({x2.size(0), O}, dt, dev);
+  double beta = 0.0;
+  if (bias.defined()) {
+    be.copy(out, detail::raw_expand(detail::raw_cast(bias, dt), out.shape()));
+    beta = 1.0;
+  }
+  be.bmm(batch1(out), batch1(x2), batch1(transposed2d(wc)), 1.0, beta);
+  detail::record(op, dev, 2.0 * double(N) * double(K) * double(O) + (bias.defined() ? double(N * O) : 0.0),
+                 double(x.nbytes() + w.nbytes()), double(out.nbytes()));
+  Shape os(x.shape().begin(), x.shape().end() - 1);
+  os.push_back(O);
+  Tensor y = detail::raw_view(out, os, contiguous_strides(os), 0);
+  if (auto node = make_node("LinearBackward", {x, w, bias})) {
+    node->save(node->needs_grad(1) ? x : Tensor());
+    node->save(node->needs_grad(0) ? w : Tensor());
+    node->backward = [dt, K, O, xs = x.shape(), xdt = x.dtype(), wdt = w.dtype(),
+                      bdt = bias.defined() ? bias.dtype() : dt](OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
+      Device dev = g[0].device();
+      Backend& be = detail::kernels(dev);
+      Tensor g2 = detail::raw_cast(detail::raw_reshape(g[0], {-1, O}), dt);
+      const int64_t rows = g2.size(0);
+      Tensor gx, gw, gb;
+      if (n.needs_grad(0)) {
+        Tensor wv = detail::raw_cast(n.saved(1), dt);
+        Tensor dx = detail::alloc({rows, K}, dt, dev);
+        be.bmm(batch1(dx), batch1(g2), batch1(wv), 1.0, 0.0);
+        detail::record("linear_backward_input", dev, 2.0 * double(rows) * double(K) * double(O),
+                       double(g2.nbytes() + wv.nbytes()), double(dx.nbytes()));
+        gx = detail::raw_cast(detail::raw_view(dx, xs, contiguous_strides(xs), 0), xdt);
+      }
+      if (n.needs_grad(1)) {
+        Tensor xv = detail::raw_cast(detail::raw_reshape(n.saved(0), {rows, K}), dt);
+        Tensor dw = detail::alloc({O, K}, dt, dev);
+        be.bmm(batch1(dw), batch1(transposed2d(g2)), batch1(xv), 1.0, 0.0);
+        detail::record("linear_backward_weight", dev, 2.0 * double(rows) * double(K) * double(O),
+                       double(g2.nbytes() + xv.nbytes()), double(dw.nbytes()));
+        gw = detail::raw_cast(dw, wdt);
+      }
+      if (n.needs_grad(2)) {
+        Tensor ones = full({1, rows}, 1.0, TensorOptions(dt).device(dev));
+        Tensor db = detail::alloc({1, O}, dt, dev);
+        be.bmm(batch1(db), batch1(ones), batch1(g2), 1.0, 0.0);
+        detail::record("linear_backward_bias", dev, 2.0 * double(rows) * double(O), double(g2.nbytes()),
+                       double(db.nbytes()));
+        gb = detail::raw_cast(detail::raw_view(db, {O}, {1}, 0), bdt);
+      }
+      return {gx, gw, gb};
+    };
+    set_outputs(node, {&y});
   }
   return y;
 }

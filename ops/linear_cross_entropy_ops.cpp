@@ -33,6 +33,11 @@ int64_t rows_per_chunk(int64_t V, int64_t chunk_bytes, size_t esize) {
 
 }  // namespace
 
+// With gradients wanted, each chunk's backward is done in forward, right after its loss (as
+// Liger's fused linear cross-entropy): the softmax gradient overwrites the chunk's logits, then
+// dx and dweight are two GEMMs. The op saves dx [N, C] and dweight [V, C] (for the unit output
+// gradient) instead of x and the lse, so backward only scales them: no logits recompute (a third
+// of the LM head's FLOPs) and no second pass over the vocabulary.
 Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& target, int64_t ignore_index,
                             Reduction reduction, int64_t chunk_bytes) {
   const char* op = "linear_cross_entropy";
@@ -52,62 +57,66 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   Backend& be = detail::kernels(dev);
   const int64_t R = rows_per_chunk(V, chunk_bytes, element_size(dt));
 
+  double scale = 1.0;
+  if (reduction == Reduction::Mean) {
+    autograd::NoGradGuard ng;
+    int64_t count = N;
+    if (!dev.is_meta())
+      count = int64_t(sum(ne(t, scalar_tensor(double(ignore_index), TensorOptions(DType::i64).device(dev)))).item());
+    scale = count > 0 ? 1.0 / double(count) : std::numeric_limits<double>::quiet_NaN();
+  }
+  auto node = make_node("LinearCrossEntropyBackward", {x, weight});
+  const bool want_dx = node && node->needs_grad(0), want_dw = node && node->needs_grad(1);
+  Tensor dx = want_dx ? detail::alloc({N, C}, dt, dev) : Tensor();
+  Tensor dw = want_dw ? (N > 0 ? detail::alloc({V, C}, dt, dev) : zeros({V, C}, TensorOptions(dt).device(dev)))
+                      : Tensor();
   Tensor loss_rows = detail::alloc({N}, dt, dev), lse = detail::alloc({N}, dt, dev);
   for (int64_t r0 = 0; r0 < N; r0 += R) {
     const int64_t rows = std::min(R, N - r0);
     Tensor xc = detail::raw_view(x2, {rows, C}, {C, 1}, r0 * C);
     Tensor logits = detail::alloc({rows, V}, dt, dev);
+    Tensor lse_c = detail::raw_view(lse, {rows}, {1}, r0), t_c = detail::raw_view(t, {rows}, {1}, r0);
     be.bmm(as_batch1(logits), as_batch1(xc), as_batch1(transposed(w)), 1.0, 0.0);
-    be.cross_entropy(detail::raw_view(loss_rows, {rows}, {1}, r0), detail::raw_view(lse, {rows}, {1}, r0), logits,
-                     detail::raw_view(t, {rows}, {1}, r0), ignore_index);
+    be.cross_entropy(detail::raw_view(loss_rows, {rows}, {1}, r0), lse_c, logits, t_c, ignore_index);
+    if (!node) continue;
+    // d(scale * sum of row losses) / dlogits, in place of the logits.
+    be.cross_entropy_backward(logits, full({rows}, scale, TensorOptions(dt).device(dev)), logits, lse_c, t_c,
+                              ignore_index);
+    if (want_dx)
+      be.bmm(as_batch1(detail::raw_view(dx, {rows, C}, {C, 1}, r0 * C)), as_batch1(logits), as_batch1(w), 1.0, 0.0);
+    if (want_dw) be.bmm(as_batch1(dw), as_batch1(transposed(logits)), as_batch1(xc), 1.0, r0 == 0 ? 0.0 : 1.0);
   }
-  detail::record(op, dev, 2.0 * double(N) * double(C) * double(V) + 4.0 * double(N) * double(V),
+  detail::record(op, dev, 2.0 * double(N) * double(C) * double(V) * (node ? 1.0 + double(want_dx) + double(want_dw) : 1.0) +
+                     4.0 * double(N) * double(V),
                  double(x.nbytes() + weight.nbytes()), double(N) * double(element_size(dt)));
 
-  double scale = 1.0;
   Tensor out;
   {
     autograd::NoGradGuard ng;
     Tensor total = sum(loss_rows);
-    if (reduction == Reduction::Mean) {
-      int64_t count = N;
-      if (!dev.is_meta())
-        count = int64_t(sum(ne(t, scalar_tensor(double(ignore_index), TensorOptions(DType::i64).device(dev)))).item());
-      scale = count > 0 ? 1.0 / double(count) : std::numeric_limits<double>::quiet_NaN();
-      total = mul(total, scale);
-    }
+    if (reduction == Reduction::Mean) total = mul(total, scale);
     out = detail::raw_cast(total, promote_types(x.dtype(), weight.dtype()));
   }
-  if (auto node = make_node("LinearCrossEntropyBackward", {x, weight})) {
-    node->save(x);
-    node->save(weight);
-    node->save(t);
-    node->save(lse);
-    node->backward = [=, xs = x.shape()](OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
-      Tensor xv = n.saved(0), wv = n.saved(1), tv = n.saved(2), lv = n.saved(3);
-      Tensor x2 = detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(xv, {N, C}), dt));
-      Tensor w = detail::raw_contiguous(detail::raw_cast(wv, dt));
-      Backend& be = detail::kernels(dev);
-      const double gs = g[0].item() * scale;
-      Tensor dx = n.needs_grad(0) ? detail::alloc({N, C}, dt, dev) : Tensor();
-      Tensor dw = n.needs_grad(1) ? zeros({V, C}, TensorOptions(dt).device(dev)) : Tensor();
-      for (int64_t r0 = 0; r0 < N; r0 += R) {
-        const int64_t rows = std::min(R, N - r0);
-        Tensor xc = detail::raw_view(x2, {rows, C}, {C, 1}, r0 * C);
-        Tensor logits = detail::alloc({rows, V}, dt, dev);
-        be.bmm(as_batch1(logits), as_batch1(xc), as_batch1(transposed(w)), 1.0, 0.0);
-        Tensor gl = full({rows}, gs, TensorOptions(dt).device(dev));
-        Tensor dlogits = detail::alloc({rows, V}, dt, dev);
-        be.cross_entropy_backward(dlogits, gl, logits, detail::raw_view(lv, {rows}, {1}, r0),
-                                  detail::raw_view(tv, {rows}, {1}, r0), ignore_index);
-        if (dx.defined())
-          be.bmm(as_batch1(detail::raw_view(dx, {rows, C}, {C, 1}, r0 * C)), as_batch1(dlogits), as_batch1(w), 1.0, 0.0);
-        if (dw.defined()) be.bmm(as_batch1(dw), as_batch1(transposed(dlogits)), as_batch1(xc), 1.0, 1.0);
-      }
-      detail::record("linear_cross_entropy_backward", dev, 6.0 * double(N) * double(C) * double(V),
-                     double(xv.nbytes() + wv.nbytes()), double(xv.nbytes() + wv.nbytes()));
-      return {dx.defined() ? detail::raw_cast(detail::raw_reshape(dx, xs), xv.dtype()) : Tensor(),
-              dw.defined() ? detail::raw_cast(dw, wv.dtype()) : Tensor()};
+  if (node) {
+    node->save(dx);
+    node->save(dw);
+    node->backward = [xs = x.shape(), xdt = x.dtype(), wdt = weight.dtype()](
+                         OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
+      Tensor dx = n.saved(0), dw = n.saved(1);
+      const double gs = g[0].item();
+      auto scaled = [gs](const Tensor& d, DType to) {
+        Tensor r = d;
+        if (gs != 1.0) {
+          r = detail::alloc(d.shape(), d.dtype(), d.device());
+          Tensor in[1] = {d};
+          detail::kernels(d.device()).elementwise(EwOp::MulScalar, r, in, {gs, 0});
+          detail::record("linear_cross_entropy_backward", d.device(), double(d.numel()), double(d.nbytes()),
+                         double(r.nbytes()));
+        }
+        return detail::raw_cast(r, to);
+      };
+      return {dx.defined() ? scaled(detail::raw_reshape(dx, xs), xdt) : Tensor(),
+              dw.defined() ? scaled(dw, wdt) : Tensor()};
     };
     set_outputs(node, {&out});
   }

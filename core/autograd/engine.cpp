@@ -8,6 +8,7 @@
 #include "strata/autograd/node.h"
 #include "strata/autograd/saved_tensor.h"
 #include "strata/core/backend.h"
+#include "strata/core/op_observer.h"
 
 namespace strata::autograd {
 
@@ -108,7 +109,10 @@ void run(const std::vector<Edge>& roots, const std::vector<Tensor>& seeds, bool 
       in_scope = true;
       policy.on_scope(ScopeEvent::Enter, Phase::Backward, scope);
     }
+    OpObserver* observer = OpObserverGuard::current();
+    if (observer) observer->on_node_begin(n->name());
     std::vector<Tensor> out = n->apply(std::move(grads));
+    if (observer) observer->on_node_end();
     if (!retain_graph) n->release_saved();
 
     for (size_t i = 0; i < n->next_edges.size(); ++i) {

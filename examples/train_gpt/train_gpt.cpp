@@ -27,6 +27,7 @@
 #include "strata/dist/ddp.h"
 #include "strata/dist/zero.h"
 #include "strata/io/tokenizer.h"
+#include "strata/core/profiler.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
 
@@ -236,8 +237,14 @@ int run(const TrainOptions& o) {
     if (pg && o.max_seconds > 0) go = pg->all_reduce_scalar(lead && go ? 1.0 : 0.0) > 0;
     return go;
   };
+  Profiler prof;  // --profile: steps after the first two
   while (keep_going()) {
     maybe_kill_self(rank, step);
+    std::optional<OpObserverGuard> profiling;
+    if (o.profile && steps_run >= 2) profiling.emplace(&prof);
+    auto phase = [&](const char* name) {
+      if (profiling) prof.phase(name);
+    };
     const auto t0 = std::chrono::steady_clock::now();
     alloc.stats().reset_peaks();
     sched->apply(opt, step);
@@ -249,8 +256,10 @@ int run(const TrainOptions& o) {
       // Only the last micro-batch's backward all-reduces (the sums accumulated so far).
       std::optional<dist::NoSyncGuard> no_sync;
       if (ddp && micro + 1 < o.grad_accum) no_sync.emplace(*ddp);
+      phase("forward");
       Tensor loss = model.loss(x, y);
       if (o.grad_accum > 1) loss = ops::mul(loss, 1.0 / double(o.grad_accum));
+      phase("backward");
       loss.backward();
       loss_sum += loss.item();
     }
@@ -262,8 +271,13 @@ int run(const TrainOptions& o) {
         exposed_seconds += ddp->last_sync_stats().exposed_seconds;
       }
     }
+    phase("optimizer");
     const double norm = o.grad_clip > 0 ? optim::clip_grad_norm_(model.parameters(), o.grad_clip) : 0.0;
     opt.step();
+    if (profiling) {
+      prof.end_phase();
+      prof.step_done();
+    }
     ++step;
     ++steps_run;
     last_loss = loss_sum;
@@ -292,6 +306,11 @@ int run(const TrainOptions& o) {
       std::fflush(stdout);
     }
     if (o.ckpt_every > 0 && step % o.ckpt_every == 0) save(step);
+  }
+  if (o.profile && lead) {
+    std::fputs(prof.table().c_str(), stdout);
+    prof.write_chrome_trace(o.out_dir + "/profile_trace.json");
+    std::printf("chrome trace: %s/profile_trace.json\n", o.out_dir.c_str());
   }
   if (val) {
     last_val = evaluate(model, *val, o.eval_batches);

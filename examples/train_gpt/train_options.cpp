@@ -29,7 +29,7 @@ struct Overrides {
   std::optional<double> dropout, max_seconds, lr, min_lr, weight_decay, beta1, beta2, grad_clip, temperature,
       bucket_mb, collective_timeout;
   std::optional<uint64_t> seed;
-  std::optional<bool> shuffle, resume, zero1;
+  std::optional<bool> shuffle, resume, zero1, profile;
 };
 
 void from_proto(const TrainGptConfig& c, Overrides* o) {
@@ -42,7 +42,7 @@ void from_proto(const TrainGptConfig& c, Overrides* o) {
   STRATA_TAKE(log_every) STRATA_TAKE(sample_tokens) STRATA_TAKE(top_k) STRATA_TAKE(dropout)
   STRATA_TAKE(max_seconds) STRATA_TAKE(lr) STRATA_TAKE(min_lr) STRATA_TAKE(weight_decay) STRATA_TAKE(beta1)
   STRATA_TAKE(beta2) STRATA_TAKE(grad_clip) STRATA_TAKE(temperature) STRATA_TAKE(seed) STRATA_TAKE(shuffle)
-  STRATA_TAKE(resume) STRATA_TAKE(zero1) STRATA_TAKE(bucket_mb) STRATA_TAKE(collective_timeout)
+  STRATA_TAKE(resume) STRATA_TAKE(zero1) STRATA_TAKE(profile) STRATA_TAKE(bucket_mb) STRATA_TAKE(collective_timeout)
 #undef STRATA_TAKE
 }
 
@@ -97,6 +97,9 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   app.add_option("--bucket-mb", f.bucket_mb, "under mpirun: gradient all-reduce bucket size in MB (default 25)");
   app.add_option("--collective-timeout", f.collective_timeout,
                  "under mpirun: seconds a collective waits for the other ranks before failing (default 300)");
+  app.add_flag("--profile{true}", f.profile,
+               "time every op kind (forward ops, backward nodes, optimizer) from step 3 on; prints a table at the "
+               "end and writes <out-dir>/profile_trace.json (chrome://tracing)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -127,7 +130,7 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   merge(o.weight_decay, f.weight_decay), merge(o.beta1, f.beta1), merge(o.beta2, f.beta2);
   merge(o.grad_clip, f.grad_clip), merge(o.temperature, f.temperature), merge(o.seed, f.seed);
   merge(o.shuffle, f.shuffle), merge(o.resume, f.resume);
-  merge(o.zero1, f.zero1), merge(o.bucket_mb, f.bucket_mb), merge(o.collective_timeout, f.collective_timeout);
+  merge(o.profile, f.profile), merge(o.zero1, f.zero1), merge(o.bucket_mb, f.bucket_mb), merge(o.collective_timeout, f.collective_timeout);
 
   TrainOptions& t = *out;
   t.preset = o.preset.value_or(t.preset);
@@ -154,6 +157,7 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   t.temperature = o.temperature.value_or(t.temperature);
   t.zero1 = o.zero1.value_or(t.zero1), t.bucket_mb = o.bucket_mb.value_or(t.bucket_mb);
   t.collective_timeout = o.collective_timeout.value_or(t.collective_timeout);
+  t.profile = o.profile.value_or(t.profile);
 
   t.model.validate();
   STRATA_CHECK(t.batch_size > 0 && t.seq_len > 0 && t.grad_accum > 0, ValueError,

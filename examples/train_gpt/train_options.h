@@ -29,6 +29,8 @@ struct TrainOptions {
   bool zero1 = false;
   double bucket_mb = 25.0;
   double collective_timeout = 300.0;  // seconds
+  // Per-op profile of every step after the first two: table at the end, chrome trace in out_dir.
+  bool profile = false;
   // Whether the run is bounded by time (no --max-steps): the schedule length is then estimated.
   bool time_bounded() const { return max_seconds > 0 && max_steps >= 1000000; }
   std::string describe() const;

@@ -69,10 +69,9 @@ Tensor merge_heads(const Tensor& t) {
 }  // namespace
 
 Tensor CausalSelfAttention::forward(const Tensor& x) {
-  std::vector<Tensor> qkv = ops::split(c_attn->operator()(x), n_embd_, 2);
-  Tensor y = ops::scaled_dot_product_attention(split_heads(qkv[0], n_head_), split_heads(qkv[1], n_head_),
-                                               split_heads(qkv[2], n_head_), Tensor(), 0.0, /*is_causal=*/true);
-  return (*resid_dropout)((*c_proj)(merge_heads(y)));
+  // The heads are read from and written to the packed layouts in place (no split/merge copies).
+  Tensor y = ops::packed_self_attention((*c_attn)(x), n_head_, /*is_causal=*/true);
+  return (*resid_dropout)((*c_proj)(y));
 }
 
 Tensor CausalSelfAttention::forward_cached(const Tensor& x, Tensor& k_cache, Tensor& v_cache, int64_t pos) {

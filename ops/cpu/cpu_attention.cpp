@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "ops/cpu/cpu_backend.h"
+#include "ops/cpu/cpu_vec_math.h"
 
 namespace strata::cpu {
 
@@ -18,10 +19,23 @@ constexpr int64_t kBlockQ = 64, kBlockK = 64;
 
 template <class T>
 using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+// Row-major blocks whose rows are `stride` elements apart (q/k/v may be head views of a packed
+// [B, T, 3C] projection, out/grads head views of [B, T, C]).
 template <class T>
-using CMap = Eigen::Map<const Mat<T>>;
+using CMap = Eigen::Map<const Mat<T>, 0, Eigen::OuterStride<>>;
 template <class T>
-using MMap = Eigen::Map<Mat<T>>;
+using MMap = Eigen::Map<Mat<T>, 0, Eigen::OuterStride<>>;
+
+// A 4-D [B, H, T, D] tensor with unit stride along D: the first row of (b, h) and the row stride.
+template <class T>
+struct Heads {
+  T* base;
+  int64_t sb, sh, st;
+  explicit Heads(const Tensor& t)
+      : base(static_cast<T*>(t.data_ptr())), sb(t.stride(0)), sh(t.stride(1)), st(t.stride(2)) {}
+  T* at(int64_t b, int64_t h, int64_t t) const { return base + b * sb + h * sh + t * st; }
+};
+
 
 // Additive mask and causal mask applied to a score block S[r, c] for queries q0.. and keys k0..
 template <class T>
@@ -43,21 +57,23 @@ void attention_fwd(const Tensor& out, const Tensor& lse, const Tensor& q, const 
                    const Tensor& mask, bool causal, T scale) {
   const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), D = q.size(3), S = k.size(2), Dv = v.size(3);
   const T ninf = -std::numeric_limits<T>::infinity();
+  const Heads<T> hq(q), hk(k), hv(v), ho(out);
 #pragma omp parallel for schedule(dynamic) collapse(2) if (B * H * Tq * S * D > (int64_t(1) << 18))
   for (int64_t bh = 0; bh < B * H; ++bh) {
     for (int64_t q0 = 0; q0 < Tq; q0 += kBlockQ) {
       const int64_t b = bh / H, h = bh % H;
       const int64_t rows = std::min(kBlockQ, Tq - q0);
-      CMap<T> Q(q.data<T>() + (bh * Tq + q0) * D, rows, D);
+      CMap<T> Q(hq.at(b, h, q0), rows, D, Eigen::OuterStride<>(hq.st));
       Mat<T> acc = Mat<T>::Zero(rows, Dv);
       Eigen::Matrix<T, Eigen::Dynamic, 1> m = Eigen::Matrix<T, Eigen::Dynamic, 1>::Constant(rows, ninf);
       Eigen::Matrix<T, Eigen::Dynamic, 1> l = Eigen::Matrix<T, Eigen::Dynamic, 1>::Zero(rows);
       const int64_t k_end = causal ? std::min(S, q0 + rows) : S;
+      Mat<T> Sc;
       for (int64_t k0 = 0; k0 < k_end; k0 += kBlockK) {
         const int64_t cols = std::min(kBlockK, S - k0);
-        CMap<T> K(k.data<T>() + (bh * S + k0) * D, cols, D);
-        CMap<T> V(v.data<T>() + (bh * S + k0) * Dv, cols, Dv);
-        Mat<T> Sc = (Q * K.transpose()) * scale;
+        CMap<T> K(hk.at(b, h, k0), cols, D, Eigen::OuterStride<>(hk.st));
+        CMap<T> V(hv.at(b, h, k0), cols, Dv, Eigen::OuterStride<>(hv.st));
+        Sc.noalias() = (Q * K.transpose()) * scale;
         mask_scores(Sc, mask, b, h, q0, k0, causal);
         for (int64_t r = 0; r < rows; ++r) {
           T mx = std::max(m(r), Sc.row(r).maxCoeff());
@@ -65,11 +81,13 @@ void attention_fwd(const Tensor& out, const Tensor& lse, const Tensor& q, const 
             Sc.row(r).setZero();
             continue;
           }
-          T corr = std::exp(m(r) - mx);
+          T corr = exp_nonpos(m(r) - mx);
           T sum = 0;
+          T* row = &Sc(r, 0);
+#pragma omp simd reduction(+ : sum)
           for (int64_t c = 0; c < cols; ++c) {
-            T p = std::exp(Sc(r, c) - mx);
-            Sc(r, c) = p;
+            T p = exp_nonpos(row[c] - mx);
+            row[c] = p;
             sum += p;
           }
           l(r) = l(r) * corr + sum;
@@ -78,7 +96,7 @@ void attention_fwd(const Tensor& out, const Tensor& lse, const Tensor& q, const 
         }
         acc.noalias() += Sc * V;
       }
-      MMap<T> O(out.data<T>() + (bh * Tq + q0) * Dv, rows, Dv);
+      MMap<T> O(ho.at(b, h, q0), rows, Dv, Eigen::OuterStride<>(ho.st));
       T* L = lse.data<T>() + bh * Tq + q0;
       for (int64_t r = 0; r < rows; ++r) {
         if (l(r) > 0) {
@@ -99,45 +117,56 @@ void attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv, const T
                    bool causal, T scale) {
   const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), D = q.size(3), S = k.size(2), Dv = v.size(3);
   const T ninf = -std::numeric_limits<T>::infinity();
+  const Heads<T> hq(q), hk(k), hv(v), ho(out), hdo(dout), hdq(dq), hdk(dk), hdv(dv);
 #pragma omp parallel for schedule(dynamic) if (B * H * Tq * S * D > (int64_t(1) << 18))
   for (int64_t bh = 0; bh < B * H; ++bh) {
     const int64_t b = bh / H, h = bh % H;
-    CMap<T> O(out.data<T>() + bh * Tq * Dv, Tq, Dv);
-    CMap<T> dO(dout.data<T>() + bh * Tq * Dv, Tq, Dv);
+    CMap<T> O(ho.at(b, h, 0), Tq, Dv, Eigen::OuterStride<>(ho.st));
+    CMap<T> dO(hdo.at(b, h, 0), Tq, Dv, Eigen::OuterStride<>(hdo.st));
     const T* L = lse.data<T>() + bh * Tq;
     Eigen::Matrix<T, Eigen::Dynamic, 1> Drow = (dO.cwiseProduct(O)).rowwise().sum();
-    MMap<T> dQ(dq.data<T>() + bh * Tq * D, Tq, D);
+    MMap<T> dQ(hdq.at(b, h, 0), Tq, D, Eigen::OuterStride<>(hdq.st));
     dQ.setZero();
+    Mat<T> P, dS;
     for (int64_t k0 = 0; k0 < S; k0 += kBlockK) {
       const int64_t cols = std::min(kBlockK, S - k0);
-      CMap<T> K(k.data<T>() + (bh * S + k0) * D, cols, D);
-      CMap<T> V(v.data<T>() + (bh * S + k0) * Dv, cols, Dv);
+      CMap<T> K(hk.at(b, h, k0), cols, D, Eigen::OuterStride<>(hk.st));
+      CMap<T> V(hv.at(b, h, k0), cols, Dv, Eigen::OuterStride<>(hv.st));
       Mat<T> dK = Mat<T>::Zero(cols, D), dV = Mat<T>::Zero(cols, Dv);
       const int64_t q_begin = causal ? (k0 / kBlockQ) * kBlockQ : 0;
       for (int64_t q0 = q_begin; q0 < Tq; q0 += kBlockQ) {
         const int64_t rows = std::min(kBlockQ, Tq - q0);
-        CMap<T> Q(q.data<T>() + (bh * Tq + q0) * D, rows, D);
-        Mat<T> P = (Q * K.transpose()) * scale;
+        CMap<T> Q(hq.at(b, h, q0), rows, D, Eigen::OuterStride<>(hq.st));
+        P.noalias() = (Q * K.transpose()) * scale;
         mask_scores(P, mask, b, h, q0, k0, causal);
         for (int64_t r = 0; r < rows; ++r) {
           const T lr = L[q0 + r];
-          for (int64_t c = 0; c < cols; ++c) P(r, c) = (lr == ninf || P(r, c) == ninf) ? T(0) : std::exp(P(r, c) - lr);
+          T* row = &P(r, 0);
+          if (lr == ninf) {
+            for (int64_t c = 0; c < cols; ++c) row[c] = T(0);
+            continue;
+          }
+#pragma omp simd
+          for (int64_t c = 0; c < cols; ++c) row[c] = exp_nonpos(row[c] - lr);  // exp(-inf) = 0
         }
         auto dOb = dO.middleRows(q0, rows);
         dV.noalias() += P.transpose() * dOb;
-        Mat<T> dS = dOb * V.transpose();
+        dS.noalias() = dOb * V.transpose();
         for (int64_t r = 0; r < rows; ++r) dS.row(r) = P.row(r).cwiseProduct((dS.row(r).array() - Drow(q0 + r)).matrix());
         dQ.middleRows(q0, rows).noalias() += (dS * K) * scale;
         dK.noalias() += (dS.transpose() * Q) * scale;
       }
-      MMap<T>(dk.data<T>() + (bh * S + k0) * D, cols, D) = dK;
-      MMap<T>(dv.data<T>() + (bh * S + k0) * Dv, cols, Dv) = dV;
+      MMap<T>(hdk.at(b, h, k0), cols, D, Eigen::OuterStride<>(hdk.st)) = dK;
+      MMap<T>(hdv.at(b, h, k0), cols, Dv, Eigen::OuterStride<>(hdv.st)) = dV;
     }
   }
 }
 
 void check_attention_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask) {
-  for (const Tensor* t : {&q, &k, &v}) check_row_kernel_input(*t, "attention");
+  for (const Tensor* t : {&q, &k, &v})
+    STRATA_CHECK(t->dim() == 4 && (t->dtype() == DType::f32 || t->dtype() == DType::f64) &&
+                     (t->stride(3) == 1 || t->size(3) <= 1),
+                 TypeError, "attention: needs 4-D f32/f64 views with unit stride along the last dim, got ", t->str());
   STRATA_CHECK(!mask.defined() || (mask.dim() == 4 && mask.dtype() == q.dtype()), TypeError,
                "attention: mask must be a 4-D additive tensor of the inputs' dtype, got ", mask.str());
 }

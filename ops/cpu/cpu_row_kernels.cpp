@@ -6,6 +6,7 @@
 
 #include "ops/cpu/cpu_backend.h"
 #include "ops/cpu/strided_loop.h"
+#include "ops/cpu/cpu_vec_math.h"
 
 namespace strata::cpu {
 
@@ -24,7 +25,8 @@ double row_logsumexp(const T* x, int64_t n) {
   T m = row_max(x, n);
   if (std::isinf(m)) return double(m);
   double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += std::exp(double(x[i] - m));
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += double(exp_nonpos(x[i] - m));
   return double(m) + std::log(s);
 }
 
@@ -209,7 +211,8 @@ void cross_entropy_backward_typed(const Tensor& gl, const Tensor& gloss, const T
       return;
     }
     const T g = gp[r], l = sp[r];
-    for (int64_t i = 0; i < V; ++i) dr[i] = g * T(std::exp(xr[i] - l));
+#pragma omp simd
+    for (int64_t i = 0; i < V; ++i) dr[i] = g * exp_nonpos(T(xr[i] - l));
     dr[t[r]] -= g;
   });
 }

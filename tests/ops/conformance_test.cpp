@@ -367,6 +367,18 @@ std::vector<OpCase> build_table() {
                                                                                                      0, 0, 0, 0, 0, 1,
                                                                                                      1, 1, 1, 1, 1, 1})},
           OP(sdpa(x[0], x[1], x[2], x[3], false, 0.3)), REF(R::attention(r[0], r[1], r[2], &r[3], true, false, 0.3)));
+    // GPT's packed q|k|v projection [B, T, 3C] -> [B, T, C], heads read and written in place.
+    auto packed_ref = [](const Ref& p, int64_t H, bool causal) {
+      const int64_t B = p.shape[0], T = p.shape[1], C = p.shape[2] / 3, D = C / H;
+      auto heads = [&](int64_t i) { return R::transpose(R::reshape(R::slice(p, 2, i * C, (i + 1) * C), {B, T, H, D}), 1, 2); };
+      Ref y = R::attention(heads(0), heads(1), heads(2), nullptr, false, causal, 1 / std::sqrt(double(D)));
+      return R::reshape(R::transpose(y, 1, 2), {B, T, C});
+    };
+    t.add("attention.packed_causal", {in({2, 5, 12})}, OP(ops::packed_self_attention(x[0], 2, true)),
+          REF(packed_ref(r[0], 2, true)))
+        .bf16();
+    t.add("attention.packed_full_T", {in({3, 4, 6}).T()}, OP(ops::packed_self_attention(x[0], 1, false)),
+          REF(packed_ref(r[0], 1, false)));
     t.add("attention.additive_mask", {in({2, 2, 3, 4}), in({2, 2, 5, 4}), in({2, 2, 5, 4}), in({3, 5}).bcast({5}).no_grad()},
           OP(sdpa(x[0], x[1], x[2], x[3], false, nan)),
           REF(R::attention(r[0], r[1], r[2], &r[3], false, false, 0.5)));

@@ -16,6 +16,7 @@
 
 #include <omp.h>
 
+#include "strata/core/profiler.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
 
@@ -27,7 +28,8 @@ struct Args {
   int64_t L = 12, C = 768, NH = 12, V = 50257, Vp = 0, maxT = 1024, B = 4, T = 256;
   int warmup = 2, steps = 5;
   bool gemm_rate = false;
-  std::string tag;
+  int profile = 0;  // profiled steps after the timed ones
+  std::string trace = "gpt_bench_trace.json", tag;
 };
 
 double peak_rss_mb() {
@@ -86,11 +88,13 @@ bool parse(int argc, char** argv, Args* a) {
     else if (k == "--warmup") a->warmup = std::atoi(next());
     else if (k == "--steps") a->steps = std::atoi(next());
     else if (k == "--gemm-rate") a->gemm_rate = true;
+    else if (k == "--profile") a->profile = std::atoi(next());
+    else if (k == "--trace") a->trace = next();
     else if (k == "--tag") a->tag = next();
     else {
       std::fprintf(stderr,
                    "usage: strata_gpt_bench [--L 12 --C 768 --NH 12 --V 50257 --Vp (V up to 128) --maxT 1024 --B 4 "
-                   "--T 256 --warmup 2 --steps 5 --gemm-rate --tag s]\n");
+                   "--T 256 --warmup 2 --steps 5 --gemm-rate --profile N --trace FILE --tag s]\n");
       return false;
     }
   }
@@ -139,6 +143,25 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   const double peak = peak_rss_mb();
+  if (a.profile > 0) {
+    Profiler prof;
+    OpObserverGuard g(&prof);
+    for (int i = 0; i < a.profile; ++i) {
+      prof.phase("zero_grad");
+      opt.zero_grad(/*set_to_none=*/true);
+      prof.phase("forward");
+      Tensor l = model.loss(x, y);
+      prof.phase("backward");
+      l.backward();
+      prof.phase("optimizer");
+      opt.step();
+      prof.end_phase();
+      prof.step_done();
+    }
+    std::fputs(prof.table().c_str(), stdout);
+    prof.write_chrome_trace(a.trace);
+    std::printf("chrome trace: %s\n", a.trace.c_str());
+  }
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   const double med = sorted.size() % 2 ? sorted[sorted.size() / 2]

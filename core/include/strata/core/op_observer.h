@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "strata/core/device.h"
 
@@ -24,7 +25,12 @@ struct OpRecord {
 class OpObserver {
  public:
   virtual ~OpObserver() = default;
+  // After an op ran (ops report once their kernels returned).
   virtual void on_op(const OpRecord& record) = 0;
+  // The autograd engine brackets each backward node it runs (e.g. "MatmulBackward"); the ops
+  // the node's formula runs are reported in between.
+  virtual void on_node_begin(const std::string& node) {}
+  virtual void on_node_end() {}
 };
 
 class OpObserverGuard {

@@ -18,4 +18,13 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     bool is_causal = false,
                                     double scale = std::numeric_limits<double>::quiet_NaN());
 
+// Self-attention on a packed projection, as GPT's c_attn produces it: qkv [B, T, 3C] holds
+// q | k | v along the last dim, each [B, T, n_head, C / n_head]. Returns [B, T, C] with the heads
+// merged. Equal to splitting qkv, viewing each part as [B, n_head, T, hs], running
+// scaled_dot_product_attention and merging the heads back, but on the CPU without a copy either
+// way: the kernel reads the heads where they are, writes the output in [B, T, C], and backward
+// writes dq, dk, dv straight into one [B, T, 3C] gradient. Saves qkv, the output and the lse.
+Tensor packed_self_attention(const Tensor& qkv, int64_t n_head, bool is_causal = true,
+                             double scale = std::numeric_limits<double>::quiet_NaN());
+
 }  // namespace strata::ops

@@ -16,9 +16,10 @@ enum class Reduction { None, Mean, Sum };
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100,
                      Reduction reduction = Reduction::Mean);
 // The LM head and cross-entropy fused: loss of (x @ weight^T) against target without ever
-// holding the [N, V] logits: rows are processed in chunks of about `chunk_bytes` of logits, and
-// only the per-row log-sum-exp is saved; backward recomputes each chunk's logits (one extra
-// GEMM) to form dx and dweight. x: [..., C], weight: [V, C], target: i64 [...].
+// holding the [N, V] logits: rows are processed in chunks of about `chunk_bytes` of logits. When
+// gradients are wanted, forward also forms dx and dweight chunk by chunk and saves those (for a
+// unit output gradient; backward scales them), so nothing is recomputed. x: [..., C],
+// weight: [V, C], target: i64 [...].
 // Reduction Mean or Sum only.
 Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& target,
                             int64_t ignore_index = -100, Reduction reduction = Reduction::Mean,
