@@ -1,0 +1,7 @@
+// Umbrella header for data-parallel training: process groups (MPI, NCCL, in-process),
+// DistributedDataParallel and the ZeRO-1 optimizer.
+#pragma once
+
+#include "strata/dist/ddp.h"
+#include "strata/dist/process_group.h"
+#include "strata/dist/zero.h"
