@@ -72,11 +72,6 @@ class RuleCachePolicy final : public CachePolicy {
       if (rule.op != "*" && rule.op != info.op) continue;
       if (r.storage_bytes < rule.min_bytes) continue;
       if (!glob_match(rule.scope_glob, info.scope)) continue;
-      if (rule.action == CacheAction::Recompute && rule.op == "*") {
-        // Segment rules act on whole blocks (recompute_block); what is saved outside a
-        // segment (its inputs, tensors between blocks) is kept.
-        return CacheAction::Keep;
-      }
       if (rule.action != CacheAction::Keep && in_last_blocks(r, keep_last_)) return CacheAction::Keep;
       return rule.action;
     }
@@ -181,9 +176,14 @@ std::shared_ptr<CachePolicy> make_adaptive_policy(CacheAction tier) {
 std::shared_ptr<CachePolicy> parse_cache_policy(const std::string& spec, size_t keep_last) {
   std::string s = trim(spec);
   if (s.empty() || s == "keep") return make_keep_all_policy();
-  if (s == "recompute")
-    return std::make_shared<RuleCachePolicy>(std::vector<CacheRule>{{"*", "*", 0, CacheAction::Recompute}},
-                                             0, "recompute");
+  if (s == "recompute") {  // every block is a segment; what is saved between blocks is kept
+    struct EveryBlock final : CachePolicy {
+      std::string name() const override { return "recompute"; }
+      CacheAction decide(const SaveRequest&) override { return CacheAction::Keep; }
+      bool recompute_block(const std::string&) override { return true; }
+    };
+    return std::make_shared<EveryBlock>();
+  }
   if (s == "host" || s == "nvme") {
     // Every tensor saved inside a block; tensors outside blocks (embeddings, loss head) stay.
     CacheRule r{"*", "*", 0, parse_cache_action(s)};

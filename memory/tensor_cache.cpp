@@ -11,6 +11,7 @@
 #include "memory/tiers/host_tier.h"
 #include "memory/tiers/nvme_tier.h"
 #include "memory/worker.h"
+#include "strata/autograd/node.h"
 #include "strata/core/allocator.h"
 #include "strata/core/error.h"
 
@@ -24,8 +25,9 @@ double seconds_since(Clock::time_point t0) {
 }
 
 // A stored storage's life: Storing -> Stored -> Loading -> Loaded, or back to Resident when a
-// store is cancelled (forwarding) or fails (fallback); Failed when its data is lost.
-enum class RecState : uint8_t { Resident, Storing, Stored, Loading, Loaded, Failed };
+// store is cancelled (forwarding) or fails (fallback); Failed when its data is lost. A storage
+// dropped for op-level recompute goes Dropped -> Loaded (made again by its producer).
+enum class RecState : uint8_t { Resident, Storing, Stored, Loading, Loaded, Failed, Dropped };
 
 }  // namespace
 
@@ -49,6 +51,9 @@ struct Record {
   std::atomic<bool> cancel{false};
   std::atomic<int> handles{0};
   std::string error;
+  // The producer that can make the storage again (op-level recompute, or a lost read's rescue).
+  std::shared_ptr<autograd::Node> recipe;
+  uint32_t recipe_output = 0;
 
   ~Record();
   void free_extent_locked();
@@ -233,8 +238,10 @@ autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& in
         req.group = group;
         req.groups_last_step = m.groups_last_step;
         action = m.policy->decide(req);
-        if (action == CacheAction::Recompute) {
-          m.warn("op-level recompute is not implemented yet: '" + req.key + "' is kept");
+        const bool recipe = info.producer && info.producer->can_recompute(t.output_nr());
+        if (action == CacheAction::Recompute && !recipe) {
+          m.warn("op-level recompute asked for tensors whose producers cannot make them again "
+                 "(only cheap ops that save their inputs can): those are kept");
           action = CacheAction::Keep;
         }
         std::optional<uint64_t> extent;
@@ -251,7 +258,7 @@ autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& in
             m.fallback("spill arena full (" + std::to_string(m.nvme->extents().capacity()) +
                        " bytes): tensors kept in memory");
         }
-        if (extent) {
+        if (extent || action == CacheAction::Recompute) {
           rec = std::make_shared<Record>();
           rec->cache = &m;
           rec->key = std::move(req.key);
@@ -260,14 +267,25 @@ autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& in
           rec->version = s->version();
           rec->nbytes = nbytes;
           rec->group = group;
-          rec->state = RecState::Storing;
-          rec->storage = s;
-          rec->has_extent = true;
-          rec->extent = *extent;
+          if (recipe) {
+            rec->recipe = info.producer;
+            rec->recipe_output = t.output_nr();
+          }
           m.by_storage[s->id()] = rec;
           m.groups[group].records.push_back(rec);
           m.groups[group].bytes += nbytes;
-          m.store_worker->push([&m, rec] { m.run_store(rec); });
+          if (action == CacheAction::Recompute) {
+            rec->state = RecState::Dropped;  // the memory goes with the forward's last reference
+            rec->dropped = s;
+            std::lock_guard<std::mutex> sl(m.stats_mu);
+            ++m.stats.op_recompute_drops;
+          } else {
+            rec->state = RecState::Storing;
+            rec->storage = s;
+            rec->has_extent = true;
+            rec->extent = *extent;
+            m.store_worker->push([&m, rec] { m.run_store(rec); });
+          }
         }
       }
       if (!rec) {
@@ -316,7 +334,35 @@ Tensor TensorCache::unpack(autograd::Packed& p, const autograd::SaveInfo& info) 
         continue;
       }
       case RecState::Failed:
-        STRATA_CHECK(false, IoError, info.op, " (scope '", info.scope, "'): ", r.error);
+        STRATA_CHECK(r.recipe, IoError, info.op, " (scope '", info.scope, "'): ", r.error);
+        {
+          std::lock_guard<std::mutex> sl(m.stats_mu);
+          ++m.stats.recomputed_reads;
+        }
+        [[fallthrough]];
+      case RecState::Dropped: {
+        // Made again by its producer from the producer's own saved tensors (which may load).
+        auto t0 = Clock::now();
+        std::shared_ptr<autograd::Node> producer = r.recipe;
+        lk.unlock();
+        Tensor again;
+        {
+          autograd::PhaseGuard phase(autograd::Phase::Recompute);
+          again = producer->recompute_output(r.recipe_output);
+        }
+        lk.lock();
+        STRATA_CHECK(again.defined() && again.storage()->nbytes() == r.nbytes &&
+                         again.storage_offset() == 0 && again.is_contiguous(),
+                     AutogradError, info.op, " (scope '", info.scope, "'): recomputing saved tensor '",
+                     r.key, "' with ", producer->name(), " did not give its ", r.nbytes, "-byte storage back");
+        again.storage()->set_category(MemoryCategory::SavedActivation);
+        r.storage = again.storage();
+        r.state = RecState::Loaded;
+        std::lock_guard<std::mutex> sl(m.stats_mu);
+        m.stats.recompute_seconds += seconds_since(t0);
+        ++m.stats.op_recomputes;
+        continue;
+      }
     }
   }
 }
@@ -418,7 +464,7 @@ void TensorCache::Impl::run_load(const std::shared_ptr<Record>& rec) {
                    " bytes) is lost: reading it from " + nvme->describe() + " at offset " +
                    std::to_string(st.file_offset) + " failed (" + st.what +
                    ") after its memory copy was freed, and it has no recompute recipe";
-      lost_msg = rec->error;
+      if (!rec->recipe) lost_msg = rec->error;  // with a recipe, unpack makes it again
     }
     rec->cv.notify_all();
   }
@@ -427,7 +473,7 @@ void TensorCache::Impl::run_load(const std::shared_ptr<Record>& rec) {
     TierCounters& c = rec->action == CacheAction::Host ? stats.host : stats.nvme;
     c.bytes_read += rec->nbytes;
     ++c.tensors_read;
-  } else {
+  } else if (!lost_msg.empty()) {
     lost.push_back(lost_msg);
   }
 }
@@ -463,7 +509,7 @@ void TensorCache::Impl::start_backward() {
   }
   for (auto& r : all) {
     std::lock_guard<std::mutex> lk(r->mu);
-    if (r->state != RecState::Stored) continue;
+    if (r->state != RecState::Stored && r->state != RecState::Dropped) continue;
     if (auto s = r->dropped.lock()) std::memset(s->data(), 0xFF, s->nbytes());
   }
   for (size_t i = 0; i <= opt.prefetch_blocks && i < n; ++i) prefetch_group(n - 1 - i);

@@ -68,6 +68,8 @@ Tensor unary_with_backward(EwOp op, EwOp bwd, const Tensor& x, bool save_output,
     node->backward = [bwd, p](OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
       return {ew_backward(bwd, g[0], n.saved(0), p)};
     };
+    if (!save_output)  // y = f(x) with x saved: the cache may drop y and make it again
+      node->forward_again = [op, p](OpNode& n) { return unary(op, n.saved(0), p); };
     set_outputs(node, {&y});
   }
   return y;

@@ -14,6 +14,12 @@ size_t OpNode::save(const Tensor& t, bool is_output, RngState rng) {
   return saved_.size() - 1;
 }
 
+Tensor OpNode::recompute_output(uint32_t output_nr) {
+  if (!can_recompute(output_nr)) return Tensor();
+  autograd::NoGradGuard no_grad;
+  return forward_again(*this);
+}
+
 std::shared_ptr<OpNode> make_node(const char* name, const std::vector<Tensor>& inputs) {
   if (!autograd::any_requires_grad(inputs)) return nullptr;
   auto node = std::make_shared<OpNode>(name);

@@ -29,8 +29,13 @@ class OpNode final : public autograd::Node {
   Tensor saved(size_t slot) const { return saved_.at(slot).unpack(); }
   // Whether forward input `i` needs a gradient.
   bool needs_grad(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
+  bool can_recompute(uint32_t output_nr) const override { return output_nr == 0 && bool(forward_again); }
+  Tensor recompute_output(uint32_t output_nr) override;
 
   BackwardFn backward;
+  // Optional: output 0 from the saved tensors alone (set by cheap ops, e.g. GELU from its input),
+  // so the cache can drop that output and make it again when a consumer's backward needs it.
+  std::function<Tensor(OpNode& self)> forward_again;
 
  private:
   const char* name_;

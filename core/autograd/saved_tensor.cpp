@@ -1,5 +1,6 @@
 #include "strata/autograd/saved_tensor.h"
 
+#include "strata/autograd/node.h"
 #include "strata/autograd/scope.h"
 
 namespace strata::autograd {
@@ -31,6 +32,8 @@ SavedTensor::SavedTensor(const Tensor& t, SaveInfo info) : info_(std::move(info)
   if (info_.scope.empty()) info_.scope = current_scope_path();
   if (info_.block.empty()) info_.block = current_block_path();
   storage_ = t.storage();
+  if (!info_.is_output && t.grad_fn() && t.grad_fn()->can_recompute(t.output_nr()))
+    info_.producer = t.grad_fn();
   if (!info_.is_parameter) t.storage()->acquire_saved();
   policy_ = current_save_policy_ptr();
   // Saved without autograd metadata: a node holding its own output must not form a cycle.
@@ -74,6 +77,7 @@ void SavedTensor::release() {
     if (auto s = storage_.lock()) s->release_saved();
   packed_ = Packed{};
   policy_.reset();
+  info_.producer.reset();
 }
 
 }  // namespace strata::autograd

@@ -132,6 +132,23 @@ TEST(CacheFaults, ATensorTrulyLostFailsTheStepNamingTensorFileAndOffset) {
   }
 }
 
+// The same unreadable file, but the offloaded tensors (GELU outputs) have a recompute recipe:
+// each lost read is made again by its producer instead.
+TEST(CacheFaults, ALostTensorWithARecipeIsRecomputed) {
+  TensorCacheOptions o;
+  o.min_bytes = 0;
+  o.spill_dir = spill_dir();
+  o.nvme_arena_bytes = 8 << 20;
+  o.sync_stores_before_backward = true;
+  o.faults.faults.push_back({IoFault::Kind::Corrupt, 0, UINT64_MAX});
+  auto cache = TensorCache::create(o, parse_cache_policy("rules:h.*.mlp.c_proj=nvme", 0));
+  Outcome out = step(cache);
+  expect_reference_gradients(out);
+  EXPECT_EQ(out.stats.nvme.tensors_written, 2u);
+  EXPECT_EQ(out.stats.recomputed_reads, 2u);
+  EXPECT_TRUE(has_warning(out.stats, "checksum mismatch"));
+}
+
 TEST(CacheFaults, AMissingSpillDirectoryTurnsTheTierOffWithAWarning) {
   auto cache = cache_with({}, "/nonexistent/strata-spill");
   Outcome o = step(cache);

@@ -214,12 +214,27 @@ TEST(TensorCache, AMixedPolicyIsBitIdentical) {
   }
 }
 
+// Op-level recompute: GELU's output (what each block's c_proj saves) is dropped in forward and
+// made again from GELU's saved input when c_proj's backward needs it.
+TEST(TensorCache, OpLevelRecomputeOfGeluOutputsIsBitIdentical) {
+  auto cache = TensorCache::create(options(), parse_cache_policy("rules:h.*.mlp.c_proj=recompute", 0));
+  TrainResult run = train(cache, 5, cache.get());
+  expect_identical(reference(), run, "op-level recompute");
+  for (const CacheStats& s : run.stats) {
+    EXPECT_EQ(s.op_recompute_drops, size_t(config().n_layer));
+    EXPECT_EQ(s.op_recomputes, size_t(config().n_layer));
+    EXPECT_EQ(s.segments, 0u);
+    EXPECT_TRUE(s.warnings.empty()) << s.warnings.front();
+  }
+  EXPECT_LT(run.activation_peak, reference().activation_peak);
+}
+
 // Every stored storage still alive anywhere is overwritten with 0xFF when backward starts: if an
 // op read a saved tensor other than through SavedTensor::unpack, its gradients would be NaN.
 TEST(TensorCache, PoisonedDroppedStoragesChangeNothing) {
   TensorCacheOptions o = options();
   o.poison_dropped = true;
-  auto cache = TensorCache::create(o, parse_cache_policy("rules:*=host", 0));
+  auto cache = TensorCache::create(o, parse_cache_policy("rules:h.*.mlp.c_proj=recompute;*=host", 0));
   TrainResult run = train(cache, 2, cache.get());
   TrainResult ref = reference();
   ref.losses.resize(2);

@@ -37,6 +37,10 @@ class Node : public std::enable_shared_from_this<Node> {
   virtual std::vector<Tensor> apply(std::vector<Tensor>&& grads) = 0;
   // Drops saved tensors; called after apply when backward runs without retain_graph.
   virtual void release_saved() {}
+  // Op-level recompute (the tensor cache's Recompute action): whether forward output
+  // `output_nr` can be made again from this node's saved tensors, and making it (grad mode off).
+  virtual bool can_recompute(uint32_t output_nr) const { return false; }
+  virtual Tensor recompute_output(uint32_t output_nr) { return Tensor(); }
 
   std::vector<Edge> next_edges;
   std::vector<TensorMeta> output_meta;

@@ -29,6 +29,9 @@ struct SaveInfo {
   uint32_t slot = 0;          // which of the op's saved tensors
   RngState rng{};             // for ops with randomness (dropout replay)
   uint64_t storage_id = 0;
+  // The recompute recipe: the node that produced the tensor, when it can make it again from its
+  // own saved tensors (Node::can_recompute); null otherwise and for a node's own outputs.
+  std::shared_ptr<Node> producer;
 };
 
 // What a policy returns from pack: either the tensor itself, or a handle it understands.

@@ -62,7 +62,9 @@ struct CacheRule {
   CacheAction action = CacheAction::Keep;
 };
 
-// Rules over scope, op and size; `Recompute` rules with op "*" make matching blocks segments.
+// Rules over scope, op and size. A `Recompute` rule with op "*" whose glob matches a block's path
+// makes that block a segment; matching a saved tensor's scope, it asks for op-level recompute
+// (the tensor is dropped and made again by its producer when it can, else kept).
 // keep_last_blocks: SSDTrain's rule, the last blocks before the loss are kept (their tensors
 // are needed first in backward).
 std::shared_ptr<CachePolicy> make_rule_policy(std::vector<CacheRule> rules,

@@ -63,8 +63,10 @@ struct CacheStats {
   uint64_t fallbacks = 0;         // offloads that ended as Keep (tier full, I/O error, ...)
   uint64_t recomputed_reads = 0;  // loads that failed and were recomputed instead
   uint64_t segments = 0;          // blocks run as recompute segments
+  uint64_t op_recompute_drops = 0;  // storages dropped for op-level recompute
+  uint64_t op_recomputes = 0;       // ... and made again in backward
   double stall_seconds = 0;       // unpacks waiting for loads
-  double recompute_seconds = 0;   // segments re-running their forward
+  double recompute_seconds = 0;   // segments re-running their forward, ops making outputs again
   uint64_t host_pool_peak = 0;    // bytes in use, peak
   uint64_t nvme_arena_peak = 0;
   uint64_t host_pool_used = 0;    // bytes in use when the figures were taken
