@@ -55,25 +55,33 @@ strata_layer(io io)
 if(TARGET strata_memory AND STRATA_HAVE_URING)
   target_link_libraries(strata_memory PRIVATE PkgConfig::URING)
 endif()
-if(TARGET strata_io)
-  target_link_libraries(strata_io PRIVATE nlohmann_json::nlohmann_json protobuf::libprotobuf)
-  # io/*.proto -> <build>/proto/io/*.pb.{h,cc}, compiled into strata_io and included as
-  # "io/<name>.pb.h" by io/ sources only (public headers never see protobuf).
-  file(GLOB strata_io_protos CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/io/*.proto)
-  set(strata_proto_out ${PROJECT_BINARY_DIR}/proto)
-  file(MAKE_DIRECTORY ${strata_proto_out}/io)
-  foreach(proto ${strata_io_protos})
+# strata_layer_protos(LAYER DIR): DIR/*.proto -> <build>/proto/DIR/*.pb.{h,cc}, compiled into
+# strata_LAYER and included as "DIR/<name>.pb.h" by that layer's sources only (public headers
+# never see protobuf).
+function(strata_layer_protos layer dir)
+  file(GLOB protos CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${dir}/*.proto)
+  set(proto_out ${PROJECT_BINARY_DIR}/proto)
+  file(MAKE_DIRECTORY ${proto_out}/${dir})
+  foreach(proto ${protos})
     get_filename_component(proto_name ${proto} NAME_WE)
-    set(proto_srcs ${strata_proto_out}/io/${proto_name}.pb.h ${strata_proto_out}/io/${proto_name}.pb.cc)
+    set(proto_srcs ${proto_out}/${dir}/${proto_name}.pb.h ${proto_out}/${dir}/${proto_name}.pb.cc)
     add_custom_command(
       OUTPUT ${proto_srcs}
-      COMMAND protobuf::protoc --cpp_out=${strata_proto_out} -I ${PROJECT_SOURCE_DIR} ${proto}
+      COMMAND protobuf::protoc --cpp_out=${proto_out} -I ${PROJECT_SOURCE_DIR} ${proto}
       DEPENDS ${proto} protobuf::protoc
-      COMMENT "protoc io/${proto_name}.proto"
+      COMMENT "protoc ${dir}/${proto_name}.proto"
       VERBATIM)
-    target_sources(strata_io PRIVATE ${proto_srcs})
+    target_sources(strata_${layer} PRIVATE ${proto_srcs})
   endforeach()
-  target_include_directories(strata_io SYSTEM PRIVATE ${strata_proto_out})
+  target_include_directories(strata_${layer} SYSTEM PRIVATE ${proto_out})
+  target_link_libraries(strata_${layer} PRIVATE protobuf::libprotobuf)
+endfunction()
+if(TARGET strata_memory)
+  strata_layer_protos(memory memory)  # the cache's plans
+endif()
+if(TARGET strata_io)
+  target_link_libraries(strata_io PRIVATE nlohmann_json::nlohmann_json)
+  strata_layer_protos(io io)  # the checkpoint index
 endif()
 
 if(STRATA_HAVE_CUDA)
@@ -124,8 +132,8 @@ foreach(kind SHARED STATIC)
   if(STRATA_HAVE_CUDA)
     target_link_libraries(${tgt} PRIVATE CUDA::cudart CUDA::cublasLt CUDA::cublas)
   endif()
-  if(TARGET strata_io)
-    target_link_libraries(${tgt} PRIVATE protobuf::libprotobuf)  # the checkpoint index
+  if(TARGET strata_io OR TARGET strata_memory)
+    target_link_libraries(${tgt} PRIVATE protobuf::libprotobuf)  # checkpoint index, cache plans
   endif()
   if(STRATA_HAVE_URING)
     target_link_libraries(${tgt} PRIVATE PkgConfig::URING)  # the tensor cache's NVMe tier

@@ -94,8 +94,11 @@ struct TensorCache::Impl {
     std::string block;
     std::vector<std::weak_ptr<Record>> records;
     double forward_seconds = 0;
-    uint64_t bytes = 0;
+    uint64_t bytes = 0, input_bytes = 0, recompute_bytes = 0;
+    bool segment = false;
+    std::set<uint64_t> seen;  // storages counted in bytes / recompute_bytes
   };
+  StepProfile last_profile;
   std::vector<Group> groups;
   std::unordered_map<std::string, size_t> group_of_block;
   std::unordered_map<std::string, size_t> group_of_scope;
@@ -135,7 +138,8 @@ struct TensorCache::Impl {
   size_t group_for(const std::string& block) {
     auto it = group_of_block.find(block);
     if (it != group_of_block.end()) return it->second;
-    groups.push_back({block, {}, 0, 0});
+    groups.push_back(Group{});
+    groups.back().block = block;
     group_of_block.emplace(block, groups.size() - 1);
     return groups.size() - 1;
   }
@@ -217,6 +221,13 @@ autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& in
     if (m.in_backward) m.reset_step_index();  // a new micro-batch's forward
     size_t group = m.group_for(info.block);
     m.group_of_scope.emplace(info.scope, group);
+    {
+      Impl::Group& g = m.groups[group];
+      if (g.seen.insert(s->id()).second) {
+        g.bytes += s->nbytes();
+        if (std::strcmp(info.op, "checkpoint") == 0) g.input_bytes += s->nbytes();
+      }
+    }
     uint32_t n = m.scope_counter[info.scope]++;
     auto it = m.by_storage.find(s->id());
     if (it != m.by_storage.end()) {
@@ -273,7 +284,6 @@ autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& in
           }
           m.by_storage[s->id()] = rec;
           m.groups[group].records.push_back(rec);
-          m.groups[group].bytes += nbytes;
           if (action == CacheAction::Recompute) {
             rec->state = RecState::Dropped;  // the memory goes with the forward's last reference
             rec->dropped = s;
@@ -562,9 +572,33 @@ void TensorCache::on_scope(autograd::ScopeEvent e, autograd::Phase phase, const 
 
 bool TensorCache::wants_segment(const std::string& block_path) {
   if (!impl_->policy->recompute_block(block_path)) return false;
+  {
+    std::lock_guard<std::mutex> lk(impl_->index_mu);
+    if (impl_->in_backward) impl_->reset_step_index();
+    impl_->groups[impl_->group_for(block_path)].segment = true;
+  }
   std::lock_guard<std::mutex> sl(impl_->stats_mu);
   ++impl_->stats.segments;
   return true;
+}
+
+void TensorCache::observe_recompute(const Tensor& t, const autograd::SaveInfo& info) {
+  if (!t.defined() || info.is_parameter || t.storage()->holds_parameter()) return;
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lk(m.index_mu);
+  auto it = m.group_of_block.find(info.block);
+  if (it == m.group_of_block.end()) return;
+  Impl::Group& g = m.groups[it->second];
+  if (g.seen.insert(t.storage()->id()).second) g.recompute_bytes += t.storage()->nbytes();
+}
+
+void TensorCache::set_policy(std::shared_ptr<CachePolicy> policy) {
+  impl_->policy = policy ? std::move(policy) : make_keep_all_policy();
+}
+
+StepProfile TensorCache::last_profile() const {
+  std::lock_guard<std::mutex> lk(impl_->index_mu);
+  return impl_->last_profile;
 }
 
 // ---- steps ----
@@ -612,7 +646,14 @@ CacheStats TensorCache::end_step() {
   {
     std::lock_guard<std::mutex> lk(m.index_mu);
     for (const auto& g : m.groups) {
-      prof.groups.push_back({g.block, g.forward_seconds, g.bytes});
+      GroupProfile gp;
+      gp.block = g.block;
+      gp.forward_seconds = g.forward_seconds;
+      gp.bytes = g.bytes;
+      gp.input_bytes = g.input_bytes;
+      gp.recompute_bytes = g.recompute_bytes;
+      gp.segment = g.segment;
+      prof.groups.push_back(gp);
       prof.forward_seconds += g.forward_seconds;
     }
     m.groups_last_step = m.groups.size();
@@ -625,6 +666,10 @@ CacheStats TensorCache::end_step() {
     STRATA_CHECK(m.lost.empty(), IoError, "tensor cache: ", m.lost.front());
   }
   m.policy->on_step_end(prof);
+  {
+    std::lock_guard<std::mutex> lk(m.index_mu);
+    m.last_profile = prof;
+  }
   return s;
 }
 

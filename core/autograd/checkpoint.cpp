@@ -98,6 +98,7 @@ class SegmentRecomputePolicy final : public SavePolicy {
                  " in the recompute");
     seg_.filled[k] = t;
     seg_.filled_storage[k] = t.storage();
+    seg_.outer->observe_recompute(t, info);
     t.storage()->acquire_saved();  // a recompute transient is a saved activation
     return Packed{Tensor(), nullptr};
   }
@@ -162,7 +163,7 @@ void Segment::recompute() {
 
 bool in_recompute() { return tl_recompute_depth > 0; }
 
-std::vector<Tensor> checkpoint(SegmentFn fn, const std::vector<Tensor>& inputs) {
+std::vector<Tensor> checkpoint(SegmentFn fn, const std::vector<Tensor>& inputs, const std::string& block) {
   if (!GradMode::is_enabled()) return fn(inputs);
   auto seg = std::make_shared<Segment>();
   seg->outer = current_save_policy_ptr();
@@ -174,6 +175,7 @@ std::vector<Tensor> checkpoint(SegmentFn fn, const std::vector<Tensor>& inputs) 
     SaveInfo info;
     info.op = "checkpoint";
     info.slot = uint32_t(seg->inputs.size());
+    if (!block.empty()) info.scope = info.block = block;
     seg->inputs.emplace_back(t, std::move(info));  // packed by the outer policy
     seg->input_requires_grad.push_back(t.defined() && t.requires_grad());
   }

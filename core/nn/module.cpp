@@ -311,7 +311,8 @@ bool Module::wants_segment() const {
 
 Tensor Module::run_segment(std::function<std::vector<Tensor>(const std::vector<Tensor>&)> fn,
                            const std::vector<Tensor>& inputs) {
-  std::vector<Tensor> out = autograd::checkpoint(std::move(fn), inputs);
+  std::vector<Tensor> out =
+      autograd::checkpoint(std::move(fn), inputs, autograd::child_scope_path(scope_name_));
   STRATA_CHECK(out.size() == 1, ValueError, type_name(), ": a recompute segment returned ",
                out.size(), " tensors");
   return out[0];

@@ -7,6 +7,7 @@
 #include "strata/autograd/saved_tensor.h"
 #include "strata/core/backend.h"
 #include "strata/core/op_observer.h"
+#include "strata/memory/plan.h"
 #include "strata/memory/tensor_cache.h"
 #include "strata/nn.h"
 #include "strata/ops.h"

@@ -19,8 +19,11 @@ namespace strata::autograd {
 using SegmentFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>;
 
 // Runs `fn(inputs)` as a recompute segment (plain fn(inputs) when grad mode is off). `fn` must
-// stay callable until backward is done and compute the same thing each call.
-std::vector<Tensor> checkpoint(SegmentFn fn, const std::vector<Tensor>& inputs);
+// stay callable until backward is done and compute the same thing each call. `block`, when
+// given, is the segment's block path: its inputs are saved under it (so a policy counts them
+// with the block they feed).
+std::vector<Tensor> checkpoint(SegmentFn fn, const std::vector<Tensor>& inputs,
+                               const std::string& block = "");
 
 // True while a segment re-runs its forward: layers with side effects in forward (BatchNorm's
 // running statistics) skip them then, so they are not applied twice.

@@ -53,6 +53,9 @@ class SavePolicy {
   // Asked when a planner block is about to run its forward with grad mode on: true runs it as
   // a recompute segment (autograd/checkpoint.h) that saves only its inputs and RNG state.
   virtual bool wants_segment(const std::string& block_path) { return false; }
+  // Told about each tensor a segment's recompute saves (kept by the segment itself), so a policy
+  // can learn what a block saves without keeping it (the budget planner's profiling step).
+  virtual void observe_recompute(const Tensor& t, const SaveInfo& info) {}
 };
 
 // The default policy: keep every saved tensor resident, zero overhead.

@@ -32,7 +32,12 @@ struct SaveRequest {
 struct GroupProfile {
   std::string block;
   double forward_seconds = 0;  // time between the block's forward enter and exit
-  uint64_t bytes = 0;          // bytes of the storages saved in it (deduplicated)
+  uint64_t bytes = 0;          // storages saved in it, offloaded or kept (deduplicated)
+  uint64_t input_bytes = 0;    // ... of which a recompute segment's inputs
+  uint64_t recompute_bytes = 0;  // storages its recompute saved (when it ran as a segment)
+  bool segment = false;
+  // What the block would hold if it were kept: what it saved, or what its recompute saved.
+  uint64_t keep_bytes() const { return segment ? recompute_bytes : bytes; }
 };
 struct StepProfile {
   std::vector<GroupProfile> groups;  // forward order

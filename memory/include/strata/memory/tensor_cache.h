@@ -88,6 +88,11 @@ class TensorCache final : public autograd::SavePolicy,
   Tensor unpack(autograd::Packed& p, const autograd::SaveInfo& info) override;
   void on_scope(autograd::ScopeEvent e, autograd::Phase phase, const std::string& path) override;
   bool wants_segment(const std::string& block_path) override;
+  void observe_recompute(const Tensor& t, const autograd::SaveInfo& info) override;
+  // Replaces the policy from the next step on (e.g. a plan made from a profiling step).
+  void set_policy(std::shared_ptr<CachePolicy> policy);
+  // The profile of the last finished step (what end_step handed to the policy).
+  StepProfile last_profile() const;
 
   void begin_step();
   // Waits for outstanding I/O, finishes the step's statistics and hands the profile to the

@@ -1,0 +1,57 @@
+// Plan: the tensor cache's per-block and per-tensor decisions, as a CachePolicy, saved and
+// loaded as protobuf text; and the greedy budget solver that makes one from a profiled step
+// (the planner issue replaces the solver behind the same Plan).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "strata/memory/cache_policy.h"
+
+namespace strata::memory {
+
+struct Plan {
+  std::map<std::string, CacheAction> blocks;   // Recompute: the block runs as a segment
+  std::map<std::string, CacheAction> tensors;  // by key; overrides the block's action
+  CacheAction outside_blocks = CacheAction::Keep;
+  uint64_t budget_bytes = 0;
+  uint64_t predicted_step_peak = 0;
+  uint64_t predicted_activation_peak = 0;
+  std::string solver;
+  std::string note;
+};
+
+std::string plan_to_text(const Plan& plan);
+// Throws ValueError naming `origin` and the parser's line and column.
+Plan plan_from_text(const std::string& text, const std::string& origin = "<plan>");
+void save_plan(const Plan& plan, const std::string& path);  // atomically (temp + rename)
+Plan load_plan(const std::string& path);                    // IoError / ValueError naming it
+
+std::shared_ptr<CachePolicy> make_plan_policy(Plan plan);
+
+// What the greedy solver needs: a profiled step (run with every block as a recompute segment, so
+// that the profile holds what each block saves while the step itself stays small), its peaks,
+// and which tiers exist.
+struct BudgetInputs {
+  StepProfile profile;
+  uint64_t step_peak = 0;        // all memory categories, bytes
+  uint64_t activation_peak = 0;  // SavedActivation, bytes
+  bool nvme = false;             // an NVMe tier is open
+  size_t prefetch_blocks = 1;
+  double margin = 0.05;          // fraction of the budget held back for estimation error
+};
+
+struct BudgetPlan {
+  Plan plan;
+  bool feasible = false;
+  uint64_t min_step_peak = 0;  // the lowest step peak the solver can predict
+  std::string explanation;     // one line: what was chosen, or why the budget cannot be met
+};
+
+// Greedy: starting from keep-all, blocks in forward order (the earliest are held longest) go to
+// NVMe (when there is a tier) or recompute until the predicted step peak fits the budget.
+BudgetPlan plan_for_budget(const BudgetInputs& in, uint64_t budget_bytes);
+
+}  // namespace strata::memory
