@@ -4,6 +4,9 @@
 // parameters.
 #include <gtest/gtest.h>
 
+#include <optional>
+
+#include "strata/autograd/saved_tensor.h"
 #include "strata/dist/ddp.h"
 #include "strata/nn.h"
 #include "strata/ops.h"
@@ -193,4 +196,43 @@ TEST(DistributedDataParallel, AParameterUsedOnOneRankOnlyIsAveragedWithZeros) {
     EXPECT_EQ(model->unused.grad().to_vector<float>(), std::vector<float>(5, 0.5f));
     EXPECT_EQ(model->fc1->weight.grad().to_vector<float>(), std::vector<float>(96, 0.0f));
   });
+}
+
+namespace {
+
+// Stands in for an offloading cache policy: every saved tensor is copied out on pack and
+// the copy handed back on unpack, so backward never sees the forward's buffers.
+class CopyOutPolicy final : public autograd::SavePolicy {
+ public:
+  autograd::Packed pack(const Tensor& t, const autograd::SaveInfo&) override {
+    ++packed;
+    return autograd::Packed{Tensor(), std::make_shared<Tensor>(t.detach().clone())};
+  }
+  Tensor unpack(autograd::Packed& p, const autograd::SaveInfo&) override {
+    return *std::static_pointer_cast<Tensor>(p.handle);
+  }
+  int packed = 0;
+};
+
+}  // namespace
+
+TEST(DistributedDataParallel, GradientsDoNotDependOnTheSavePolicy) {
+  const Data d = make_data(2);
+  std::vector<std::vector<float>> keep_all[2], copied[2];
+  for (bool copy_out : {false, true}) {
+    run_ranks(2, [&](int r, std::shared_ptr<ProcessGroup> pg) {
+      auto policy = std::make_shared<CopyOutPolicy>();
+      std::optional<autograd::SavePolicyGuard> guard;
+      if (copy_out) guard.emplace(policy);
+      auto model = make_mlp();
+      DistributedDataParallel ddp(model, pg, {.bucket_cap_mb = 0.001, .first_bucket_cap_mb = 0.0005});
+      model->loss(d.x[size_t(r)], d.y[size_t(r)]).backward();
+      ddp.finish_gradient_sync();
+      (copy_out ? copied : keep_all)[r] = grads_of(*model);
+      if (copy_out) EXPECT_GT(policy->packed, 0);
+    });
+  }
+  EXPECT_EQ(copied[0], keep_all[0]);
+  EXPECT_EQ(copied[1], keep_all[1]);
+  EXPECT_EQ(keep_all[0], keep_all[1]);
 }
