@@ -22,22 +22,26 @@ void ProcessGroup::check_tensor(const char* op, const Tensor& t) const {
   STRATA_CHECK(t.is_contiguous(), ValueError, backend_name(), " ", op, ": tensor ", t.str(), " must be contiguous");
 }
 
+// `whole` must hold world-size chunks of `chunk`'s size (all_gather's output,
+// reduce_scatter's input), with one dtype and device.
+static void check_chunks(const ProcessGroup& pg, const char* op, const char* role, const Tensor& whole,
+                         const Tensor& chunk) {
+  STRATA_CHECK(whole.dtype() == chunk.dtype() && whole.device() == chunk.device(), TypeError, pg.backend_name(), " ",
+               op, ": ", whole.str(), " and ", chunk.str(), " differ in dtype or device");
+  STRATA_CHECK(whole.numel() == chunk.numel() * pg.size(), ShapeError, pg.backend_name(), " ", op, ": ", role, " ",
+               whole.str(), " must have world size (", pg.size(), ") x ", chunk.numel(), " elements");
+}
+
 void ProcessGroup::check_all_gather(const Tensor& out, const Tensor& in) const {
   check_tensor("all_gather", out);
   check_tensor("all_gather", in);
-  STRATA_CHECK(out.dtype() == in.dtype() && out.device() == in.device(), TypeError, backend_name(),
-               " all_gather: output ", out.str(), " and input ", in.str(), " differ in dtype or device");
-  STRATA_CHECK(out.numel() == in.numel() * size_, ShapeError, backend_name(), " all_gather: output ", out.str(),
-               " must have world size (", size_, ") x ", in.numel(), " elements");
+  check_chunks(*this, "all_gather", "output", out, in);
 }
 
 void ProcessGroup::check_reduce_scatter(const Tensor& out, const Tensor& in) const {
   check_tensor("reduce_scatter", out);
   check_tensor("reduce_scatter", in);
-  STRATA_CHECK(out.dtype() == in.dtype() && out.device() == in.device(), TypeError, backend_name(),
-               " reduce_scatter: output ", out.str(), " and input ", in.str(), " differ in dtype or device");
-  STRATA_CHECK(in.numel() == out.numel() * size_, ShapeError, backend_name(), " reduce_scatter: input ", in.str(),
-               " must have world size (", size_, ") x ", out.numel(), " elements");
+  check_chunks(*this, "reduce_scatter", "input", in, out);
 }
 
 void ProcessGroup::check_root(const char* op, int root) const {
