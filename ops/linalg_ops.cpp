@@ -1,6 +1,8 @@
 // matmul / bmm / linear: batch dims broadcast, reduced to the Backend's 3-D bmm.
 #include "ops/dispatch.h"
 #include "ops/op_node.h"
+#include "strata/config.h"
+#include "strata/ops/autocast.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
 #include "strata/ops/linalg.h"
@@ -142,8 +144,11 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   if (bias.defined()) dt = promote_types(dt, bias.dtype());
   STRATA_CHECK(is_floating(dt), TypeError, "linear: needs floating tensors, got ", x.str(), " and ", w.str());
   const int64_t K = w.size(1), O = w.size(0), N = x.numel() / std::max<int64_t>(K, 1);
-  Tensor x2 = detail::raw_cast(detail::raw_reshape(x, {x.dim() == 1 ? 1 : N, K}), dt);
-  Tensor wc = detail::raw_cast(w, dt);
+  // Under autocast the GEMM operands are bf16 (the f32 weight is the master copy).
+  const bool amp = STRATA_HAVE_DNNL && autocast_enabled() && dev.is_cpu() && dt == DType::f32;
+  const DType gemm_dt = amp ? DType::bf16 : dt;
+  Tensor x2 = detail::raw_cast(detail::raw_reshape(x, {x.dim() == 1 ? 1 : N, K}), gemm_dt);
+  Tensor wc = detail::raw_cast(w, gemm_dt);
   Backend& be = detail::kernels(dev);
   Tensor out = detail::alloc({x2.size(0), O}, dt, dev);
   double beta = 0.0;
@@ -158,27 +163,29 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   os.push_back(O);
   Tensor y = detail::raw_view(out, os, contiguous_strides(os), 0);
   if (auto node = make_node("LinearBackward", {x, w, bias})) {
-    node->save(node->needs_grad(1) ? x : Tensor());
-    node->save(node->needs_grad(0) ? w : Tensor());
-    node->backward = [dt, K, O, xs = x.shape(), xdt = x.dtype(), wdt = w.dtype(),
+    // Under autocast the bf16 operands are saved (half the bytes, and backward multiplies in bf16).
+    node->save(node->needs_grad(1) ? (amp ? x2 : x) : Tensor());
+    node->save(node->needs_grad(0) ? (amp ? wc : w) : Tensor());
+    node->backward = [dt, gemm_dt, K, O, xs = x.shape(), xdt = x.dtype(), wdt = w.dtype(),
                       bdt = bias.defined() ? bias.dtype() : dt](OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
       Device dev = g[0].device();
       Backend& be = detail::kernels(dev);
       Tensor g2 = detail::raw_cast(detail::raw_reshape(g[0], {-1, O}), dt);
       const int64_t rows = g2.size(0);
+      Tensor gg = detail::raw_cast(g2, gemm_dt);  // the GEMMs' copy of g (bf16 under autocast)
       Tensor gx, gw, gb;
       if (n.needs_grad(0)) {
-        Tensor wv = detail::raw_cast(n.saved(1), dt);
+        Tensor wv = detail::raw_cast(n.saved(1), gemm_dt);
         Tensor dx = detail::alloc({rows, K}, dt, dev);
-        be.bmm(batch1(dx), batch1(g2), batch1(wv), 1.0, 0.0);
+        be.bmm(batch1(dx), batch1(gg), batch1(wv), 1.0, 0.0);
         detail::record("linear_backward_input", dev, 2.0 * double(rows) * double(K) * double(O),
                        double(g2.nbytes() + wv.nbytes()), double(dx.nbytes()));
         gx = detail::raw_cast(detail::raw_view(dx, xs, contiguous_strides(xs), 0), xdt);
       }
       if (n.needs_grad(1)) {
-        Tensor xv = detail::raw_cast(detail::raw_reshape(n.saved(0), {rows, K}), dt);
+        Tensor xv = detail::raw_cast(detail::raw_reshape(n.saved(0), {rows, K}), gemm_dt);
         Tensor dw = detail::alloc({O, K}, dt, dev);
-        be.bmm(batch1(dw), batch1(transposed2d(g2)), batch1(xv), 1.0, 0.0);
+        be.bmm(batch1(dw), batch1(transposed2d(gg)), batch1(xv), 1.0, 0.0);
         detail::record("linear_backward_weight", dev, 2.0 * double(rows) * double(K) * double(O),
                        double(g2.nbytes() + xv.nbytes()), double(dw.nbytes()));
         gw = detail::raw_cast(dw, wdt);

@@ -4,6 +4,8 @@
 
 #include "ops/dispatch.h"
 #include "ops/op_node.h"
+#include "strata/config.h"
+#include "strata/ops/autocast.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
@@ -51,8 +53,11 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
                shape_str(tshape), ", got ", shape_str(target.shape()));
   const int64_t C = weight.size(1), V = weight.size(0), N = target.numel();
   const DType dt = promote_types(x.dtype(), weight.dtype()) == DType::f64 ? DType::f64 : DType::f32;
-  Tensor x2 = detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(x, {N, C}), dt));
-  Tensor w = detail::raw_contiguous(detail::raw_cast(weight, dt));
+  // Under autocast the GEMM operands are bf16; logits, the softmax and the sums stay f32.
+  const bool amp = STRATA_HAVE_DNNL && autocast_enabled() && dev.is_cpu() && dt == DType::f32;
+  const DType gemm_dt = amp ? DType::bf16 : dt;
+  Tensor x2 = detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(x, {N, C}), gemm_dt));
+  Tensor w = detail::raw_contiguous(detail::raw_cast(weight, gemm_dt));
   Tensor t = detail::raw_contiguous(detail::raw_reshape(target, {N}));
   Backend& be = detail::kernels(dev);
   const int64_t R = rows_per_chunk(V, chunk_bytes, element_size(dt));
@@ -82,9 +87,10 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
     // d(scale * sum of row losses) / dlogits, in place of the logits.
     be.cross_entropy_backward(logits, full({rows}, scale, TensorOptions(dt).device(dev)), logits, lse_c, t_c,
                               ignore_index);
+    Tensor dl = detail::raw_cast(logits, gemm_dt);
     if (want_dx)
-      be.bmm(as_batch1(detail::raw_view(dx, {rows, C}, {C, 1}, r0 * C)), as_batch1(logits), as_batch1(w), 1.0, 0.0);
-    if (want_dw) be.bmm(as_batch1(dw), as_batch1(transposed(logits)), as_batch1(xc), 1.0, r0 == 0 ? 0.0 : 1.0);
+      be.bmm(as_batch1(detail::raw_view(dx, {rows, C}, {C, 1}, r0 * C)), as_batch1(dl), as_batch1(w), 1.0, 0.0);
+    if (want_dw) be.bmm(as_batch1(dw), as_batch1(transposed(dl)), as_batch1(xc), 1.0, r0 == 0 ? 0.0 : 1.0);
   }
   detail::record(op, dev, 2.0 * double(N) * double(C) * double(V) * (node ? 1.0 + double(want_dx) + double(want_dw) : 1.0) +
                      4.0 * double(N) * double(V),

@@ -37,7 +37,9 @@ void adamw_update(T* p, const T* g, T* m, T* v, int64_t n, double step, const Ad
   const T neg_step_size = T(-(lr / bias_correction1));
   const T bias_correction2_sqrt = T(std::sqrt(bias_correction2));
   const T eps = T(o.eps());
-#pragma omp parallel for schedule(static) if (n >= detail::kParallelMinElements)
+  // One pass over p, g, m, v (PyTorch's single-tensor loop makes one pass per op); `simd` lets
+  // sqrt and the division vectorize (both are correctly rounded, so the bits do not change).
+#pragma omp parallel for simd schedule(static) if (n >= detail::kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) {
     const T gi = g[i];
     p[i] = p[i] * decay;

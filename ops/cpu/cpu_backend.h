@@ -50,6 +50,10 @@ class CpuBackend final : public Backend {
 // Helpers shared by the CPU kernel files.
 // A contiguous f32/f64 copy of `t` in dtype `dt` (returns `t` itself when it already is one).
 Tensor contiguous_as(const Tensor& t, DType dt);
+// C[M, N] (f32, row stride ldc) = alpha * op(A) @ op(B) + beta * C with bf16 A, B (oneDNN; only
+// when built with it). ta / tb: the operand is stored column-major with leading dim lda / ldb.
+void gemm_bf16_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const void* A, int64_t lda,
+                   const void* B, int64_t ldb, float beta, float* C, int64_t ldc);
 // Checks that `t` is a contiguous tensor of a dtype the row kernels support.
 void check_row_kernel_input(const Tensor& t, const char* kernel);
 

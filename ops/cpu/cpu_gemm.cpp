@@ -59,6 +59,24 @@ void CpuBackend::bmm(const Tensor& out, const Tensor& a, const Tensor& b, double
     return;
   }
   DType dt = out.dtype();
+#if STRATA_HAVE_DNNL
+  // bf16 operands, f32 result: mixed precision (autocast), products accumulated in f32.
+  if (dt == DType::f32 && a.dtype() == DType::bf16 && b.dtype() == DType::bf16) {
+    MatrixLayout la, lb, lo;
+    Tensor ac = a, bc = b, oc = out;
+    if (!blas_layout(ac, &la)) blas_layout(ac = contiguous_as(a, DType::bf16), &la);
+    if (!blas_layout(bc, &lb)) blas_layout(bc = contiguous_as(b, DType::bf16), &lb);
+    const bool out_ok = blas_layout(out, &lo) && !lo.transposed;
+    if (!out_ok) blas_layout(oc = contiguous_as(out, DType::f32), &lo);
+    for (int64_t i = 0; i < B; ++i)
+      gemm_bf16_f32(la.transposed, lb.transposed, M, N, K, float(alpha),
+                    static_cast<const uint16_t*>(ac.data_ptr()) + i * ac.stride(0), la.ld,
+                    static_cast<const uint16_t*>(bc.data_ptr()) + i * bc.stride(0), lb.ld, float(beta),
+                    static_cast<float*>(oc.data_ptr()) + i * oc.stride(0), lo.ld);
+    if (!out_ok) copy(out, oc);
+    return;
+  }
+#endif
   if (dt != DType::f32 && dt != DType::f64) {
     STRATA_CHECK(is_floating(dt), TypeError, "bmm: not defined for ", dtype_name(dt));
     Tensor o32 = contiguous_as(out, DType::f32);

@@ -2,7 +2,8 @@
 // to it). A step is zero_grad + forward + loss + backward + AdamW step, the same as
 // tools/bench/gpt_bench_torch.py (nanoGPT-style GPT-2: tied embeddings, pre-LN, tanh GELU,
 // causal attention, vocab padded to a multiple of 128, AdamW lr 1e-4, betas (0.9, 0.999),
-// eps 1e-8, no weight decay). Prints one line per timed step and a final `RESULT {json}` line.
+// eps 1e-8, no weight decay); --bf16 runs forward + loss under ops::AutocastGuard (bf16 GEMMs, f32
+// master weights), as the reference's torch.autocast. Prints one line per timed step and a final `RESULT {json}` line.
 // Driven by tools/bench/gpt_bench.py, which runs the PyTorch reference in the same session.
 #include <sys/resource.h>
 
@@ -27,7 +28,7 @@ namespace {
 struct Args {
   int64_t L = 12, C = 768, NH = 12, V = 50257, Vp = 0, maxT = 1024, B = 4, T = 256;
   int warmup = 2, steps = 5;
-  bool gemm_rate = false;
+  bool gemm_rate = false, bf16 = false;
   int profile = 0;  // profiled steps after the timed ones
   std::string trace = "gpt_bench_trace.json", tag;
 };
@@ -88,13 +89,14 @@ bool parse(int argc, char** argv, Args* a) {
     else if (k == "--warmup") a->warmup = std::atoi(next());
     else if (k == "--steps") a->steps = std::atoi(next());
     else if (k == "--gemm-rate") a->gemm_rate = true;
+    else if (k == "--bf16") a->bf16 = true;
     else if (k == "--profile") a->profile = std::atoi(next());
     else if (k == "--trace") a->trace = next();
     else if (k == "--tag") a->tag = next();
     else {
       std::fprintf(stderr,
                    "usage: strata_gpt_bench [--L 12 --C 768 --NH 12 --V 50257 --Vp (V up to 128) --maxT 1024 --B 4 "
-                   "--T 256 --warmup 2 --steps 5 --gemm-rate --profile N --trace FILE --tag s]\n");
+                   "--T 256 --warmup 2 --steps 5 --gemm-rate --bf16 --profile N --trace FILE --tag s]\n");
       return false;
     }
   }
@@ -122,7 +124,11 @@ int main(int argc, char** argv) {
 
   auto step = [&]() {
     opt.zero_grad(/*set_to_none=*/true);
-    Tensor loss = model.loss(x, y);
+    Tensor loss;
+    {
+      ops::AutocastGuard amp(DType::bf16, a.bf16);  // as torch.autocast around forward + loss
+      loss = model.loss(x, y);
+    }
     loss.backward();
     opt.step();
     return loss.item();
@@ -150,7 +156,11 @@ int main(int argc, char** argv) {
       prof.phase("zero_grad");
       opt.zero_grad(/*set_to_none=*/true);
       prof.phase("forward");
-      Tensor l = model.loss(x, y);
+      Tensor l;
+      {
+        ops::AutocastGuard amp(DType::bf16, a.bf16);
+        l = model.loss(x, y);
+      }
       prof.phase("backward");
       l.backward();
       prof.phase("optimizer");
@@ -170,11 +180,11 @@ int main(int argc, char** argv) {
   std::string ts;
   for (double t : times) ts += (ts.empty() ? "" : ", ") + std::to_string(t * 1e3);
   std::printf(
-      "RESULT {\"side\": \"strata\", \"tag\": \"%s\", \"threads\": %d, \"params\": %ld, \"cfg\": {\"L\": %ld, \"C\": "
+      "RESULT {\"side\": \"strata\", \"bf16\": %s, \"tag\": \"%s\", \"threads\": %d, \"params\": %ld, \"cfg\": {\"L\": %ld, \"C\": "
       "%ld, \"NH\": %ld, \"V\": %ld, \"Vp\": %ld, \"B\": %ld, \"T\": %ld}, \"min_ms\": %.1f, \"median_ms\": %.1f, "
       "\"peak_rss_mb\": %.1f, \"step_gflop\": %.1f, \"step_gemm_gflop\": %.1f, \"gemm_gflops\": %.1f, \"loss\": %.4f, "
       "\"times_ms\": [%s]}\n",
-      a.tag.c_str(), omp_get_max_threads(), long(model.num_parameters()), long(a.L), long(a.C), long(a.NH), long(a.V),
+      a.bf16 ? "true" : "false", a.tag.c_str(), omp_get_max_threads(), long(model.num_parameters()), long(a.L), long(a.C), long(a.NH), long(a.V),
       long(a.Vp), long(a.B), long(a.T), sorted.front() * 1e3, med * 1e3, peak, flops.total * 1e-9, flops.gemm * 1e-9,
       gemm, loss, ts.c_str());
   return 0;

@@ -5,6 +5,7 @@
 #include "strata/core/generator.h"
 #include "strata/core/tensor.h"
 #include "strata/ops/attention.h"
+#include "strata/ops/autocast.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
 #include "strata/ops/indexing.h"

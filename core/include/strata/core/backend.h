@@ -78,6 +78,7 @@ class Backend {
                            int64_t reduce_numel) = 0;
   // out[b] = alpha * op(a[b]) @ op(b[b]) + beta * out[b] on 3-D tensors [batch, rows, cols];
   // a and b may have batch stride 0; each matrix has unit stride in one of its two dims.
+  // Mixed precision (autocast): the CPU also takes bf16 a and b with an f32 out.
   virtual void bmm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha,
                    double beta) = 0;
 
