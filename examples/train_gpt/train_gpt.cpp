@@ -238,6 +238,10 @@ int run(const TrainOptions& o) {
     return go;
   };
   Profiler prof;  // --profile: steps after the first two
+  // Every saved activation goes through the tensor cache (--cache-policy, --memory-budget).
+  memory::TrainerCache tcache(o.cache);
+  const bool report_cache = o.cache.policy != "keep" || o.cache.memory_budget > 0;
+  if (lead && report_cache) std::printf("  %s\n", tcache.describe().c_str());
   while (keep_going()) {
     maybe_kill_self(rank, step);
     std::optional<OpObserverGuard> profiling;
@@ -249,6 +253,8 @@ int run(const TrainOptions& o) {
     alloc.stats().reset_peaks();
     sched->apply(opt, step);
     opt.zero_grad();
+    std::optional<autograd::SavePolicyGuard> cache_guard(tcache.cache());
+    tcache.begin_step();
     double loss_sum = 0;
     for (int64_t micro = 0; micro < o.grad_accum; ++micro) {
       Tensor x, y;
@@ -257,7 +263,10 @@ int run(const TrainOptions& o) {
       std::optional<dist::NoSyncGuard> no_sync;
       if (ddp && micro + 1 < o.grad_accum) no_sync.emplace(*ddp);
       phase("forward");
+      std::optional<ops::AutocastGuard> amp;
+      if (o.bf16) amp.emplace(DType::bf16);
       Tensor loss = model.loss(x, y);
+      amp.reset();
       if (o.grad_accum > 1) loss = ops::mul(loss, 1.0 / double(o.grad_accum));
       phase("backward");
       loss.backward();
@@ -277,6 +286,11 @@ int run(const TrainOptions& o) {
     if (profiling) {
       prof.end_phase();
       prof.step_done();
+    }
+    cache_guard.reset();
+    {
+      const std::string planned = tcache.end_step(alloc.stats().snapshot());
+      if (lead && !planned.empty()) std::printf("  plan: %s\n", planned.c_str());
     }
     ++step;
     ++steps_run;
@@ -303,10 +317,14 @@ int run(const TrainOptions& o) {
                   bar(frac).c_str(), long(step), last_loss, last_val, sched->lr_at(step - 1), norm,
                   double(tokens_per_step) / secs, double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6,
                   double(m.total_peak) / 1e6, peak_rss_mb());
+      if (report_cache) std::printf("      %s\n", tcache.stats_line().c_str());
       std::fflush(stdout);
     }
     if (o.ckpt_every > 0 && step % o.ckpt_every == 0) save(step);
   }
+  if (lead && tcache.budget_exceeded())
+    std::printf("warning: a step's peak went above --memory-budget %.1f MB (the plan's estimate was short)\n",
+                double(o.cache.memory_budget) / 1e6);
   if (o.profile && lead) {
     std::fputs(prof.table().c_str(), stdout);
     prof.write_chrome_trace(o.out_dir + "/profile_trace.json");

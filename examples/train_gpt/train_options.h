@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "strata/memory/trainer_cache.h"
 #include "strata/models/gpt.h"
 
 namespace strata::examples {
@@ -31,6 +32,10 @@ struct TrainOptions {
   double collective_timeout = 300.0;  // seconds
   // Per-op profile of every step after the first two: table at the end, chrome trace in out_dir.
   bool profile = false;
+  // bf16 mixed precision: forward + loss under ops::AutocastGuard (bf16 GEMMs, f32 master weights).
+  bool bf16 = false;
+  // Tensor cache: policy, budget, tiers (memory::CacheSettings).
+  memory::CacheSettings cache;
   // Whether the run is bounded by time (no --max-steps): the schedule length is then estimated.
   bool time_bounded() const { return max_seconds > 0 && max_steps >= 1000000; }
   std::string describe() const;

@@ -9,6 +9,7 @@
 #include "strata/core/op_observer.h"
 #include "strata/memory/plan.h"
 #include "strata/memory/tensor_cache.h"
+#include "strata/memory/trainer_cache.h"
 #include "strata/nn.h"
 #include "strata/ops.h"
 #include "strata/optim.h"

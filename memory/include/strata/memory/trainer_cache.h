@@ -1,0 +1,60 @@
+// TrainerCache: what every trainer's --cache-policy, --memory-budget and --spill-dir flags
+// build: a TensorCache with its policy, and, under a budget, a planning step (every block
+// recomputed, which keeps that step small) whose profile the greedy solver turns into a plan.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "strata/core/memory_stats.h"
+#include "strata/memory/plan.h"
+#include "strata/memory/tensor_cache.h"
+
+namespace strata::memory {
+
+struct CacheSettings {
+  std::string policy = "keep";   // a parse_cache_policy spec, or "plan:<file>"
+  uint64_t memory_budget = 0;    // step-peak bytes to stay under (0: no budget)
+  std::string spill_dir;         // the NVMe tier's directory ("": none)
+  uint64_t spill_arena_bytes = uint64_t(8) << 30;
+  uint64_t host_pool_bytes = 0;  // the host tier (0: none)
+  uint64_t min_bytes = uint64_t(1) << 20;
+  size_t keep_last_blocks = 1;
+  std::string save_plan;         // write the budget plan here
+};
+
+// "1.5G", "800M", "64K", "4096" (bytes; K/M/G/T are powers of 1024, an optional trailing "B"
+// or "iB" is allowed). Throws ValueError naming `what` and the text.
+uint64_t parse_byte_size(const std::string& text, const std::string& what = "size");
+
+class TrainerCache {
+ public:
+  // Throws ValueError on a bad policy spec or plan file.
+  explicit TrainerCache(CacheSettings settings);
+  const std::shared_ptr<TensorCache>& cache() const { return cache_; }
+  // True while the step about to run is the budget's planning step.
+  bool planning() const { return planning_; }
+  void begin_step();
+  // Ends the step. After the planning step, makes the plan: returns its one-line explanation;
+  // throws ValueError with the reason when the budget cannot be met. `m` is the allocator's
+  // snapshot of the step (peaks reset at its start).
+  std::string end_step(const MemorySnapshot& m);
+  const CacheStats& last_stats() const { return last_; }
+  // "cache nvme: 12 MB out / 12 MB in, 0 forwarded, 0 fallbacks, stall 0.00 s"
+  std::string stats_line() const;
+  std::string describe() const;
+  // Whether a step peak went above the budget (after planning).
+  bool budget_exceeded() const { return exceeded_; }
+
+ private:
+  CacheSettings s_;
+  std::shared_ptr<TensorCache> cache_;
+  std::shared_ptr<CachePolicy> policy_;
+  bool planning_ = false;
+  bool exceeded_ = false;
+  int64_t optimizer_state_at_begin_ = 0;
+  CacheStats last_;
+};
+
+}  // namespace strata::memory

@@ -1,0 +1,99 @@
+#include "strata/memory/trainer_cache.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "strata/core/allocator.h"
+#include "strata/core/error.h"
+
+#include <algorithm>
+
+namespace strata::memory {
+
+uint64_t parse_byte_size(const std::string& text, const std::string& what) {
+  size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &pos);
+  } catch (...) {
+    STRATA_CHECK(false, ValueError, what, ": '", text, "' is not a size (e.g. 1.5G, 800M, 4096)");
+  }
+  std::string unit = text.substr(pos);
+  for (auto& c : unit) c = char(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.size() >= 2 && unit.substr(unit.size() - 2) == "IB") unit.resize(unit.size() - 2);
+  else if (!unit.empty() && unit.back() == 'B') unit.pop_back();
+  double scale = 1;
+  if (unit == "K") scale = 1024.0;
+  else if (unit == "M") scale = 1024.0 * 1024;
+  else if (unit == "G") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
+  else STRATA_CHECK(unit.empty(), ValueError, what, ": '", text, "' has an unknown unit (use K, M, G or T)");
+  STRATA_CHECK(v >= 0 && std::isfinite(v), ValueError, what, ": '", text, "' must be a non-negative size");
+  return uint64_t(v * scale);
+}
+
+TrainerCache::TrainerCache(CacheSettings s) : s_(std::move(s)) {
+  if (s_.policy.rfind("plan:", 0) == 0)
+    policy_ = make_plan_policy(load_plan(s_.policy.substr(5)));
+  else
+    policy_ = parse_cache_policy(s_.policy, s_.keep_last_blocks);
+  TensorCacheOptions o;
+  o.min_bytes = s_.min_bytes;
+  o.host_pool_bytes = s_.host_pool_bytes;
+  o.spill_dir = s_.spill_dir;
+  o.nvme_arena_bytes = s_.spill_dir.empty() ? 0 : s_.spill_arena_bytes;
+  planning_ = s_.memory_budget > 0;
+  cache_ = TensorCache::create(o, planning_ ? parse_cache_policy("recompute") : policy_);
+}
+
+void TrainerCache::begin_step() {
+  optimizer_state_at_begin_ = cpu_allocator().stats().snapshot().current_of(MemoryCategory::OptimizerState);
+  cache_->begin_step();
+}
+
+std::string TrainerCache::end_step(const MemorySnapshot& m) {
+  last_ = cache_->end_step();
+  if (!planning_) {
+    if (s_.memory_budget > 0 && uint64_t(m.total_peak) > s_.memory_budget) exceeded_ = true;
+    return "";
+  }
+  planning_ = false;
+  BudgetInputs in;
+  in.profile = cache_->last_profile();
+  // The optimizer's state appears in its first step, after backward's peak: later steps carry it
+  // through backward, so it counts as if it had been there all along.
+  const int64_t new_state = m.current_of(MemoryCategory::OptimizerState) - optimizer_state_at_begin_;
+  in.step_peak = uint64_t(m.total_peak + std::max<int64_t>(new_state, 0));
+  in.activation_peak = uint64_t(m.peak_of(MemoryCategory::SavedActivation));
+  in.nvme = !s_.spill_dir.empty() && last_.io_backend != "";
+  in.prefetch_blocks = cache_->options().prefetch_blocks;
+  BudgetPlan b = plan_for_budget(in, s_.memory_budget);
+  STRATA_CHECK(b.feasible, ValueError, "--memory-budget: ", b.explanation);
+  if (!s_.save_plan.empty()) save_plan(b.plan, s_.save_plan);
+  policy_ = make_plan_policy(b.plan);
+  cache_->set_policy(policy_);
+  return b.explanation;
+}
+
+std::string TrainerCache::stats_line() const {
+  char buf[256];
+  const CacheStats& s = last_;
+  std::snprintf(buf, sizeof buf,
+                "cache: nvme %.0f/%.0f MB out/in, host %.0f/%.0f MB, %lu segments, %lu ops recomputed, "
+                "%lu forwarded, %lu fallbacks, stall %.2f s, recompute %.2f s",
+                double(s.nvme.bytes_written) / 1e6, double(s.nvme.bytes_read) / 1e6, double(s.host.bytes_written) / 1e6,
+                double(s.host.bytes_read) / 1e6, (unsigned long)s.segments, (unsigned long)s.op_recomputes,
+                (unsigned long)s.forwarded, (unsigned long)s.fallbacks, s.stall_seconds, s.recompute_seconds);
+  return buf;
+}
+
+std::string TrainerCache::describe() const {
+  std::string d = "cache policy " + policy_->name();
+  if (s_.memory_budget > 0) d += ", memory budget " + std::to_string(s_.memory_budget / 1000000) + " MB (planned after step 1)";
+  if (!s_.spill_dir.empty()) d += ", spill dir " + s_.spill_dir;
+  if (s_.host_pool_bytes > 0) d += ", host pool " + std::to_string(s_.host_pool_bytes / 1000000) + " MB";
+  return d;
+}
+
+}  // namespace strata::memory
