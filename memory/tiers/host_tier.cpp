@@ -13,8 +13,8 @@ namespace strata::memory {
 HostTier::HostTier(uint64_t capacity) : extents_(capacity, 4096) {
   if (extents_.capacity() == 0) return;
   // Pages are committed as they are first written, so an unused pool costs no RSS.
-  base_ = ::mmap(nullptr, extents_.capacity(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                 -1, 0);
+  base_ = ::mmap(nullptr, extents_.capacity(), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   STRATA_CHECK(base_ != MAP_FAILED, IoError, "tensor cache: cannot map a host pool of ",
                extents_.capacity(), " bytes: ", std::strerror(errno));
 }
