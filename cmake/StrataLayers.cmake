@@ -138,6 +138,7 @@ foreach(kind SHARED STATIC)
   if(STRATA_HAVE_URING)
     target_link_libraries(${tgt} PRIVATE PkgConfig::URING)  # the tensor cache's NVMe tier
   endif()
+  target_link_libraries(${tgt} PRIVATE ${CMAKE_DL_LIBS})  # libcufile is loaded at run time
   if(STRATA_HAVE_MPI)
     target_link_libraries(${tgt} PRIVATE ${MPI_CXX_LIBRARIES})  # core/dist
   endif()

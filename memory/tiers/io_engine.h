@@ -51,6 +51,11 @@ struct IoUringRefused {
 // io_uring over `fd` with `buffers` registered; throws IoUringRefused.
 std::unique_ptr<IoEngine> make_uring_engine(int fd, std::span<const iovec> buffers, size_t depth);
 bool uring_compiled_in();
+// GPUDirect Storage: cuFileRead/Write between `fd` and device staging buffers registered with
+// cuFileBufRegister; libcufile is loaded at run time. Throws IoUringRefused (with the reason)
+// where GDS is missing. The tensor cache's GPU path uses it for CUDA tensors.
+std::unique_ptr<IoEngine> make_cufile_engine(int fd, std::span<const iovec> device_buffers, size_t depth);
+bool cufile_available(std::string* why);
 // `threads` workers running pread/pwrite on `fd`.
 std::unique_ptr<IoEngine> make_thread_engine(int fd, size_t threads, size_t depth);
 // Wraps `inner`, injecting `faults`; counters are shared through `state` so that faults count

@@ -156,3 +156,18 @@ TEST(NvmeTier, AWriteStopsEarlyWhenCancelled) {
   EXPECT_TRUE(w.ok);
   EXPECT_TRUE(w.cancelled);
 }
+
+// GPUDirect Storage is loaded at run time: without libcufile (this machine) the engine is
+// refused with the reason, never a link error or a crash.
+TEST(NvmeTier, TheCuFileEngineSaysWhyItIsUnavailable) {
+  std::string why;
+  if (cufile_available(&why)) GTEST_SKIP() << "libcufile present: needs a GPU session";
+  EXPECT_FALSE(why.empty());
+  NvmeTier tier(spill_dir(), 1 << 20);
+  try {
+    make_cufile_engine(tier.fd(), {}, 2);
+    FAIL() << "no throw";
+  } catch (const IoUringRefused& e) {
+    EXPECT_EQ(e.why, why);
+  }
+}
