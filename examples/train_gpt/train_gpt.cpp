@@ -146,9 +146,8 @@ int run(const TrainOptions& o) {
   auto model_ptr = std::make_shared<models::GPT>(o.model);
   models::GPT& model = *model_ptr;
   // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
-  // TODO(tensor cache): when train_gpt gains cache policies, give each rank its own spill
-  // arena (e.g. <out>/spill.rank<r>); DDP's hooks see only accumulated gradients, so every
-  // policy works unchanged.
+  // DDP's hooks see only accumulated gradients, so every cache policy works unchanged; each
+  // rank's NVMe tier opens its own unnamed spill file, so ranks may share --spill-dir.
   std::unique_ptr<dist::DistributedDataParallel> ddp;
   if (pg) ddp = std::make_unique<dist::DistributedDataParallel>(model_ptr, g_group,
                                                                 dist::DistributedDataParallelOptions{.bucket_cap_mb = o.bucket_mb});

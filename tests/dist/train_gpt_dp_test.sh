@@ -5,6 +5,8 @@
 #   train 10 steps on the same data; their logged losses must agree to 1e-4 and the final
 #   weights and AdamW state (the checkpoints' tensors.bin) must be bit-identical: reductions
 #   are summed in rank order and 0.5-scaled micro-batch losses are exact.
+# MODE nvme: both runs offload every saved activation to an NVMe spill arena per rank
+#   (--cache-policy nvme); the same equalities must hold.
 # MODE resume: 2 ranks with ZeRO-1 train 5 steps and checkpoint; one process resumes the
 #   checkpoint for steps 6-10 and must end bit-identical to the single-process run.
 set -euo pipefail
@@ -14,12 +16,16 @@ mpirun=("$@")
 rm -rf "$work"
 mkdir -p "$work"
 export OMP_NUM_THREADS=1
-common=(--preset tiny --batch-size 4 --seq-len 32 --log-every 1 --eval-every 0 --sample-tokens 0 --dropout 0
+model=(--preset tiny --seq-len 32)
+if [ "$mode" = nvme ]; then  # a model whose activations are big enough to reach the arena
+  model=(--preset small --n-layer 2 --seq-len 64 --cache-policy nvme --cache-min 0 --spill-dir "$work"
+         --spill-arena 64M)
+fi
+common=("${model[@]}" --batch-size 4 --log-every 1 --eval-every 0 --sample-tokens 0 --dropout 0
         --lr-decay-steps 10 --warmup-steps 2)
-
 "$train_gpt" "${common[@]}" --max-steps 10 --grad-accum 2 -o "$work/single" > "$work/single.log"
 case $mode in
-  ddp)   "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 10 -o "$work/dp" > "$work/dp.log" ;;
+  ddp | nvme) "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 10 -o "$work/dp" > "$work/dp.log" ;;
   zero1) "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 10 --zero1 -o "$work/dp" > "$work/dp.log" ;;
   resume)
     "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 5 --zero1 -o "$work/dp" > "$work/dp_first.log"
@@ -27,6 +33,13 @@ case $mode in
     grep -q "written by 2 rank(s), resuming on 1" "$work/dp.log" || { echo "no world-size note on resume"; exit 1; }
     ;;
   *) echo "unknown mode $mode"; exit 2 ;;
+esac
+case $mode in
+  nvme) for log in single dp; do
+          grep -Eq "cache: nvme [1-9][0-9]*/[1-9][0-9]* MB out/in" "$work/$log.log" \
+            || { echo "the $log run did not offload to NVMe"; cat "$work/$log.log"; exit 1; }
+        done
+        grep -h "cache: nvme" "$work/dp.log" | head -2 ;;
 esac
 
 losses() { sed -n 's/.* step *\([0-9]*\) | loss \([0-9.]*\) .*/\1 \2/p' "$1"; }
