@@ -52,7 +52,9 @@ struct Record {
   std::atomic<int> handles{0};
   std::string error;
   // The producer that can make the storage again (op-level recompute, or a lost read's rescue).
-  std::shared_ptr<autograd::Node> recipe;
+  // Weak: the consumer's graph keeps it alive while the tensor can still be unpacked, and a record
+  // (whose last reference may go on a worker thread) must never be what destroys graph nodes.
+  std::weak_ptr<autograd::Node> recipe;
   uint32_t recipe_output = 0;
 
   ~Record();
@@ -214,6 +216,8 @@ autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& in
   Impl& m = *impl_;
   if (!t.defined() || info.is_parameter || t.is_parameter() || t.storage()->holds_parameter())
     return {t, nullptr};
+  // Tensors saved while backward runs (double backward) are needed soon: kept (SSDTrain).
+  if (autograd::current_phase() != autograd::Phase::Forward) return {t, nullptr};
   const Storage& s = t.storage();
   std::shared_ptr<Record> rec;
   {
@@ -344,7 +348,7 @@ Tensor TensorCache::unpack(autograd::Packed& p, const autograd::SaveInfo& info) 
         continue;
       }
       case RecState::Failed:
-        STRATA_CHECK(r.recipe, IoError, info.op, " (scope '", info.scope, "'): ", r.error);
+        STRATA_CHECK(!r.recipe.expired(), IoError, info.op, " (scope '", info.scope, "'): ", r.error);
         {
           std::lock_guard<std::mutex> sl(m.stats_mu);
           ++m.stats.recomputed_reads;
@@ -353,7 +357,9 @@ Tensor TensorCache::unpack(autograd::Packed& p, const autograd::SaveInfo& info) 
       case RecState::Dropped: {
         // Made again by its producer from the producer's own saved tensors (which may load).
         auto t0 = Clock::now();
-        std::shared_ptr<autograd::Node> producer = r.recipe;
+        std::shared_ptr<autograd::Node> producer = r.recipe.lock();
+        STRATA_CHECK(producer, AutogradError, info.op, " (scope '", info.scope, "'): the producer of saved tensor '",
+                     r.key, "' is gone, so it cannot be recomputed");
         lk.unlock();
         Tensor again;
         {
@@ -474,7 +480,7 @@ void TensorCache::Impl::run_load(const std::shared_ptr<Record>& rec) {
                    " bytes) is lost: reading it from " + nvme->describe() + " at offset " +
                    std::to_string(st.file_offset) + " failed (" + st.what +
                    ") after its memory copy was freed, and it has no recompute recipe";
-      if (!rec->recipe) lost_msg = rec->error;  // with a recipe, unpack makes it again
+      if (rec->recipe.expired()) lost_msg = rec->error;  // with a recipe, unpack makes it again
     }
     rec->cv.notify_all();
   }

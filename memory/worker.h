@@ -3,6 +3,8 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -19,6 +21,12 @@ class Worker {
       stop_ = true;
     }
     cv_.notify_all();
+    if (thread_.get_id() == std::this_thread::get_id()) {
+      // A job must never own what owns its worker (the cache's records hold no graph nodes for
+      // this reason): joining itself would throw, detaching would use freed members.
+      std::fputs("strata: internal error: a Worker was destroyed by one of its own jobs\n", stderr);
+      std::abort();
+    }
     thread_.join();
   }
   Worker(const Worker&) = delete;

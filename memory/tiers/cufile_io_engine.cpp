@@ -5,13 +5,12 @@
 #include <dlfcn.h>
 #include <sys/types.h>
 
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <thread>
+#include <algorithm>
+#include <cerrno>
+#include <string>
 #include <vector>
 
-#include "memory/tiers/io_engine.h"
+#include "memory/tiers/queued_io_engine.h"
 
 namespace strata::memory {
 namespace {
@@ -44,8 +43,9 @@ struct CuFileApi {
   // Loads libcufile once per process; `why` says what is missing.
   static const CuFileApi* get(std::string* why) {
     static std::string reason;
+    static CuFileApi loaded;  // process-wide, like the library it wraps
     static const CuFileApi* api = [] () -> const CuFileApi* {
-      auto* a = new CuFileApi();
+      CuFileApi* a = &loaded;
       for (const char* name : {"libcufile.so.0", "libcufile.so"})
         if ((a->lib = ::dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
       if (!a->lib) {
@@ -77,10 +77,10 @@ struct CuFileApi {
   }
 };
 
-class CuFileIoEngine final : public IoEngine {
+class CuFileIoEngine final : public QueuedIoEngine {
  public:
   CuFileIoEngine(const CuFileApi& api, int fd, std::span<const iovec> device_buffers, size_t depth)
-      : api_(api), depth_(depth) {
+      : QueuedIoEngine(depth), api_(api) {
     CUfileDescr_t d{};
     d.type = 1;
     d.handle.fd = fd;
@@ -93,32 +93,23 @@ class CuFileIoEngine final : public IoEngine {
       }
       buffers_.push_back(b.iov_base);
     }
-    for (size_t i = 0; i < std::min<size_t>(depth, 2); ++i) workers_.emplace_back([this] { run(); });
+    start(std::min<size_t>(depth, 2));  // cuFile calls block: a worker per request in flight
   }
   ~CuFileIoEngine() override {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : workers_) t.join();
+    stop();
     release();
   }
   const char* name() const override { return "cufile"; }
-  size_t depth() const override { return depth_; }
-  void submit(const IoRequest& r) override {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      pending_.push_back(r);
-    }
-    cv_.notify_one();
-  }
-  IoCompletion wait() override {
-    std::unique_lock<std::mutex> lk(mu_);
-    done_cv_.wait(lk, [&] { return !done_.empty(); });
-    IoCompletion c = done_.front();
-    done_.pop_front();
-    return c;
+
+ protected:
+  int64_t perform(const IoRequest& r) override {
+    // Registered buffer `buf_index` is the base; the request's pointer is inside it.
+    void* base = r.buf_index >= 0 ? buffers_.at(size_t(r.buf_index)) : r.buf;
+    const off_t buf_off = off_t(static_cast<char*>(r.buf) - static_cast<char*>(base));
+    ssize_t n = r.kind == IoKind::Read ? api_.read(handle_, base, r.len, off_t(r.offset), buf_off)
+                                       : api_.write(handle_, base, r.len, off_t(r.offset), buf_off);
+    // cuFile returns -1 with errno for file-system errors, a negative CUfileOpError otherwise.
+    return n >= 0 ? int64_t(n) : (n == -1 ? -int64_t(errno) : -int64_t(EIO));
   }
 
  private:
@@ -128,41 +119,10 @@ class CuFileIoEngine final : public IoEngine {
     if (handle_) api_.handle_deregister(handle_);
     handle_ = nullptr;
   }
-  void run() {
-    for (;;) {
-      IoRequest r;
-      {
-        std::unique_lock<std::mutex> lk(mu_);
-        cv_.wait(lk, [&] { return stop_ || !pending_.empty(); });
-        if (stop_ && pending_.empty()) return;
-        r = pending_.front();
-        pending_.pop_front();
-      }
-      // Registered buffer `buf_index` is the base; the request's pointer is inside it.
-      void* base = r.buf_index >= 0 ? buffers_.at(size_t(r.buf_index)) : r.buf;
-      const off_t buf_off = off_t(static_cast<char*>(r.buf) - static_cast<char*>(base));
-      ssize_t n = r.kind == IoKind::Read ? api_.read(handle_, base, r.len, off_t(r.offset), buf_off)
-                                         : api_.write(handle_, base, r.len, off_t(r.offset), buf_off);
-      // cuFile returns -1 with errno for file-system errors, a negative CUfileOpError otherwise.
-      int64_t result = n >= 0 ? int64_t(n) : (n == -1 ? -int64_t(errno) : -int64_t(EIO));
-      {
-        std::lock_guard<std::mutex> lk(mu_);
-        done_.push_back({r.tag, result});
-      }
-      done_cv_.notify_one();
-    }
-  }
 
   const CuFileApi& api_;
-  size_t depth_;
   CUfileHandle_t handle_ = nullptr;
   std::vector<void*> buffers_;
-  std::mutex mu_;
-  std::condition_variable cv_, done_cv_;
-  std::deque<IoRequest> pending_;
-  std::deque<IoCompletion> done_;
-  bool stop_ = false;
-  std::vector<std::thread> workers_;
 };
 
 }  // namespace

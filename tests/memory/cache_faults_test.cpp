@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "support/spill_room.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
 
@@ -15,11 +16,7 @@ using namespace strata::memory;
 
 namespace {
 
-std::string spill_dir() {
-  auto d = std::filesystem::temp_directory_path() / ("strata_faults_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(d);
-  return d.string();
-}
+std::string spill_dir() { return strata::test::spill_dir("faults"); }
 
 struct Outcome {
   double loss = 0;
@@ -66,8 +63,8 @@ void expect_reference_gradients(const Outcome& o) {
         << "parameter " << p;
 }
 
-std::shared_ptr<TensorCache> cache_with(std::vector<IoFault> faults, std::string dir = spill_dir(),
-                                        size_t arena = 8 << 20) {
+TensorCacheOptions spill_options(std::vector<IoFault> faults = {}, std::string dir = spill_dir(),
+                                 size_t arena = 8 << 20) {
   TensorCacheOptions o;
   o.min_bytes = 0;
   o.spill_dir = std::move(dir);
@@ -75,7 +72,12 @@ std::shared_ptr<TensorCache> cache_with(std::vector<IoFault> faults, std::string
   o.io_chunk_bytes = 8192;
   o.sync_stores_before_backward = true;
   o.faults.faults = std::move(faults);
-  return TensorCache::create(o, parse_cache_policy("nvme", 0));
+  return o;
+}
+
+std::shared_ptr<TensorCache> cache_with(std::vector<IoFault> faults, std::string dir = spill_dir(),
+                                        size_t arena = 8 << 20) {
+  return TensorCache::create(spill_options(std::move(faults), std::move(dir), arena), parse_cache_policy("nvme", 0));
 }
 
 bool has_warning(const CacheStats& s, const std::string& needle) {
@@ -87,6 +89,7 @@ bool has_warning(const CacheStats& s, const std::string& needle) {
 }  // namespace
 
 TEST(CacheFaults, NoSpaceOnWriteKeepsTheTensorInMemory) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   Outcome o = step(cache_with({{IoFault::Kind::NoSpace, 3, 2}}));
   expect_reference_gradients(o);
   EXPECT_GE(o.stats.fallbacks, 1u);
@@ -97,6 +100,7 @@ TEST(CacheFaults, NoSpaceOnWriteKeepsTheTensorInMemory) {
 }
 
 TEST(CacheFaults, EioAndShortWritesKeepTheTensorInMemory) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   for (auto kind : {IoFault::Kind::WriteError, IoFault::Kind::ShortWrite}) {
     Outcome o = step(cache_with({{kind, 0, 1}}));
     expect_reference_gradients(o);
@@ -106,6 +110,7 @@ TEST(CacheFaults, EioAndShortWritesKeepTheTensorInMemory) {
 }
 
 TEST(CacheFaults, AFailedOrCorruptReadIsRetriedOnce) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   for (auto kind : {IoFault::Kind::ReadError, IoFault::Kind::ShortRead, IoFault::Kind::Corrupt}) {
     Outcome o = step(cache_with({{kind, 2, 1}}));
     expect_reference_gradients(o);
@@ -117,6 +122,7 @@ TEST(CacheFaults, AFailedOrCorruptReadIsRetriedOnce) {
 // Every read of the file comes back corrupted: the memory copy is gone and there is no recipe,
 // so backward fails, naming the tensor, the file and the offset.
 TEST(CacheFaults, ATensorTrulyLostFailsTheStepNamingTensorFileAndOffset) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   for (auto kind : {IoFault::Kind::Corrupt, IoFault::Kind::ReadError}) {
     auto cache = cache_with({{kind, 0, UINT64_MAX}});
     try {
@@ -135,13 +141,9 @@ TEST(CacheFaults, ATensorTrulyLostFailsTheStepNamingTensorFileAndOffset) {
 // The same unreadable file, but the offloaded tensors (GELU outputs) have a recompute recipe:
 // each lost read is made again by its producer instead.
 TEST(CacheFaults, ALostTensorWithARecipeIsRecomputed) {
-  TensorCacheOptions o;
-  o.min_bytes = 0;
-  o.spill_dir = spill_dir();
-  o.nvme_arena_bytes = 8 << 20;
-  o.sync_stores_before_backward = true;
-  o.faults.faults.push_back({IoFault::Kind::Corrupt, 0, UINT64_MAX});
-  auto cache = TensorCache::create(o, parse_cache_policy("rules:h.*.mlp.c_proj=nvme", 0));
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  auto cache = TensorCache::create(spill_options({{IoFault::Kind::Corrupt, 0, UINT64_MAX}}),
+                                   parse_cache_policy("rules:h.*.mlp.c_proj=nvme", 0));
   Outcome out = step(cache);
   expect_reference_gradients(out);
   EXPECT_EQ(out.stats.nvme.tensors_written, 2u);
@@ -150,6 +152,7 @@ TEST(CacheFaults, ALostTensorWithARecipeIsRecomputed) {
 }
 
 TEST(CacheFaults, AMissingSpillDirectoryTurnsTheTierOffWithAWarning) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   auto cache = cache_with({}, "/nonexistent/strata-spill");
   Outcome o = step(cache);
   expect_reference_gradients(o);
@@ -159,6 +162,7 @@ TEST(CacheFaults, AMissingSpillDirectoryTurnsTheTierOffWithAWarning) {
 }
 
 TEST(CacheFaults, AFullArenaKeepsWhatDoesNotFit) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   Outcome o = step(cache_with({}, spill_dir(), 64 << 10));  // 64 KiB: a few tensors fit
   expect_reference_gradients(o);
   EXPECT_GT(o.stats.fallbacks, 0u);
@@ -168,11 +172,8 @@ TEST(CacheFaults, AFullArenaKeepsWhatDoesNotFit) {
 }
 
 TEST(CacheFaults, ARefusedIoUringFallsBackToThreads) {
-  TensorCacheOptions o;
-  o.min_bytes = 0;
-  o.spill_dir = spill_dir();
-  o.nvme_arena_bytes = 8 << 20;
-  o.sync_stores_before_backward = true;
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  TensorCacheOptions o = spill_options();
   o.faults.refuse_uring = true;
   auto cache = TensorCache::create(o, parse_cache_policy("nvme", 0));
   Outcome out = step(cache);

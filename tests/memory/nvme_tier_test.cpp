@@ -6,6 +6,7 @@
 #include <numeric>
 #include <vector>
 
+#include "support/spill_room.h"
 #include "memory/tiers/nvme_tier.h"
 #include "strata/core/error.h"
 
@@ -14,11 +15,7 @@ using namespace strata::memory;
 
 namespace {
 
-std::string spill_dir() {
-  auto d = std::filesystem::temp_directory_path() / ("strata_nvme_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(d);
-  return d.string();
-}
+std::string spill_dir() { return strata::test::spill_dir("nvme"); }
 
 std::vector<unsigned char> pattern(size_t n, unsigned seed) {
   std::vector<unsigned char> v(n);
@@ -42,6 +39,7 @@ class NvmeTierBackends : public ::testing::TestWithParam<IoBackend> {};
 
 // Odd sizes exercise the chunk split, the 4 KiB padding and the staging-buffer reuse.
 TEST_P(NvmeTierBackends, RoundTripsOddSizesThroughTheStagingChunks) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   Rig rig(GetParam());
   for (size_t n : {size_t(1), size_t(4095), size_t(4096), size_t(16385), size_t(100000)}) {
     auto src = pattern(n, unsigned(n));
@@ -64,6 +62,7 @@ INSTANTIATE_TEST_SUITE_P(Io, NvmeTierBackends, ::testing::Values(IoBackend::Auto
                          [](const auto& info) { return info.param == IoBackend::Auto ? "Auto" : "Threads"; });
 
 TEST(NvmeTier, UsesIoUringWhenItIsThereAndFallsBackWhenRefused) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   if (uring_compiled_in()) {
     Rig rig(IoBackend::Auto);
     EXPECT_STREQ(rig.ch->engine_name(), "io_uring");
@@ -80,6 +79,7 @@ TEST(NvmeTier, UsesIoUringWhenItIsThereAndFallsBackWhenRefused) {
 }
 
 TEST(NvmeTier, TheSpillFileHasNoNameAndIsPrivate) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   const std::string dir = spill_dir() + "/private";
   std::filesystem::create_directories(dir);
   {
@@ -94,6 +94,7 @@ TEST(NvmeTier, TheSpillFileHasNoNameAndIsPrivate) {
 }
 
 TEST(NvmeTier, AMissingDirectoryIsAnErrorNamingIt) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   try {
     NvmeTier tier("/nonexistent/strata/spill", 1 << 20);
     FAIL() << "no throw";
@@ -104,6 +105,7 @@ TEST(NvmeTier, AMissingDirectoryIsAnErrorNamingIt) {
 
 // Each injected fault surfaces as a failed status naming the cause and the file offset.
 TEST(NvmeTier, InjectedFaultsAreReportedWithCauseAndOffset) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   const size_t n = 40000;  // 3 chunks of 16 KiB
   auto src = pattern(n, 7);
   struct Case {
@@ -147,6 +149,7 @@ TEST(NvmeTier, InjectedFaultsAreReportedWithCauseAndOffset) {
 }
 
 TEST(NvmeTier, AWriteStopsEarlyWhenCancelled) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   Rig rig(IoBackend::Auto);
   auto src = pattern(200000, 3);
   auto off = rig.tier.extents().allocate(src.size());
@@ -160,6 +163,7 @@ TEST(NvmeTier, AWriteStopsEarlyWhenCancelled) {
 // GPUDirect Storage is loaded at run time: without libcufile (this machine) the engine is
 // refused with the reason, never a link error or a crash.
 TEST(NvmeTier, TheCuFileEngineSaysWhyItIsUnavailable) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   std::string why;
   if (cufile_available(&why)) GTEST_SKIP() << "libcufile present: needs a GPU session";
   EXPECT_FALSE(why.empty());

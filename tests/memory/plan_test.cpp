@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "support/spill_room.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
 
@@ -11,6 +12,7 @@ using namespace strata;
 using namespace strata::memory;
 
 TEST(Plan, RoundTripsThroughProtobufTextAndAFile) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   Plan p;
   p.blocks = {{"h.0", CacheAction::Nvme}, {"h.1", CacheAction::Recompute}, {"h.2", CacheAction::Keep}};
   p.tensors = {{"h.2.mlp.c_proj#0:MatmulBackward", CacheAction::Recompute}};
@@ -33,6 +35,7 @@ TEST(Plan, RoundTripsThroughProtobufTextAndAFile) {
 }
 
 TEST(Plan, BadFilesAreErrorsNamingFileAndLine) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   EXPECT_THROW(load_plan("/nonexistent/plan.textproto"), IoError);
   try {
     plan_from_text("blocks { block: \"h.0\" action: NVME }\nblocks { action: TAPE }\n", "'p.textproto'");
@@ -45,6 +48,7 @@ TEST(Plan, BadFilesAreErrorsNamingFileAndLine) {
 }
 
 TEST(Plan, ThePolicyFollowsTensorThenBlockDecisions) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   Plan p;
   p.blocks = {{"h.0", CacheAction::Nvme}, {"h.1", CacheAction::Recompute}};
   p.tensors = {{"h.0.attn#1:AttentionBackward", CacheAction::Keep}};
@@ -71,6 +75,7 @@ TEST(Plan, ThePolicyFollowsTensorThenBlockDecisions) {
 // Hand-made profile: 4 blocks keeping 100 bytes each (inputs 10), 50 bytes saved outside blocks,
 // 1000 bytes of everything else. Keep-all: 1000 + 50 + 400 = 1450.
 TEST(Plan, GreedyBudgetSolverOnAHandComputedProfile) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   BudgetInputs in;
   in.profile.groups.push_back({"", 0, 50, 0, 0, false});
   for (int i = 0; i < 4; ++i) in.profile.groups.push_back({"h." + std::to_string(i), 1, 10, 10, 100, true});
@@ -102,6 +107,7 @@ TEST(Plan, GreedyBudgetSolverOnAHandComputedProfile) {
 // between that step's peak and the keep-all peak, and the planned steps stay under it, with the
 // same gradients.
 TEST(Plan, AMeasuredBudgetIsHeldForReal) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   models::GPTConfig c = models::GPTConfig::preset("tiny");
   c.dropout = 0.1;
   c.n_layer = 4;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "support/spill_room.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
 
@@ -15,11 +16,7 @@ using namespace strata::memory;
 
 namespace {
 
-std::string spill_dir() {
-  auto d = std::filesystem::temp_directory_path() / ("strata_cache_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(d);
-  return d.string();
-}
+std::string spill_dir() { return strata::test::spill_dir("cache"); }
 
 models::GPTConfig config() {
   models::GPTConfig c = models::GPTConfig::preset("tiny");
@@ -143,6 +140,7 @@ Counts counts() {
 }  // namespace
 
 TEST(TensorCache, KeepAllThroughTheCacheIsBitIdentical) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   auto cache = TensorCache::create(options(), parse_cache_policy("keep"));
   TrainResult run = train(cache, 5, cache.get());
   expect_identical(reference(), run, "keep");
@@ -154,6 +152,7 @@ TEST(TensorCache, KeepAllThroughTheCacheIsBitIdentical) {
 }
 
 TEST(TensorCache, NvmeEveryBlockIsBitIdenticalAndEveryByteMakesTheRoundTrip) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   const Counts c = counts();
   auto cache = TensorCache::create(options(), parse_cache_policy("nvme", /*keep_last=*/0));
   TrainResult run = train(cache, 5, cache.get());
@@ -173,6 +172,7 @@ TEST(TensorCache, NvmeEveryBlockIsBitIdenticalAndEveryByteMakesTheRoundTrip) {
 }
 
 TEST(TensorCache, HostEverythingIsBitIdentical) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   const Counts c = counts();
   auto cache = TensorCache::create(options(), parse_cache_policy("rules:*=host", 0));
   TrainResult run = train(cache, 5, cache.get());
@@ -188,6 +188,7 @@ TEST(TensorCache, HostEverythingIsBitIdentical) {
 }
 
 TEST(TensorCache, RecomputeEveryBlockIsBitIdenticalAndSavesLess) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   auto cache = TensorCache::create(options(), parse_cache_policy("recompute"));
   TrainResult run = train(cache, 5, cache.get());
   expect_identical(reference(), run, "recompute");
@@ -200,6 +201,7 @@ TEST(TensorCache, RecomputeEveryBlockIsBitIdenticalAndSavesLess) {
 }
 
 TEST(TensorCache, AMixedPolicyIsBitIdentical) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   auto cache = TensorCache::create(options(), parse_cache_policy("rules:h.0*=nvme;h.1*=recompute;*=host", 0));
   TrainResult run = train(cache, 5, cache.get());
   expect_identical(reference(), run, "mixed");
@@ -217,6 +219,7 @@ TEST(TensorCache, AMixedPolicyIsBitIdentical) {
 // Op-level recompute: GELU's output (what each block's c_proj saves) is dropped in forward and
 // made again from GELU's saved input when c_proj's backward needs it.
 TEST(TensorCache, OpLevelRecomputeOfGeluOutputsIsBitIdentical) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   auto cache = TensorCache::create(options(), parse_cache_policy("rules:h.*.mlp.c_proj=recompute", 0));
   TrainResult run = train(cache, 5, cache.get());
   expect_identical(reference(), run, "op-level recompute");
@@ -232,6 +235,7 @@ TEST(TensorCache, OpLevelRecomputeOfGeluOutputsIsBitIdentical) {
 // Every stored storage still alive anywhere is overwritten with 0xFF when backward starts: if an
 // op read a saved tensor other than through SavedTensor::unpack, its gradients would be NaN.
 TEST(TensorCache, PoisonedDroppedStoragesChangeNothing) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   TensorCacheOptions o = options();
   o.poison_dropped = true;
   auto cache = TensorCache::create(o, parse_cache_policy("rules:h.*.mlp.c_proj=recompute;*=host", 0));
@@ -244,6 +248,7 @@ TEST(TensorCache, PoisonedDroppedStoragesChangeNothing) {
 // A slow disk: backward catches stores still in flight. Those unpacks are served from memory
 // (forwarding), the stores are cancelled, and the results do not change.
 TEST(TensorCache, ForwardingInFlightStoresGivesTheSameGradients) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
   TensorCacheOptions o = options();
   o.sync_stores_before_backward = false;
   o.faults.faults.push_back({IoFault::Kind::SlowWrite, 0, UINT64_MAX});
