@@ -598,6 +598,8 @@ void TensorCache::observe_recompute(const Tensor& t, const autograd::SaveInfo& i
   if (g.seen.insert(t.storage()->id()).second) g.recompute_bytes += t.storage()->nbytes();
 }
 
+bool TensorCache::prefers_low_memory(const char*) { return impl_->policy->name() != "keep"; }
+
 void TensorCache::set_policy(std::shared_ptr<CachePolicy> policy) {
   impl_->policy = policy ? std::move(policy) : make_keep_all_policy();
 }

@@ -7,6 +7,7 @@
 #include "strata/config.h"
 #include "strata/ops/autocast.h"
 #include "strata/autograd/grad_mode.h"
+#include "strata/autograd/saved_tensor.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
 #include "strata/ops/nn.h"
@@ -71,6 +72,63 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
     scale = count > 0 ? 1.0 / double(count) : std::numeric_limits<double>::quiet_NaN();
   }
   auto node = make_node("LinearCrossEntropyBackward", {x, weight});
+  if (node && autograd::current_save_policy().prefers_low_memory(op)) {
+    // The lean variant: forward keeps only the row log-sum-exp; backward recomputes each
+    // chunk's logits (a third more LM-head FLOPs, no [V, C] dW held across the step).
+    Tensor loss_rows = detail::alloc({N}, dt, dev), lse = detail::alloc({N}, dt, dev);
+    for (int64_t r0 = 0; r0 < N; r0 += R) {
+      const int64_t rows = std::min(R, N - r0);
+      Tensor logits = detail::alloc({rows, V}, dt, dev);
+      be.bmm(as_batch1(logits), as_batch1(detail::raw_view(x2, {rows, C}, {C, 1}, r0 * C)), as_batch1(transposed(w)),
+             1.0, 0.0);
+      be.cross_entropy(detail::raw_view(loss_rows, {rows}, {1}, r0), detail::raw_view(lse, {rows}, {1}, r0), logits,
+                       detail::raw_view(t, {rows}, {1}, r0), ignore_index);
+    }
+    detail::record(op, dev, 2.0 * double(N) * double(C) * double(V) + 4.0 * double(N) * double(V),
+                   double(x.nbytes() + weight.nbytes()), double(N) * double(element_size(dt)));
+    Tensor out;
+    {
+      autograd::NoGradGuard ng;
+      Tensor total = sum(loss_rows);
+      if (reduction == Reduction::Mean) total = mul(total, scale);
+      out = detail::raw_cast(total, promote_types(x.dtype(), weight.dtype()));
+    }
+    node->save(x);
+    node->save(weight);
+    node->save(target);
+    node->save(lse);
+    // Captures sizes and scalars only (the saved tensors come back through n.saved).
+    node->backward = [N, C, V, R, dt, dev, scale, ignore_index, xs = x.shape(), amp_gemm = gemm_dt](
+                         OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
+      Tensor xv = n.saved(0), wv = n.saved(1), tv = n.saved(2), lv = n.saved(3);
+      Tensor xr = detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(xv, {N, C}), amp_gemm));
+      Tensor wr = detail::raw_contiguous(detail::raw_cast(wv, amp_gemm));
+      Tensor tr = detail::raw_contiguous(detail::raw_reshape(tv, {N}));
+      Backend& b = detail::kernels(dev);
+      const double gs = g[0].item() * scale;
+      Tensor dx = n.needs_grad(0) ? detail::alloc({N, C}, dt, dev) : Tensor();
+      Tensor dw = n.needs_grad(1) ? detail::alloc({V, C}, dt, dev) : Tensor();
+      for (int64_t r0 = 0; r0 < N; r0 += R) {
+        const int64_t rows = std::min(R, N - r0);
+        Tensor xc = detail::raw_view(xr, {rows, C}, {C, 1}, r0 * C);
+        Tensor logits = detail::alloc({rows, V}, dt, dev);
+        b.bmm(as_batch1(logits), as_batch1(xc), as_batch1(transposed(wr)), 1.0, 0.0);
+        Tensor lse_c = detail::raw_view(lv, {rows}, {1}, r0), t_c = detail::raw_view(tr, {rows}, {1}, r0);
+        b.cross_entropy_backward(logits, full({rows}, gs, TensorOptions(dt).device(dev)), logits, lse_c, t_c,
+                                 ignore_index);
+        Tensor dl = detail::raw_cast(logits, amp_gemm);
+        if (dx.defined())
+          b.bmm(as_batch1(detail::raw_view(dx, {rows, C}, {C, 1}, r0 * C)), as_batch1(dl), as_batch1(wr), 1.0, 0.0);
+        if (dw.defined()) b.bmm(as_batch1(dw), as_batch1(transposed(dl)), as_batch1(xc), 1.0, r0 == 0 ? 0.0 : 1.0);
+      }
+      detail::record("linear_cross_entropy_backward", dev, 6.0 * double(N) * double(C) * double(V),
+                     double(xv.nbytes() + wv.nbytes()), double(xv.nbytes() + wv.nbytes()));
+      return {dx.defined() ? detail::raw_cast(detail::raw_reshape(dx, xs), xv.dtype()) : Tensor(),
+              dw.defined() ? detail::raw_cast(dw, wv.dtype()) : Tensor()};
+    };
+    set_outputs(node, {&out});
+    return out;
+  }
   const bool want_dx = node && node->needs_grad(0), want_dw = node && node->needs_grad(1);
   Tensor dx = want_dx ? detail::alloc({N, C}, dt, dev) : Tensor();
   Tensor dw = want_dw ? (N > 0 ? detail::alloc({V, C}, dt, dev) : zeros({V, C}, TensorOptions(dt).device(dev)))

@@ -36,6 +36,9 @@ class CountingPolicy final : public autograd::SavePolicy {
     return {t, nullptr};
   }
   Tensor unpack(autograd::Packed& p, const autograd::SaveInfo&) override { return p.tensor; }
+  // Like every cache policy but keep-all: counts what the lean LM head saves. The keep-all runs
+  // (fast LM head, dx and dW saved) must still match it bit for bit.
+  bool prefers_low_memory(const char*) override { return true; }
   void reset() {
     inside_.clear();
     outside_.clear();

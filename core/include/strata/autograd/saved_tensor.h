@@ -56,6 +56,10 @@ class SavePolicy {
   // Told about each tensor a segment's recompute saves (kept by the segment itself), so a policy
   // can learn what a block saves without keeping it (the budget planner's profiling step).
   virtual void observe_recompute(const Tensor& t, const SaveInfo& info) {}
+  // Ops with a faster, hungrier variant ask this before choosing it: true asks for the variant
+  // that saves least (e.g. the fused LM head saving only the row log-sum-exp and recomputing its
+  // logits in backward, instead of saving dx and dW).
+  virtual bool prefers_low_memory(const char* op) { return false; }
 };
 
 // The default policy: keep every saved tensor resident, zero overhead.

@@ -89,6 +89,8 @@ class TensorCache final : public autograd::SavePolicy,
   void on_scope(autograd::ScopeEvent e, autograd::Phase phase, const std::string& path) override;
   bool wants_segment(const std::string& block_path) override;
   void observe_recompute(const Tensor& t, const autograd::SaveInfo& info) override;
+  // True unless the policy keeps everything: a cache asked to save memory wants ops' lean variants.
+  bool prefers_low_memory(const char* op) override;
   // Replaces the policy from the next step on (e.g. a plan made from a profiling step).
   void set_policy(std::shared_ptr<CachePolicy> policy);
   // The profile of the last finished step (what end_step handed to the policy).
