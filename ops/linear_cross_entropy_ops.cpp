@@ -30,6 +30,14 @@ Tensor transposed(const Tensor& m) {
   return detail::raw_view(m, {m.size(1), m.size(0)}, {m.stride(1), m.stride(0)}, m.storage_offset());
 }
 
+// The op's output: the row losses summed (times `scale` for Mean), in the inputs' dtype.
+Tensor reduce_loss(const Tensor& loss_rows, Reduction reduction, double scale, DType out_dtype) {
+  autograd::NoGradGuard ng;
+  Tensor total = sum(loss_rows);
+  if (reduction == Reduction::Mean) total = mul(total, scale);
+  return detail::raw_cast(total, out_dtype);
+}
+
 int64_t rows_per_chunk(int64_t V, int64_t chunk_bytes, size_t esize) {
   return std::max<int64_t>(1, chunk_bytes / std::max<int64_t>(1, V * int64_t(esize)));
 }
@@ -86,13 +94,7 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
     }
     detail::record(op, dev, 2.0 * double(N) * double(C) * double(V) + 4.0 * double(N) * double(V),
                    double(x.nbytes() + weight.nbytes()), double(N) * double(element_size(dt)));
-    Tensor out;
-    {
-      autograd::NoGradGuard ng;
-      Tensor total = sum(loss_rows);
-      if (reduction == Reduction::Mean) total = mul(total, scale);
-      out = detail::raw_cast(total, promote_types(x.dtype(), weight.dtype()));
-    }
+    Tensor out = reduce_loss(loss_rows, reduction, scale, promote_types(x.dtype(), weight.dtype()));
     node->save(x);
     node->save(weight);
     node->save(target);
@@ -154,13 +156,7 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
                      4.0 * double(N) * double(V),
                  double(x.nbytes() + weight.nbytes()), double(N) * double(element_size(dt)));
 
-  Tensor out;
-  {
-    autograd::NoGradGuard ng;
-    Tensor total = sum(loss_rows);
-    if (reduction == Reduction::Mean) total = mul(total, scale);
-    out = detail::raw_cast(total, promote_types(x.dtype(), weight.dtype()));
-  }
+  Tensor out = reduce_loss(loss_rows, reduction, scale, promote_types(x.dtype(), weight.dtype()));
   if (node) {
     node->save(dx);
     node->save(dw);

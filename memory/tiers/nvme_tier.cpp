@@ -117,12 +117,24 @@ IoChannel::~IoChannel() {
   }
 }
 
+std::vector<int> IoChannel::all_buffers() const {
+  std::vector<int> v;
+  for (int i = int(staging_.size()) - 1; i >= 0; --i) v.push_back(i);
+  return v;
+}
+
+IoCompletion IoChannel::reap(std::vector<int>& free_bufs, size_t& in_flight) {
+  IoCompletion c = engine_->wait();
+  --in_flight;
+  free_bufs.push_back(int(c.tag));  // a request's tag is its staging buffer
+  return c;
+}
+
 IoStatus IoChannel::write(const void* src, uint64_t bytes, uint64_t offset,
                           std::vector<uint32_t>& crcs, const std::atomic<bool>* cancel) {
   const uint64_t nchunks = (bytes + chunk_ - 1) / chunk_;
   crcs.assign(nchunks, 0);
-  std::vector<int> free_bufs;
-  for (int i = int(staging_.size()) - 1; i >= 0; --i) free_bufs.push_back(i);
+  std::vector<int> free_bufs = all_buffers();
   std::vector<uint64_t> want(staging_.size(), 0), where(staging_.size(), 0);
   IoStatus st;
   uint64_t next = 0;
@@ -148,10 +160,8 @@ IoStatus IoChannel::write(const void* src, uint64_t bytes, uint64_t offset,
       continue;
     }
     if (in_flight == 0) break;
-    IoCompletion c = engine_->wait();
-    --in_flight;
+    IoCompletion c = reap(free_bufs, in_flight);
     size_t b = size_t(c.tag);
-    free_bufs.push_back(int(b));
     if (c.result != int64_t(want[b]) && st.ok) {
       st.ok = false;
       st.what = "write " + result_text(c.result, want[b]);
@@ -172,8 +182,7 @@ IoStatus IoChannel::read(void* dst, uint64_t bytes, uint64_t offset,
     st.file_offset = offset;
     return st;
   }
-  std::vector<int> free_bufs;
-  for (int i = int(staging_.size()) - 1; i >= 0; --i) free_bufs.push_back(i);
+  std::vector<int> free_bufs = all_buffers();
   std::vector<uint64_t> want(staging_.size(), 0), chunk_of(staging_.size(), 0);
   uint64_t next = 0;
   size_t in_flight = 0;
@@ -192,10 +201,8 @@ IoStatus IoChannel::read(void* dst, uint64_t bytes, uint64_t offset,
       continue;
     }
     if (in_flight == 0) break;
-    IoCompletion c = engine_->wait();
-    --in_flight;
+    IoCompletion c = reap(free_bufs, in_flight);
     size_t b = size_t(c.tag);
-    free_bufs.push_back(int(b));
     uint64_t k = chunk_of[b];
     uint64_t at = offset + k * chunk_;
     if (!st.ok) continue;

@@ -40,6 +40,10 @@ class IoChannel {
   void adopt_staging(std::vector<void*> staging);
 
  private:
+  std::vector<int> all_buffers() const;  // every staging buffer, as free
+  // Waits for a completion and frees its staging buffer.
+  IoCompletion reap(std::vector<int>& free_bufs, size_t& in_flight);
+
   NvmeTier& tier_;
   std::unique_ptr<IoEngine> engine_;
   size_t chunk_;
