@@ -537,7 +537,11 @@ void TensorCache::on_scope(autograd::ScopeEvent e, autograd::Phase phase, const 
   using autograd::ScopeEvent;
   if (phase == Phase::Recompute) {
     if (e == ScopeEvent::Enter) {
-      if (m.recompute_depth++ == 0) m.recompute_t0 = Clock::now();
+      if (m.recompute_depth++ == 0) {
+        m.recompute_t0 = Clock::now();
+        std::lock_guard<std::mutex> sl(m.stats_mu);
+        ++m.stats.segment_recomputes;
+      }
     } else if (--m.recompute_depth == 0) {
       std::lock_guard<std::mutex> sl(m.stats_mu);
       m.stats.recompute_seconds += seconds_since(m.recompute_t0);

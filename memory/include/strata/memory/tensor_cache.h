@@ -63,6 +63,7 @@ struct CacheStats {
   uint64_t fallbacks = 0;         // offloads that ended as Keep (tier full, I/O error, ...)
   uint64_t recomputed_reads = 0;  // loads that failed and were recomputed instead
   uint64_t segments = 0;          // blocks run as recompute segments
+  uint64_t segment_recomputes = 0;  // ... and re-run in backward
   uint64_t op_recompute_drops = 0;  // storages dropped for op-level recompute
   uint64_t op_recomputes = 0;       // ... and made again in backward
   double stall_seconds = 0;       // unpacks waiting for loads
