@@ -55,6 +55,8 @@ endif()
 
 find_package(Protobuf REQUIRED)  # checkpoint index (io/checkpoint.proto); tools/setup.sh installs it
 find_package(nlohmann_json 3 REQUIRED)
+find_package(PNG REQUIRED)   # io/images: folders of PNG images (libpng-dev)
+find_package(JPEG REQUIRED)  # io/images: folders of JPEG images (libjpeg-dev, libjpeg-turbo)
 
 # MPI
 set(STRATA_HAVE_MPI OFF)
@@ -95,6 +97,18 @@ if(STRATA_HAVE_CUDA AND NOT STRATA_WITH_GDS STREQUAL "OFF")
 endif()
 if(NOT STRATA_WITH_GDS STREQUAL "OFF")
   strata_resolve_option(STRATA_WITH_GDS STRATA_HAVE_GDS)
+endif()
+
+# cuDNN: convolution, batchnorm and pooling on CUDA tensors (CI forces CUDA on, so it must be there).
+set(STRATA_HAVE_CUDNN OFF)
+if(STRATA_HAVE_CUDA)
+  find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} $ENV{CUDA_HOME}/include)
+  find_library(CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} $ENV{CUDA_HOME}/lib64 $ENV{CUDA_HOME}/lib)
+  if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY)
+    set(STRATA_HAVE_CUDNN ON)
+  elseif(STRATA_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "STRATA_WITH_CUDA=ON but cuDNN (cudnn.h, libcudnn) was not found")
+  endif()
 endif()
 
 # NCCL: data-parallel collectives on CUDA tensors, bootstrapped over MPI (so it needs both).

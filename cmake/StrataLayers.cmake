@@ -80,7 +80,7 @@ if(TARGET strata_memory)
   strata_layer_protos(memory memory)  # the cache's plans
 endif()
 if(TARGET strata_io)
-  target_link_libraries(strata_io PRIVATE nlohmann_json::nlohmann_json)
+  target_link_libraries(strata_io PRIVATE nlohmann_json::nlohmann_json PNG::PNG JPEG::JPEG)
   strata_layer_protos(io io)  # the checkpoint index
 endif()
 
@@ -97,6 +97,9 @@ if(STRATA_HAVE_CUDA)
     $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-fPIC>)
   set_target_properties(strata_cuda PROPERTIES CUDA_ARCHITECTURES "${STRATA_CUDA_ARCHITECTURES}")
   target_include_directories(strata_cuda PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
+  if(STRATA_HAVE_CUDNN)
+    target_include_directories(strata_cuda SYSTEM PRIVATE ${CUDNN_INCLUDE_DIR})
+  endif()
   # CMake < 3.26 knows no C++20 dialect for nvcc (CUDA_STANDARD 20 fails to generate): pass
   # the flag by hand instead (nvcc rejects a second -std, so the property must be unset).
   if(NOT "cuda_std_20" IN_LIST CMAKE_CUDA_COMPILE_FEATURES)
@@ -131,6 +134,12 @@ foreach(kind SHARED STATIC)
                         PUBLIC OpenMP::OpenMP_CXX Threads::Threads)
   if(STRATA_HAVE_CUDA)
     target_link_libraries(${tgt} PRIVATE CUDA::cudart CUDA::cublasLt CUDA::cublas)
+  endif()
+  if(STRATA_HAVE_CUDNN)
+    target_link_libraries(${tgt} PRIVATE ${CUDNN_LIBRARY})
+  endif()
+  if(TARGET strata_io)
+    target_link_libraries(${tgt} PRIVATE PNG::PNG JPEG::JPEG)  # io/images decoders
   endif()
   if(TARGET strata_io OR TARGET strata_memory)
     target_link_libraries(${tgt} PRIVATE protobuf::libprotobuf)  # checkpoint index, cache plans

@@ -17,6 +17,7 @@ packages=(
   libopenmpi-dev openmpi-bin          # data-parallel runs under mpirun
   nlohmann-json3-dev        # golden fixtures, benchmark reports
   libcli11-dev              # trainer command lines
+  libpng-dev libjpeg-dev    # io/images: PNG and JPEG image folders
 )
 
 missing=()
