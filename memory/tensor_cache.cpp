@@ -13,6 +13,7 @@
 #include "memory/worker.h"
 #include "strata/autograd/node.h"
 #include "strata/core/allocator.h"
+#include "strata/core/backend.h"
 #include "strata/core/error.h"
 
 namespace strata::memory {
@@ -39,6 +40,9 @@ struct Record {
   uint64_t version = 0;
   size_t nbytes = 0;
   size_t group = 0;
+  Device device = kCPU;  // where the storage lives when in memory
+  // A GPU tensor's stores wait for this mark on the compute stream (set when it was saved).
+  std::unique_ptr<Event> produced;
 
   std::mutex mu;
   std::condition_variable cv;
@@ -146,6 +150,10 @@ struct TensorCache::Impl {
     return groups.size() - 1;
   }
 
+  // Copies between host memory and a record's storage, which may live on a GPU (then on the
+  // backend's copy stream, waited for here: the caller is a worker thread).
+  void copy_out(Record& rec, void* host_dst, const void* src, size_t n) const;
+  void copy_in(Record& rec, void* dst, const void* host_src, size_t n, Event* after) const;
   void run_store(const std::shared_ptr<Record>& rec);
   void run_load(const std::shared_ptr<Record>& rec);
   void start_load_locked(const std::shared_ptr<Record>& rec, bool urgent);
@@ -176,6 +184,13 @@ std::shared_ptr<TensorCache> TensorCache::create(TensorCacheOptions options,
   m.opt = std::move(options);
   m.policy = policy ? std::move(policy) : make_keep_all_policy();
   if (m.opt.host_pool_bytes > 0) m.host = std::make_unique<HostTier>(m.opt.host_pool_bytes);
+  Backend* device_backend = nullptr;
+  if (m.opt.device.type != DeviceType::CPU) {
+    STRATA_CHECK(m.opt.device.type == DeviceType::CUDA, ValueError, "tensor cache: cannot move activations of ",
+                 m.opt.device.str(), " (only the CPU's and a GPU's)");
+    device_backend = &backend_for(m.opt.device);
+    if (m.host) m.host->pin_for(*device_backend);
+  }
   if (!m.opt.spill_dir.empty() && m.opt.nvme_arena_bytes > 0) {
     try {
       m.nvme = std::make_unique<NvmeTier>(m.opt.spill_dir, m.opt.nvme_arena_bytes);
@@ -186,6 +201,10 @@ std::shared_ptr<TensorCache> TensorCache::create(TensorCacheOptions options,
       m.load_ch = m.nvme->open_channel(m.opt.io_backend, m.opt.io_chunk_bytes, m.opt.io_queue_depth,
                                        m.opt.faults, counters, &why);
       m.io_backend = m.store_ch->engine_name();
+      if (device_backend) {
+        m.store_ch->pin_staging(*device_backend);
+        m.load_ch->pin_staging(*device_backend);
+      }
       if (!why.empty()) m.setup_warnings.push_back(why);
     } catch (const IoError& e) {
       m.store_ch.reset();
@@ -245,7 +264,8 @@ autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& in
     if (!rec) {
       const size_t nbytes = s->nbytes();
       CacheAction action = CacheAction::Keep;
-      if (nbytes >= m.opt.min_bytes && s->device().type == DeviceType::CPU) {
+      const Device dev = s->device();
+      if (nbytes >= m.opt.min_bytes && (dev.type == DeviceType::CPU || dev == m.opt.device)) {
         SaveRequest req;
         req.info = &info;
         req.key = info.scope + "#" + std::to_string(n) + ":" + info.op;
@@ -282,6 +302,9 @@ autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& in
           rec->version = s->version();
           rec->nbytes = nbytes;
           rec->group = group;
+          rec->device = dev;
+          if (dev.type != DeviceType::CPU && action != CacheAction::Recompute)
+            rec->produced = backend_for(dev).record_compute(dev.index);
           if (recipe) {
             rec->recipe = info.producer;
             rec->recipe_output = t.output_nr();
@@ -402,9 +425,17 @@ void TensorCache::Impl::run_store(const std::shared_ptr<Record>& rec) {
   IoStatus st;
   std::vector<uint32_t> crcs;
   if (rec->action == CacheAction::Host) {
-    std::memcpy(host->at(rec->extent), src->data(), rec->nbytes);
-  } else {
+    try {
+      copy_out(*rec, host->at(rec->extent), src->data(), rec->nbytes);
+    } catch (const std::exception& e) {
+      st.ok = false;
+      st.what = e.what();
+    }
+  } else if (rec->device.type == DeviceType::CPU) {
     st = store_ch->write(src->data(), rec->nbytes, rec->extent, crcs, &rec->cancel);
+  } else {
+    ChunkCopy copy = [this, &rec](void* dst, const void* from, size_t n) { copy_out(*rec, dst, from, n); };
+    st = store_ch->write(src->data(), rec->nbytes, rec->extent, crcs, &rec->cancel, &copy);
   }
   double busy = seconds_since(t0);
   bool stored = false;
@@ -425,7 +456,9 @@ void TensorCache::Impl::run_store(const std::shared_ptr<Record>& rec) {
     }
     rec->cv.notify_all();
   }
-  if (!st.ok) {
+  if (!st.ok && rec->action == CacheAction::Host) {
+    fallback("copy to the host pool failed (" + st.what + "): tensors kept in memory");
+  } else if (!st.ok) {
     fallback("write to " + nvme->describe() + " failed (" + st.what + " at offset " +
              std::to_string(st.file_offset) + "): tensors kept in memory");
   }
@@ -438,6 +471,25 @@ void TensorCache::Impl::run_store(const std::shared_ptr<Record>& rec) {
   } else if (st.ok) {
     ++stats.cancelled_stores;
   }
+}
+
+void TensorCache::Impl::copy_out(Record& rec, void* host_dst, const void* src, size_t n) const {
+  if (rec.device.type == DeviceType::CPU) {
+    std::memcpy(host_dst, src, n);
+    return;
+  }
+  auto done = backend_for(rec.device).copy_bytes_async(host_dst, src, n, rec.device.index, rec.produced.get());
+  if (done) done->synchronize();
+}
+
+void TensorCache::Impl::copy_in(Record& rec, void* dst, const void* host_src, size_t n, Event* after) const {
+  if (rec.device.type == DeviceType::CPU) {
+    std::memcpy(dst, host_src, n);
+    return;
+  }
+  // Waited for before the record is Loaded, so compute work issued after the unpack sees it.
+  auto done = backend_for(rec.device).copy_bytes_async(dst, host_src, n, rec.device.index, after);
+  if (done) done->synchronize();
 }
 
 void TensorCache::Impl::start_load_locked(const std::shared_ptr<Record>& rec, bool urgent) {
@@ -454,17 +506,29 @@ void TensorCache::Impl::run_load(const std::shared_ptr<Record>& rec) {
       return;
     }
   }
-  auto dst = std::make_shared<StorageImpl>(rec->nbytes, kCPU, &cpu_allocator(),
-                                           MemoryCategory::SavedActivation);
+  const bool on_cpu = rec->device.type == DeviceType::CPU;
+  Allocator* alloc = on_cpu ? &cpu_allocator() : &backend_for(rec->device).allocator(rec->device.index);
+  auto dst = std::make_shared<StorageImpl>(rec->nbytes, rec->device, alloc, MemoryCategory::SavedActivation);
+  // The block may have been freed by compute work still queued on the GPU: copy after it.
+  std::unique_ptr<Event> after = on_cpu ? nullptr : backend_for(rec->device).record_compute(rec->device.index);
   IoStatus st;
   if (rec->action == CacheAction::Host) {
-    std::memcpy(dst->data(), host->at(rec->extent), rec->nbytes);
+    try {
+      copy_in(*rec, dst->data(), host->at(rec->extent), rec->nbytes, after.get());
+    } catch (const std::exception& e) {
+      st.ok = false;
+      st.what = e.what();
+    }
   } else {
-    st = load_ch->read(dst->data(), rec->nbytes, rec->extent, rec->crcs);
+    ChunkCopy copy = [this, &rec, &after](void* to, const void* from, size_t n) {
+      copy_in(*rec, to, from, n, after.get());
+    };
+    const ChunkCopy* cp = on_cpu ? nullptr : &copy;
+    st = load_ch->read(dst->data(), rec->nbytes, rec->extent, rec->crcs, cp);
     if (!st.ok) {
       warn("read from " + nvme->describe() + " failed (" + st.what + " at offset " +
            std::to_string(st.file_offset) + "): retrying once");
-      st = load_ch->read(dst->data(), rec->nbytes, rec->extent, rec->crcs);
+      st = load_ch->read(dst->data(), rec->nbytes, rec->extent, rec->crcs, cp);
     }
   }
   std::string lost_msg;
@@ -477,7 +541,8 @@ void TensorCache::Impl::run_load(const std::shared_ptr<Record>& rec) {
     } else {
       rec->state = RecState::Failed;
       rec->error = "saved tensor '" + rec->key + "' (" + std::to_string(rec->nbytes) +
-                   " bytes) is lost: reading it from " + nvme->describe() + " at offset " +
+                   " bytes) is lost: reading it from " +
+                   (rec->action == CacheAction::Host ? std::string("the host pool") : nvme->describe()) + " at offset " +
                    std::to_string(st.file_offset) + " failed (" + st.what +
                    ") after its memory copy was freed, and it has no recompute recipe";
       if (rec->recipe.expired()) lost_msg = rec->error;  // with a recipe, unpack makes it again
@@ -526,7 +591,8 @@ void TensorCache::Impl::start_backward() {
   for (auto& r : all) {
     std::lock_guard<std::mutex> lk(r->mu);
     if (r->state != RecState::Stored && r->state != RecState::Dropped) continue;
-    if (auto s = r->dropped.lock()) std::memset(s->data(), 0xFF, s->nbytes());
+    if (auto s = r->dropped.lock(); s && s->device().type == DeviceType::CPU)
+      std::memset(s->data(), 0xFF, s->nbytes());
   }
   for (size_t i = 0; i <= opt.prefetch_blocks && i < n; ++i) prefetch_group(n - 1 - i);
 }

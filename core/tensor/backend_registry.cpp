@@ -1,6 +1,14 @@
 #include "strata/core/backend.h"
 
+#include <cstring>
+
 namespace strata {
+
+std::unique_ptr<Event> Backend::copy_bytes_async(void* dst, const void* src, size_t bytes, int, Event* after) {
+  if (after) after->synchronize();
+  std::memcpy(dst, src, bytes);
+  return nullptr;
+}
 
 void Backend::attention(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                         const Tensor&, bool, double) {
@@ -13,6 +21,33 @@ void Backend::attention_backward(const Tensor& grad_q, const Tensor&, const Tens
   throw NotImplementedError("attention_backward: no fused kernel on " + grad_q.device().str());
 }
 
+void Backend::conv2d(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&) {
+  throw NotImplementedError("conv2d: no kernel on " + out.device().str());
+}
+
+void Backend::conv2d_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor& grad_out, const Tensor&,
+                              const Tensor&, const Conv2dParams&) {
+  throw NotImplementedError("conv2d_backward: no kernel on " + grad_out.device().str());
+}
+
+void Backend::batch_norm(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                         const Tensor&, const Tensor&, const Tensor&, bool, double, double) {
+  throw NotImplementedError("batch_norm: no kernel on " + out.device().str());
+}
+
+void Backend::batch_norm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor& grad_out,
+                                  const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool) {
+  throw NotImplementedError("batch_norm_backward: no kernel on " + grad_out.device().str());
+}
+
+void Backend::pool2d(const Tensor& out, const Tensor&, const Tensor&, const Pool2dParams&) {
+  throw NotImplementedError("pool2d: no kernel on " + out.device().str());
+}
+
+void Backend::pool2d_backward(const Tensor& grad_x, const Tensor&, const Tensor&, const Pool2dParams&) {
+  throw NotImplementedError("pool2d_backward: no kernel on " + grad_x.device().str());
+}
+
 BackendRegistry& BackendRegistry::instance() {
   // Leaked on purpose: tensors may be freed during static destruction.
   static BackendRegistry* r = new BackendRegistry();
@@ -21,6 +56,11 @@ BackendRegistry& BackendRegistry::instance() {
 
 void BackendRegistry::add(DeviceType type, std::unique_ptr<Backend> backend) {
   backends_[size_t(type)] = std::move(backend);
+}
+
+std::unique_ptr<Backend> BackendRegistry::replace(DeviceType type, std::unique_ptr<Backend> backend) {
+  std::swap(backends_[size_t(type)], backend);
+  return backend;
 }
 
 bool BackendRegistry::has(DeviceType type) const { return backends_[size_t(type)] != nullptr; }

@@ -20,7 +20,14 @@ HostTier::HostTier(uint64_t capacity) : extents_(capacity, 4096) {
 }
 
 HostTier::~HostTier() {
+  if (pinned_for_) pinned_for_->unregister_host_memory(base_);
   if (base_ && base_ != MAP_FAILED) ::munmap(base_, extents_.capacity());
+}
+
+void HostTier::pin_for(Backend& backend) {
+  if (pinned_for_ || !base_) return;
+  backend.register_host_memory(base_, extents_.capacity());
+  pinned_for_ = &backend;
 }
 
 std::optional<uint64_t> HostTier::allocate(uint64_t bytes) {

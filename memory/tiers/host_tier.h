@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "memory/tiers/extent_allocator.h"
+#include "strata/core/backend.h"
 
 namespace strata::memory {
 
@@ -21,10 +22,13 @@ class HostTier {
   void free(uint64_t offset, uint64_t bytes);
   void* at(uint64_t offset) const { return static_cast<char*>(base_) + offset; }
   ExtentAllocator& extents() { return extents_; }
+  // Page-locks the whole pool for `backend`'s transfers (a GPU's), once; undone on destruction.
+  void pin_for(Backend& backend);
 
  private:
   void* base_ = nullptr;
   ExtentAllocator extents_;
+  Backend* pinned_for_ = nullptr;
 };
 
 }  // namespace strata::memory

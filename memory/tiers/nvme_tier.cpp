@@ -109,9 +109,23 @@ IoChannel::IoChannel(NvmeTier& tier, std::unique_ptr<IoEngine> engine, size_t ch
 
 void IoChannel::adopt_staging(std::vector<void*> staging) { staging_ = std::move(staging); }
 
+void IoChannel::pin_staging(Backend& backend) {
+  if (pinned_for_) return;
+  for (size_t i = 0; i < staging_.size(); ++i) {
+    try {
+      backend.register_host_memory(staging_[i], chunk_);
+    } catch (...) {
+      for (size_t j = 0; j < i; ++j) backend.unregister_host_memory(staging_[j]);
+      throw;
+    }
+  }
+  pinned_for_ = &backend;
+}
+
 IoChannel::~IoChannel() {
   engine_.reset();  // joins threads / closes the ring before the buffers go
   for (void* p : staging_) {
+    if (pinned_for_) pinned_for_->unregister_host_memory(p);
     ::munmap(p, chunk_);
     cpu_allocator().stats().on_free(MemoryCategory::CacheStaging, int64_t(chunk_));
   }
@@ -131,7 +145,8 @@ IoCompletion IoChannel::reap(std::vector<int>& free_bufs, size_t& in_flight) {
 }
 
 IoStatus IoChannel::write(const void* src, uint64_t bytes, uint64_t offset,
-                          std::vector<uint32_t>& crcs, const std::atomic<bool>* cancel) {
+                          std::vector<uint32_t>& crcs, const std::atomic<bool>* cancel,
+                          const ChunkCopy* copy) {
   const uint64_t nchunks = (bytes + chunk_ - 1) / chunk_;
   crcs.assign(nchunks, 0);
   std::vector<int> free_bufs = all_buffers();
@@ -149,7 +164,19 @@ IoStatus IoChannel::write(const void* src, uint64_t bytes, uint64_t offset,
       uint64_t n = std::min<uint64_t>(chunk_, bytes - next * chunk_);
       uint64_t padded = round_block(n);
       auto* buf = static_cast<unsigned char*>(staging_[size_t(b)]);
-      std::memcpy(buf, s + next * chunk_, n);
+      if (copy) {
+        try {  // a device copy that fails ends the transfer like a failed write
+          (*copy)(buf, s + next * chunk_, n);
+        } catch (const std::exception& e) {
+          free_bufs.push_back(b);
+          st.ok = false;
+          st.what = std::string("copy to the staging buffer: ") + e.what();
+          st.file_offset = offset + next * chunk_;
+          continue;
+        }
+      } else {
+        std::memcpy(buf, s + next * chunk_, n);
+      }
       if (padded > n) std::memset(buf + n, 0, padded - n);
       crcs[next] = crc32c(buf, n);
       want[size_t(b)] = padded;
@@ -173,7 +200,7 @@ IoStatus IoChannel::write(const void* src, uint64_t bytes, uint64_t offset,
 }
 
 IoStatus IoChannel::read(void* dst, uint64_t bytes, uint64_t offset,
-                         const std::vector<uint32_t>& crcs) {
+                         const std::vector<uint32_t>& crcs, const ChunkCopy* copy) {
   const uint64_t nchunks = (bytes + chunk_ - 1) / chunk_;
   IoStatus st;
   if (crcs.size() != nchunks) {
@@ -222,7 +249,17 @@ IoStatus IoChannel::read(void* dst, uint64_t bytes, uint64_t offset,
       st.file_offset = at;
       continue;
     }
-    std::memcpy(d + k * chunk_, buf, n);
+    if (copy) {
+      try {
+        (*copy)(d + k * chunk_, buf, n);
+      } catch (const std::exception& e) {
+        st.ok = false;
+        st.what = std::string("copy from the staging buffer: ") + e.what();
+        st.file_offset = at;
+      }
+    } else {
+      std::memcpy(d + k * chunk_, buf, n);
+    }
   }
   return st;
 }

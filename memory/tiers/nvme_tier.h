@@ -5,12 +5,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "memory/tiers/extent_allocator.h"
 #include "memory/tiers/io_engine.h"
+#include "strata/core/backend.h"
 #include "strata/memory/tensor_cache.h"
 
 namespace strata::memory {
@@ -25,6 +27,10 @@ struct IoStatus {
 
 class NvmeTier;
 
+// Copies n bytes between a staging buffer and tensor memory (a device copy for device tensors);
+// null means memcpy.
+using ChunkCopy = std::function<void(void* dst, const void* src, size_t n)>;
+
 // One direction's machinery: its own engine and staging buffers (one channel per worker).
 class IoChannel {
  public:
@@ -32,12 +38,18 @@ class IoChannel {
   ~IoChannel();
   // Writes `bytes` from `src` to the file at `offset` (an extent from the tier); fills one
   // CRC per chunk. Stops early, freeing nothing, when `cancel` becomes true.
+  // `copy` moves each chunk from `src` into its staging buffer.
   IoStatus write(const void* src, uint64_t bytes, uint64_t offset, std::vector<uint32_t>& crcs,
-                 const std::atomic<bool>* cancel);
-  // Reads them back into `dst`, verifying each chunk's CRC.
-  IoStatus read(void* dst, uint64_t bytes, uint64_t offset, const std::vector<uint32_t>& crcs);
+                 const std::atomic<bool>* cancel, const ChunkCopy* copy = nullptr);
+  // Reads them back into `dst`, verifying each chunk's CRC; `copy` moves each verified chunk
+  // from its staging buffer to `dst`.
+  IoStatus read(void* dst, uint64_t bytes, uint64_t offset, const std::vector<uint32_t>& crcs,
+                const ChunkCopy* copy = nullptr);
   const char* engine_name() const { return engine_->name(); }
   void adopt_staging(std::vector<void*> staging);
+  // Page-locks the staging buffers for `backend`'s transfers (a GPU's chunks go through them);
+  // undone when the channel closes.
+  void pin_staging(Backend& backend);
 
  private:
   std::vector<int> all_buffers() const;  // every staging buffer, as free
@@ -48,6 +60,7 @@ class IoChannel {
   std::unique_ptr<IoEngine> engine_;
   size_t chunk_;
   std::vector<void*> staging_;
+  Backend* pinned_for_ = nullptr;
 };
 
 class NvmeTier {

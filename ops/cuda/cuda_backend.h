@@ -39,6 +39,7 @@ struct DeviceContext {
   cublasHandle_t blas = nullptr;
   void* workspace = nullptr;  // cuBLASLt workspace, from `allocator`
   size_t workspace_bytes = 0;
+  cudaStream_t copy_stream = nullptr;  // the tensor cache's transfers (cuda_transfer.cpp)
 };
 
 class CudaBackend final : public Backend {
@@ -53,6 +54,11 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Stream> create_stream(int device_index) override;
   std::unique_ptr<Event> create_event() override;
   void synchronize(int device_index) override;
+  void register_host_memory(void* host, size_t bytes) override;
+  void unregister_host_memory(void* host) override;
+  std::unique_ptr<Event> record_compute(int device_index) override;
+  std::unique_ptr<Event> copy_bytes_async(void* dst, const void* src, size_t bytes, int device_index,
+                                          Event* after) override;
 
   void copy(const Tensor& dst, const Tensor& src) override;
   void fill(const Tensor& dst, double value) override;

@@ -51,6 +51,28 @@ struct EwParams {
 
 enum class ReduceOp : uint8_t { Sum, Mean, Max, Min, ArgMax, ArgMin };
 
+// 2-D convolution geometry, as torch.nn.functional.conv2d: x [N, C, H, W], weight
+// [K, C / groups, R, S], out [N, K, P, Q] with P = (H + 2 pad_h - dil_h (R - 1) - 1) / stride_h + 1.
+struct Conv2dParams {
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+  int64_t groups = 1;
+};
+
+// 2-D pooling over NCHW planes. Max and Avg use kernel/stride/padding (and dilation for Max);
+// AdaptiveAvg takes its windows from the input and output sizes alone (torch's
+// adaptive_avg_pool2d: rows [floor(i H / P), ceil((i + 1) H / P)) for output row i).
+enum class PoolKind : uint8_t { Max, Avg, AdaptiveAvg };
+struct Pool2dParams {
+  PoolKind kind = PoolKind::Max;
+  int64_t kernel[2] = {1, 1};
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+  bool count_include_pad = true;  // Avg: divide by the whole window, padding included
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -63,6 +85,22 @@ class Backend {
   virtual std::unique_ptr<Stream> create_stream(int device_index = 0) = 0;
   virtual std::unique_ptr<Event> create_event() = 0;
   virtual void synchronize(int device_index = 0) = 0;
+
+  // ---- Raw transfers between this device's memory and host memory (the tensor cache) ----
+  // Page-locks [host, host + bytes) so copies to and from it run asynchronously at full speed
+  // (CUDA: cudaHostRegister); done once, at set-up. The default does nothing.
+  virtual void register_host_memory(void* host, size_t bytes) {}
+  virtual void unregister_host_memory(void* host) {}
+  // An event recorded now on `device`'s compute stream, for a transfer to wait for; null when
+  // the device computes synchronously (CPU: everything issued has finished).
+  virtual std::unique_ptr<Event> record_compute(int device_index) { return nullptr; }
+  // Copies `bytes` from `src` to `dst` (one of them host memory, the other this device's) on a
+  // copy stream of the backend's own, once `after` (may be null) has completed, overlapping the
+  // compute stream. Returns the event that completes with the copy; neither range may be reused
+  // before then. Null when the copy is already done (the default: a memcpy on the caller's
+  // thread, which is what the CPU does).
+  virtual std::unique_ptr<Event> copy_bytes_async(void* dst, const void* src, size_t bytes,
+                                                  int device_index, Event* after);
 
   // dst = src, any strides; dtypes may differ (converted); both on this backend's device,
   // or one of them on the CPU (host <-> device copy).
@@ -125,6 +163,36 @@ class Backend {
                                   const Tensor& v, const Tensor& out, const Tensor& lse,
                                   const Tensor& mask, bool causal, double scale);
 
+  // Convolution, batch norm and pooling on contiguous NCHW tensors of one floating dtype
+  // (f32 or f64). Default: not implemented.
+  // out = conv2d(x, weight) + bias (bias undefined or [K]).
+  virtual void conv2d(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                      const Conv2dParams& p);
+  // The gradients wanted (the others undefined): grad_x [N, C, H, W], grad_weight like weight,
+  // grad_bias [K]; all are overwritten.
+  virtual void conv2d_backward(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
+                               const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                               const Conv2dParams& p);
+  // Batch norm over (N, H, W) per channel C. training: normalizes with the batch statistics,
+  // writes mean and invstd = 1 / sqrt(var + eps) (biased var) [C], and, when running_mean /
+  // running_var are defined, blends them in with `momentum` (running_var takes the unbiased
+  // var), as torch.nn.functional.batch_norm. Not training: normalizes with the running
+  // statistics and writes them, as mean and invstd, for backward. weight / bias may be
+  // undefined (1 and 0).
+  virtual void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x,
+                          const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                          const Tensor& running_var, bool training, double momentum, double eps);
+  // grad_x (training: through the batch statistics; else the affine map only), grad_weight,
+  // grad_bias [C]: any may be undefined.
+  virtual void batch_norm_backward(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
+                                   const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                                   const Tensor& mean, const Tensor& invstd, bool training);
+  // out [N, C, P, Q]; Max also writes indices (i64, h * W + w within the input plane, as torch).
+  virtual void pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p);
+  // grad_x [N, C, H, W] (overwritten) from grad_out [N, C, P, Q] (and Max's indices).
+  virtual void pool2d_backward(const Tensor& grad_x, const Tensor& grad_out, const Tensor& indices,
+                               const Pool2dParams& p);
+
   // Philox random numbers for element i of `out` from `state` (same on every backend).
   virtual void random_uniform(const Tensor& out, RngState state, double low, double high) = 0;
   virtual void random_normal(const Tensor& out, RngState state, double mean, double std) = 0;
@@ -135,6 +203,8 @@ class BackendRegistry {
  public:
   static BackendRegistry& instance();
   void add(DeviceType type, std::unique_ptr<Backend> backend);
+  // Tests: puts a stand-in in place and returns what was there (to be put back the same way).
+  std::unique_ptr<Backend> replace(DeviceType type, std::unique_ptr<Backend> backend);
   bool has(DeviceType type) const;
   // Throws DeviceError when no backend for `type` was compiled or registered.
   Backend& get(DeviceType type) const;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "strata/autograd/saved_tensor.h"
+#include "strata/core/device.h"
 #include "strata/memory/cache_policy.h"
 #include "strata/memory/io_faults.h"
 
@@ -24,6 +25,10 @@ namespace strata::memory {
 enum class IoBackend : uint8_t { Auto, Uring, Threads };
 
 struct TensorCacheOptions {
+  // The device whose activations the cache moves besides the CPU's (a GPU: its stores and loads
+  // run on a copy stream of their own, and the host pool and staging buffers are page-locked for
+  // it at creation). Saved tensors on any other device are kept.
+  Device device = kCPU;
   // Storages smaller than this are kept whatever the policy says (0: none are).
   size_t min_bytes = size_t(1) << 20;
   // Host tier: one pool of this many bytes, allocated once (0: no host tier; Host -> Keep).
