@@ -78,6 +78,7 @@ function(strata_layer_protos layer dir)
 endfunction()
 if(TARGET strata_memory)
   strata_layer_protos(memory memory)  # the cache's plans
+  strata_layer_protos(memory memory/planner)  # hardware profiles, step traces
 endif()
 if(TARGET strata_io)
   target_link_libraries(strata_io PRIVATE nlohmann_json::nlohmann_json PNG::PNG JPEG::JPEG)

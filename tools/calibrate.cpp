@@ -1,0 +1,195 @@
+// strata_calibrate: measures this machine for the planner (memcpy bandwidth, O_DIRECT write/read
+// bandwidth and latency by request size, GEMM rates, streaming bandwidth) and writes a hardware
+// profile whose every figure names the measurement that produced it.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "strata/core/error.h"
+#include "strata/memory/planner/hardware.h"
+#include "strata/strata.h"
+
+using namespace strata;
+using namespace strata::memory::planner;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+template <class F>
+double best_of(int reps, F&& f) {
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = Clock::now();
+    f();
+    best = std::min(best, seconds_since(t0));
+  }
+  return best;
+}
+
+std::string today() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+std::string host() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+// Copy rate with the process's threads, each copying its share (what the host pool's copies get).
+double memcpy_rate(size_t bytes, int reps) {
+  std::vector<char> a(bytes, 1), b(bytes, 0);
+  double t = best_of(reps, [&] {
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+      for (int64_t part = 0; part < 64; ++part) {
+        size_t lo = bytes / 64 * size_t(part), hi = part == 63 ? bytes : bytes / 64 * size_t(part + 1);
+        std::memcpy(b.data() + lo, a.data() + lo, hi - lo);
+      }
+    }
+  });
+  return double(bytes) / t;
+}
+
+double gemm_rate(int64_t m, int64_t n, int64_t k, bool bf16, int reps) {
+  Tensor a = ops::randn({m, k}), b = ops::randn({k, n});
+  auto run = [&] {
+    if (bf16) {
+      ops::AutocastGuard ac(DType::bf16);
+      (void)ops::matmul(a, b);
+    } else {
+      (void)ops::matmul(a, b);
+    }
+  };
+  run();
+  return 2.0 * double(m) * double(n) * double(k) / best_of(reps, run);
+}
+
+// Streaming rate of an elementwise op over a large tensor: bytes read + written per second.
+double stream_rate(int64_t n, int reps) {
+  Tensor x = ops::randn({n}), y = ops::randn({n});
+  (void)ops::add(x, y);
+  return 3.0 * 4.0 * double(n) / best_of(reps, [&] { (void)ops::add(x, y); });
+}
+
+struct DirectFile {
+  int fd = -1;
+  std::string path;
+  DirectFile(const std::string& dir, size_t bytes) {
+    path = dir + "/strata_calibrate." + std::to_string(::getpid());
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_DIRECT, 0600);
+    STRATA_CHECK(fd >= 0, IoError, "strata_calibrate: cannot open '", path, "' with O_DIRECT: ", std::strerror(errno));
+    ::unlink(path.c_str());
+    STRATA_CHECK(::posix_fallocate(fd, 0, off_t(bytes)) == 0, IoError, "strata_calibrate: cannot allocate ", bytes,
+                 " bytes in '", dir, "'");
+  }
+  ~DirectFile() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Queue depth 1: one request at a time over `total` bytes; returns {bytes/s, seconds per request}.
+SizedRate direct_io(const DirectFile& f, bool write, size_t request, size_t total, void* buf) {
+  const size_t n = std::max<size_t>(1, total / request);
+  auto t0 = Clock::now();
+  for (size_t i = 0; i < n; ++i) {
+    ssize_t r = write ? ::pwrite(f.fd, buf, request, off_t(i * request)) : ::pread(f.fd, buf, request, off_t(i * request));
+    STRATA_CHECK(r == ssize_t(request), IoError, "strata_calibrate: ", write ? "write" : "read", " of ", request,
+                 " bytes at offset ", i * request, " in '", f.path, "' returned ", r, ": ", std::strerror(errno));
+  }
+  if (write) ::fdatasync(f.fd);
+  double t = seconds_since(t0);
+  return SizedRate{request, double(n * request) / t, t / double(n)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"strata_calibrate: measure this machine and write a hardware profile for the planner"};
+  std::string out = "this-machine.textproto", dir = "/tmp", name;
+  size_t file_mib = 512, memcpy_mib = 256;
+  int reps = 5;
+  app.add_option("-o,--out", out, "where to write the profile (protobuf text)");
+  app.add_option("--spill-dir", dir, "directory on the drive to measure (O_DIRECT)");
+  app.add_option("--file-mib", file_mib, "size of the O_DIRECT test file, MiB");
+  app.add_option("--memcpy-mib", memcpy_mib, "size of the memcpy buffers, MiB");
+  app.add_option("--reps", reps, "repetitions (best taken)");
+  app.add_option("--name", name, "profile name (default: cpu-<hostname>)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const std::string when = " on " + host() + ", " + today();
+    HardwareProfile h;
+    h.name = name.empty() ? "cpu-" + host() : name;
+    h.description = "this machine (CPU backend), measured by strata_calibrate" + when;
+    h.gpu = false;
+    const double ram = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
+    h.device_memory_bytes = {ram, "sysconf(_SC_PHYS_PAGES * _SC_PAGESIZE)" + when};
+    h.host_memory_bytes = h.device_memory_bytes;
+    std::fprintf(stderr, "calibrate: memcpy %zu MiB ...\n", memcpy_mib);
+    double mc = memcpy_rate(memcpy_mib << 20, reps);
+    h.host_memcpy_bytes_per_second = {mc, "strata_calibrate: memcpy of " + std::to_string(memcpy_mib) +
+                                              " MiB split over the OpenMP threads, best of " + std::to_string(reps) + when};
+    std::fprintf(stderr, "calibrate: sgemm ...\n");
+    double g1 = gemm_rate(1024, 1024, 1024, false, reps), g2 = gemm_rate(4096, 768, 768, false, reps);
+    h.matmul_flops_fp32 = {std::max(g1, g2), "strata_calibrate: ops::matmul f32, best of 1024^3 (" +
+                                                 std::to_string(int(g1 / 1e9)) + " GFLOP/s) and 4096x768x768 (" +
+                                                 std::to_string(int(g2 / 1e9)) + " GFLOP/s)" + when};
+    try {
+      double b = gemm_rate(4096, 768, 768, true, reps);
+      h.matmul_flops_bf16 = {b, "strata_calibrate: ops::matmul under bf16 autocast, 4096x768x768" + when};
+    } catch (const Error& e) {
+      std::fprintf(stderr, "calibrate: no bf16 matmul (%s)\n", e.what());
+    }
+    double st = stream_rate(int64_t(64) << 20, reps);
+    h.device_memory_bytes_per_second = {st, "strata_calibrate: ops::add over 64M f32 (12 bytes moved per element)" + when};
+    h.efficiencies.push_back({"*", 1, 1, "calibration: the rates above are measured, so efficiencies are 1"});
+
+    std::fprintf(stderr, "calibrate: O_DIRECT in %s, %zu MiB ...\n", dir.c_str(), file_mib);
+    DriveProfile d;
+    d.name = dir;
+    {
+      const size_t total = file_mib << 20;
+      DirectFile f(dir, total);
+      void* buf = nullptr;
+      STRATA_CHECK(::posix_memalign(&buf, 4096, size_t(16) << 20) == 0, Error, "strata_calibrate: out of memory");
+      std::memset(buf, 0x5A, size_t(16) << 20);
+      for (size_t req : {size_t(4) << 10, size_t(64) << 10, size_t(1) << 20, size_t(4) << 20, size_t(16) << 20}) {
+        size_t span = req <= (64 << 10) ? std::min<size_t>(total, size_t(64) << 20) : total;
+        d.writes.push_back(direct_io(f, true, req, span, buf));
+        d.reads.push_back(direct_io(f, false, req, span, buf));
+      }
+      std::free(buf);
+    }
+    const std::string io_src = "strata_calibrate: O_DIRECT pwrite/pread at queue depth 1 in " + dir + when;
+    d.write_bytes_per_second = {d.writes.back().bytes_per_second, io_src + ", 16 MiB requests"};
+    d.read_bytes_per_second = {d.reads.back().bytes_per_second, io_src + ", 16 MiB requests"};
+    d.write_latency_seconds = {d.writes.front().latency_seconds, io_src + ", 4 KiB requests"};
+    d.read_latency_seconds = {d.reads.front().latency_seconds, io_src + ", 4 KiB requests"};
+    h.drives.push_back(d);
+    save_hardware_profile(h, out);
+    std::printf("memcpy %.1f GB/s, sgemm %.0f GFLOP/s, bf16 %.0f GFLOP/s, stream %.1f GB/s, O_DIRECT write %.2f / read %.2f GB/s\n",
+                mc / 1e9, h.matmul_flops_fp32.value / 1e9, h.matmul_flops_bf16.value / 1e9, st / 1e9,
+                d.write_bytes_per_second.value / 1e9, d.read_bytes_per_second.value / 1e9);
+    std::printf("wrote %s\n", out.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata_calibrate: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
