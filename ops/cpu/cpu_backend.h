@@ -43,6 +43,20 @@ class CpuBackend final : public Backend {
                           const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
                           const Tensor& out, const Tensor& lse, const Tensor& mask, bool causal,
                           double scale) override;
+  void conv2d(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
+              const Conv2dParams& p) override;
+  void conv2d_backward(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
+                       const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                       const Conv2dParams& p) override;
+  void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x,
+                  const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                  const Tensor& running_var, bool training, double momentum, double eps) override;
+  void batch_norm_backward(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
+                           const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                           const Tensor& mean, const Tensor& invstd, bool training) override;
+  void pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p) override;
+  void pool2d_backward(const Tensor& grad_x, const Tensor& grad_out, const Tensor& indices,
+                       const Pool2dParams& p) override;
   void random_uniform(const Tensor& out, RngState state, double low, double high) override;
   void random_normal(const Tensor& out, RngState state, double mean, double std) override;
 };
@@ -54,6 +68,18 @@ Tensor contiguous_as(const Tensor& t, DType dt);
 // when built with it). ta / tb: the operand is stored column-major with leading dim lda / ldb.
 void gemm_bf16_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const void* A, int64_t lda,
                    const void* B, int64_t ldb, float beta, float* C, int64_t ldc);
+// The direct convolution kernels (any dtype the backend computes in, any geometry): the oracle
+// the oneDNN path is checked against, and the path for f64 and shapes oneDNN refuses.
+void conv2d_direct(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   const Conv2dParams& p);
+void conv2d_backward_direct(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
+                            const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Conv2dParams& p);
+// oneDNN convolution (f32 only; built with oneDNN only). Return false when oneDNN has no
+// implementation for the problem (the caller falls back to the direct kernels).
+bool conv2d_dnnl(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                 const Conv2dParams& p);
+bool conv2d_backward_dnnl(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
+                          const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Conv2dParams& p);
 // Checks that `t` is a contiguous tensor of a dtype the row kernels support.
 void check_row_kernel_input(const Tensor& t, const char* kernel);
 

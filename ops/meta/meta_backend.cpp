@@ -61,6 +61,15 @@ class MetaBackend final : public Backend {
                  double) override {}
   void attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                           const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool, double) override {}
+  void conv2d(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&) override {}
+  void conv2d_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                       const Conv2dParams&) override {}
+  void batch_norm(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                  const Tensor&, const Tensor&, bool, double, double) override {}
+  void batch_norm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                           const Tensor&, const Tensor&, bool) override {}
+  void pool2d(const Tensor&, const Tensor&, const Tensor&, const Pool2dParams&) override {}
+  void pool2d_backward(const Tensor&, const Tensor&, const Tensor&, const Pool2dParams&) override {}
   void random_uniform(const Tensor&, RngState, double, double) override {}
   void random_normal(const Tensor&, RngState, double, double) override {}
 

@@ -42,6 +42,7 @@
 #include "strata/core/generator.h"
 #include "strata/core/op_observer.h"
 #include "strata/core/philox.h"
+#include "support/conv_reference.h"
 #include "support/op_case.h"
 
 // The fused attention kernel joins the table when its op exists.
@@ -331,6 +332,11 @@ std::vector<OpCase> build_table() {
         OP(ops::cross_entropy(x[0], x[1], 2)), REF(R::cross_entropy(r[0], r[1], 2, R::Reduce::Mean)));
   t.add("cross_entropy.3d", {in({2, 3, 7}).T(), idx({2, 3}, 7)}, OP(ops::cross_entropy(x[0], x[1])),
         REF(R::cross_entropy(r[0], r[1], -100, R::Reduce::Mean)));
+  // The fused LM head + loss with BERT's decoder bias: logits x w^T + b never materialized whole.
+  t.add("linear_cross_entropy.bias", {in({5, 4}).step(), in({7, 4}), in({7}), idx({5}, 7, {0, 3, -100, 6, 2})},
+        OP(ops::linear_cross_entropy(x[0], x[1], x[2], x[3])),
+        REF(R::cross_entropy(R::zip(R::matmul(r[0], R::transpose(r[1], 0, 1)), r[2], std::plus<>()), r[3], -100,
+                             R::Reduce::Mean)));
   t.add("layer_norm.affine_T", {in({4, 7}).T(), in({7}), in({7})}, OP(ops::layer_norm(x[0], {7}, x[1], x[2])),
         REF(R::layer_norm(r[0], 1, &r[1], &r[2], 1e-5)))
       .bf16();
@@ -379,6 +385,10 @@ std::vector<OpCase> build_table() {
         .bf16();
     t.add("attention.packed_full_T", {in({3, 4, 6}).T()}, OP(ops::packed_self_attention(x[0], 1, false)),
           REF(packed_ref(r[0], 1, false)));
+    // BERT's padding mask: [B, 1, 1, S] bool, broadcast over heads and queries.
+    t.add("attention.padding_mask", {in({2, 2, 5, 4}), in({2, 2, 5, 4}).T(), in({2, 2, 5, 3}), mask({2, 1, 1, 5}, {1, 1, 1, 0, 0,
+                                                                                                              1, 1, 1, 1, 1})},
+          OP(sdpa(x[0], x[1], x[2], x[3], false, nan)), REF(R::attention(r[0], r[1], r[2], &r[3], true, false, 0.5)));
     t.add("attention.additive_mask", {in({2, 2, 3, 4}), in({2, 2, 5, 4}), in({2, 2, 5, 4}), in({3, 5}).bcast({5}).no_grad()},
           OP(sdpa(x[0], x[1], x[2], x[3], false, nan)),
           REF(R::attention(r[0], r[1], r[2], &r[3], false, false, 0.5)));
@@ -502,6 +512,76 @@ std::vector<OpCase> build_table() {
         },
         REF(R::map(r[0], [](double a) { return -2.0 * a; })))
       .no_grad();
+
+  // ---- convolution, batch norm, pooling (NCHW): f64 runs Strata's im2col kernels, f32 oneDNN ----
+  {
+    auto conv = [&t](const std::string& name, std::vector<InputSpec> ins, ops::Size2 st, ops::Size2 pad, ops::Size2 dil,
+                     int64_t groups) {
+      const bool bias = ins.size() == 3;
+      R::ConvGeom g{st[0], st[1], pad[0], pad[1], dil[0], dil[1], groups};
+      return t.add("conv2d." + name, std::move(ins),
+                   OP(ops::conv2d(x[0], x[1], bias ? x[2] : Tensor(), st, pad, dil, groups)),
+                   REF(R::conv2d(r[0], r[1], bias ? &r[2] : nullptr, g)));
+    };
+    conv("3x3_pad1", {in({2, 3, 7, 6}), in({4, 3, 3, 3}), in({4})}, {1, 1}, {1, 1}, {1, 1}, 1);
+    conv("stride21_step", {in({1, 2, 9, 8}).step(), in({3, 2, 3, 2}), in({3})}, {2, 1}, {1, 0}, {1, 1}, 1);
+    conv("dilated_nobias", {in({1, 3, 9, 10}), in({2, 3, 3, 3}).T()}, {1, 1}, {2, 1}, {2, 1}, 1);
+    conv("groups2_stride2", {in({2, 4, 5, 5}), in({6, 2, 3, 3}), in({6})}, {2, 2}, {1, 1}, {1, 1}, 2);
+    conv("depthwise", {in({1, 3, 6, 5}).offset(), in({3, 1, 3, 3})}, {1, 1}, {1, 1}, {1, 1}, 3);
+    conv("pointwise_T", {in({2, 5, 4, 3}).T(), in({3, 5, 1, 1}), in({3})}, {1, 1}, {0, 0}, {1, 1}, 1);
+    conv("pointwise_stride2", {in({2, 4, 5, 7}), in({6, 4, 1, 1})}, {2, 2}, {0, 0}, {1, 1}, 1);
+    conv("stem7x7_s2", {in({1, 3, 11, 13}), in({4, 3, 7, 7})}, {2, 2}, {3, 3}, {1, 1}, 1);
+    conv("odd_17x13", {in({2, 3, 17, 13}), in({5, 3, 3, 3}), in({5})}, {2, 2}, {1, 1}, {1, 1}, 1).fd(1e-6, 1e-5);
+
+    t.add("batch_norm.train_affine", {in({3, 4, 5, 2}), in({4}), in({4})},
+          OP(ops::batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true, 0.1, 1e-5)),
+          REF(R::batch_norm(r[0], nullptr, nullptr, &r[1], &r[2], true, 0.1, 1e-5)[0]));
+    t.add("batch_norm.train_running",
+          {in({2, 3, 4, 3}), in({3}).no_grad(), in({3}).pos().no_grad(), in({3}), in({3})},
+          [](const Tensors& x) -> Tensors {
+            Tensor y = ops::batch_norm(x[0], x[1], x[2], x[3], x[4], true, 0.3, 1e-5);
+            return {y, x[1], x[2]};
+          },
+          [](const Refs& r) -> Refs { return R::batch_norm(r[0], &r[1], &r[2], &r[3], &r[4], true, 0.3, 1e-5); })
+        .no_grad();
+    t.add("batch_norm.eval", {in({2, 3, 4, 4}), in({3}).no_grad(), in({3}).pos().no_grad(), in({3}), in({3})},
+          OP(ops::batch_norm(x[0], x[1], x[2], x[3], x[4], false, 0.1, 1e-3)),
+          REF(R::batch_norm(r[0], &r[1], &r[2], &r[3], &r[4], false, 0.1, 1e-3)[0]));
+    t.add("batch_norm.rows_2d", {in({6, 5}).T(), in({5})},
+          OP(ops::batch_norm(x[0], Tensor(), Tensor(), x[1], Tensor(), true, 0.1, 1e-5)),
+          REF(R::batch_norm(r[0], nullptr, nullptr, &r[1], nullptr, true, 0.1, 1e-5)[0]));
+    t.add("batch_norm.plain_step", {in({2, 3, 4, 5}).step()},
+          OP(ops::batch_norm(x[0], Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5)),
+          REF(R::batch_norm(r[0], nullptr, nullptr, nullptr, nullptr, true, 0.1, 1e-5)[0]));
+
+    auto pool = [&t](const std::string& name, InputSpec x0, R::PoolGeom g, std::function<Tensor(const Tensor&)> f) {
+      return t.add(name, {std::move(x0)}, OP(f(x[0])), REF(R::pool2d(r[0], g)));
+    };
+    R::PoolGeom mp{3, 3, 2, 2, 1, 1};
+    pool("max_pool2d.k3s2p1", in({2, 3, 9, 8}), mp, [](const Tensor& x) { return ops::max_pool2d(x, {3, 3}, {2, 2}, {1, 1}); });
+    R::PoolGeom md{2, 3, 2, 2, 1, 0, 1, 2};
+    md.ceil_mode = true;
+    pool("max_pool2d.ceil_dilated_T", in({1, 2, 7, 8}).T(), md,
+         [](const Tensor& x) { return ops::max_pool2d(x, {2, 3}, {2, 2}, {1, 0}, {1, 2}, true); });
+    R::PoolGeom ap{2, 2, 2, 2, 0, 0};
+    ap.max = false;
+    pool("avg_pool2d.k2", in({2, 3, 6, 5}), ap, [](const Tensor& x) { return ops::avg_pool2d(x, {2, 2}); });
+    R::PoolGeom ae{3, 3, 2, 2, 1, 1};
+    ae.max = false, ae.ceil_mode = true, ae.count_include_pad = false;
+    pool("avg_pool2d.pad_ceil_exclude", in({1, 2, 8, 7}).step(), ae,
+         [](const Tensor& x) { return ops::avg_pool2d(x, {3, 3}, {2, 2}, {1, 1}, true, false); });
+    R::PoolGeom ai{3, 2, 1, 2, 1, 1};
+    ai.max = false;
+    pool("avg_pool2d.pad_include", in({2, 2, 5, 6}), ai,
+         [](const Tensor& x) { return ops::avg_pool2d(x, {3, 2}, {1, 2}, {1, 1}); });
+    R::PoolGeom gl;
+    gl.adaptive = true, gl.out_h = 1, gl.out_w = 1;
+    pool("adaptive_avg_pool2d.global", in({2, 3, 5, 7}), gl, [](const Tensor& x) { return ops::adaptive_avg_pool2d(x, {1, 1}); });
+    R::PoolGeom ao;
+    ao.adaptive = true, ao.out_h = 3, ao.out_w = 2;
+    pool("adaptive_avg_pool2d.odd_T", in({1, 2, 7, 5}).T(), ao,
+         [](const Tensor& x) { return ops::adaptive_avg_pool2d(x, {3, 2}); });
+  }
 
   // ---- sizes past the CPU's parallel grain (32768 elements): OpenMP chunks start mid-row ----
   t.add("large.add_T_bcast", {in({181, 203}).T(), in({203})}, OP(ops::add(x[0], x[1])),

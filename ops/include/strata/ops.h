@@ -6,6 +6,7 @@
 #include "strata/core/tensor.h"
 #include "strata/ops/attention.h"
 #include "strata/ops/autocast.h"
+#include "strata/ops/conv.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
 #include "strata/ops/indexing.h"
