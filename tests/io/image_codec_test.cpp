@@ -1,0 +1,160 @@
+// PNG/JPEG decoding: fixtures written by an independent encoder (tests/goldens/images/
+// make_fixtures.py), round trips through libpng/libjpeg, and damaged files.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "strata/core/error.h"
+#include "strata/io/image.h"
+#include "tests/io/image_test_support.h"
+
+using namespace strata;
+using namespace strata::io;
+using strata::test::read_bytes;
+using strata::test::write_bytes;
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(STRATA_TEST_DATA_DIR) + "/goldens/images/" + name; }
+
+// The formula make_fixtures.py draws with.
+std::array<int, 3> fixture_rgb(int x, int y) { return {(x * 40 + y * 7) & 255, (y * 50 + 3) & 255, (x * y * 11) & 255}; }
+
+// A smooth test card: gradients and a soft disc (JPEG keeps such content within a few levels).
+Image gradient_image(int64_t h, int64_t w) {
+  Image img(h, w);
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t x = 0; x < w; ++x) {
+      const double d = std::hypot(double(x) - w / 2.0, double(y) - h / 2.0);
+      img.at(y, x)[0] = uint8_t(255 * x / (w - 1));
+      img.at(y, x)[1] = uint8_t(255 * y / (h - 1));
+      img.at(y, x)[2] = uint8_t(std::clamp(255.0 - 8.0 * d, 0.0, 255.0));
+    }
+  return img;
+}
+
+template <class F>
+void expect_pixels(const Image& img, F expected) {
+  ASSERT_EQ(img.height, 4);
+  ASSERT_EQ(img.width, 5);
+  for (int y = 0; y < 4; ++y)
+    for (int x = 0; x < 5; ++x) {
+      const std::array<int, 3> e = expected(x, y);
+      for (int c = 0; c < 3; ++c) EXPECT_EQ(int(img.at(y, x)[c]), e[size_t(c)]) << "pixel (" << y << ", " << x << ") c" << c;
+    }
+}
+
+}  // namespace
+
+TEST(ImageCodec, DecodesEveryPngVariantToRgbExactly) {
+  expect_pixels(read_image(fixture("rgb8.png")), fixture_rgb);
+  expect_pixels(read_image(fixture("rgba8.png")), fixture_rgb);  // alpha dropped
+  expect_pixels(read_image(fixture("rgb16.png")), fixture_rgb);  // high byte kept
+  const std::array<std::array<int, 3>, 4> palette = {{{255, 0, 0}, {0, 128, 255}, {10, 20, 30}, {250, 250, 5}}};
+  expect_pixels(read_image(fixture("palette8.png")), [&](int x, int y) { return palette[size_t((x + y) % 4)]; });
+  expect_pixels(read_image(fixture("gray_alpha8.png")), [](int x, int y) {
+    const int g = x * 30 + y;
+    return std::array<int, 3>{g, g, g};
+  });
+  expect_pixels(read_image(fixture("gray1.png")), [](int x, int y) {
+    const int g = ((x ^ y) & 1) ? 255 : 0;
+    return std::array<int, 3>{g, g, g};
+  });
+}
+
+TEST(ImageCodec, PngRoundTripIsExact) {
+  const Image img = gradient_image(37, 53);
+  const std::string path = test::image_test_dir() + "/card.png";
+  write_image(path, img);
+  const Image back = read_image(path);
+  ASSERT_EQ(back.height, 37);
+  ASSERT_EQ(back.width, 53);
+  EXPECT_EQ(back.pixels, img.pixels);
+}
+
+TEST(ImageCodec, JpegRoundTripIsCloseToTheOriginal) {
+  const Image img = gradient_image(48, 64);
+  const std::string path = test::image_test_dir() + "/card.JPG";  // extension matched case-insensitively
+  write_image(path, img, 95);
+  EXPECT_EQ(sniff_image_format(read_bytes(path).data(), read_bytes(path).size()), ImageFormat::Jpeg);
+  const Image back = read_image(path);
+  ASSERT_EQ(back.height, 48);
+  ASSERT_EQ(back.width, 64);
+  double sum = 0;
+  int worst = 0;
+  for (size_t i = 0; i < img.pixels.size(); ++i) {
+    const int d = std::abs(int(back.pixels[i]) - int(img.pixels[i]));
+    sum += d, worst = std::max(worst, d);
+  }
+  EXPECT_LT(sum / double(img.pixels.size()), 2.0);  // quality 95, 4:2:0 chroma
+  EXPECT_LE(worst, 24);
+}
+
+TEST(ImageCodec, TruncatedPngIsAnErrorNamingTheFile) {
+  const std::string dir = test::image_test_dir();
+  std::vector<uint8_t> bytes = encode_png(gradient_image(32, 32));
+  for (size_t keep : {size_t(4), size_t(20), size_t(60), bytes.size() - 20, bytes.size() - 1}) {
+    const std::string path = dir + "/cut_" + std::to_string(keep) + ".png";
+    write_bytes(path, std::vector<uint8_t>(bytes.begin(), bytes.begin() + long(keep)));
+    try {
+      read_image(path);
+      ADD_FAILURE() << "no error for a PNG cut to " << keep << " bytes";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ImageCodec, CorruptPngDataIsAnError) {
+  const std::string path = test::image_test_dir() + "/flipped.png";
+  std::vector<uint8_t> bytes = encode_png(gradient_image(32, 32));
+  for (size_t i = 60; i < bytes.size() - 16; i += 7) bytes[i] ^= 0x5A;  // inside IDAT: CRC and zlib both break
+  write_bytes(path, bytes);
+  try {
+    read_image(path);
+    FAIL() << "corrupt PNG decoded";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot decode PNG '" + path + "'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ImageCodec, TruncatedOrCorruptJpegIsAnErrorNamingTheFile) {
+  const std::string dir = test::image_test_dir();
+  const std::vector<uint8_t> bytes = encode_jpeg(gradient_image(64, 64), 90);
+  // Cut inside the headers, and inside the entropy-coded data (libjpeg would pad it with gray
+  // and warn "Premature end of JPEG file": an error here).
+  for (size_t keep : {size_t(3), size_t(100), bytes.size() / 2, bytes.size() - 40}) {
+    const std::string path = dir + "/cut_" + std::to_string(keep) + ".jpg";
+    write_bytes(path, std::vector<uint8_t>(bytes.begin(), bytes.begin() + long(keep)));
+    try {
+      read_image(path);
+      ADD_FAILURE() << "no error for a JPEG cut to " << keep << " of " << bytes.size() << " bytes";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+  // Only the EOI marker missing: every pixel is there, so it decodes.
+  const std::string no_eoi = dir + "/no_eoi.jpg";
+  write_bytes(no_eoi, std::vector<uint8_t>(bytes.begin(), bytes.end() - 2));
+  EXPECT_EQ(read_image(no_eoi).pixels, decode_jpeg(bytes.data(), bytes.size(), "whole").pixels);
+  // Garbage after the SOI marker.
+  std::vector<uint8_t> junk = {0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x02, 0x13, 0x37, 0xFF, 0x00, 0x42};
+  const std::string path = dir + "/junk.jpg";
+  write_bytes(path, junk);
+  EXPECT_THROW(read_image(path), IoError);
+}
+
+TEST(ImageCodec, EmptyAndNonImageFilesAreErrors) {
+  const std::string dir = test::image_test_dir();
+  write_bytes(dir + "/empty.png", {});
+  write_bytes(dir + "/text.png", {'h', 'e', 'l', 'l', 'o'});
+  for (const char* name : {"empty.png", "text.png", "missing.png"}) {
+    try {
+      read_image(dir + "/" + name);
+      ADD_FAILURE() << name << " decoded";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(write_image(dir + "/x.bmp", gradient_image(4, 4)), ValueError);
+}

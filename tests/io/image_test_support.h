@@ -1,0 +1,50 @@
+// Test support for the image data tests: a temporary folder per test, raw file bytes, and the
+// message of the strata::Error a call throws.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "strata/core/error.h"
+
+namespace strata::test {
+
+// <tmp>/strata_img_<pid>_<suite>_<test>, emptied and created.
+inline std::string image_test_dir() {
+  const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
+  auto d = std::filesystem::temp_directory_path() /
+           ("strata_img_" + std::to_string(::getpid()) + "_" + t->test_suite_name() + "_" + t->name());
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+inline std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), {});
+}
+
+inline void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+}
+
+// What f() throws as a strata::Error, or "" when it returns.
+template <class F>
+std::string error_message(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace strata::test
