@@ -1,0 +1,118 @@
+// The chain DP against brute force (every combination) on random small chains, on a hand-checked
+// three-block case, and on the boundary cases (nothing fits, everything fits).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "strata/core/error.h"
+#include "strata/memory/planner/chain_solver.h"
+
+using namespace strata;
+using namespace strata::memory::planner;
+
+namespace {
+
+constexpr uint64_t MiB = uint64_t(1) << 20;
+
+ChainBlock block(const std::string& path, std::vector<BlockOption> options) { return ChainBlock{path, std::move(options)}; }
+
+}  // namespace
+
+TEST(ChainSolver, HandCheckedThreeBlocks) {
+  // keep: holds 100, backward peak 100, free. recompute: holds 10 (its input), peak 110, +1 s.
+  auto b = [](const char* name) {
+    return block(name, {{"keep", 100 * MiB, 100 * MiB, 0.0}, {"recompute", 10 * MiB, 110 * MiB, 1.0}});
+  };
+  ChainProblem p;
+  p.blocks = {b("h.0"), b("h.1"), b("h.2")};
+  p.base_bytes = 50 * MiB;
+  p.budget_bytes = 350 * MiB;  // keep-all: 50 + 300 = 350 fits
+  ChainSolution s = solve_chain(p);
+  ASSERT_TRUE(s.feasible);
+  EXPECT_EQ(s.choice, (std::vector<int>{0, 0, 0}));
+  EXPECT_EQ(s.extra_seconds, 0.0);
+  EXPECT_EQ(s.predicted_peak, 350 * MiB);
+  // 260: keep-all no longer fits. Recomputing h.0 gives 50 + 10 + 100 + 100 = 260 (block 2's
+  // backward: 50 + 110 + 100 = 260): one recompute is enough, and it must be the first block
+  // (recomputing h.2 instead peaks at 50 + 200 + 110 = 360).
+  p.budget_bytes = 260 * MiB;
+  s = solve_chain(p);
+  ASSERT_TRUE(s.feasible);
+  EXPECT_EQ(s.choice, (std::vector<int>{1, 0, 0}));
+  EXPECT_EQ(s.extra_seconds, 1.0);
+  EXPECT_EQ(s.predicted_peak, 260 * MiB);
+  // 170: h.0 and h.1 recompute, h.2 keeps (its backward: 50 + 10 + 10 + 100 = 170); recomputing
+  // all three would peak higher (50 + 20 + 110 = 180).
+  p.budget_bytes = 170 * MiB;
+  s = solve_chain(p);
+  ASSERT_TRUE(s.feasible);
+  EXPECT_EQ(s.choice, (std::vector<int>{1, 1, 0}));
+  EXPECT_EQ(s.extra_seconds, 2.0);
+  // 165: block 2's backward needs 50 + held(h.0) + held(h.1) + 100, at least 170: nothing fits.
+  p.budget_bytes = 165 * MiB;
+  EXPECT_FALSE(solve_chain(p).feasible);
+  EXPECT_FALSE(brute_force_chain(p).feasible);
+  p.budget_bytes = 40 * MiB;  // below the base
+  EXPECT_FALSE(solve_chain(p).feasible);
+}
+
+TEST(ChainSolver, MatchesBruteForceOnRandomChains) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> nblocks(1, 6), nopts(1, 4), mib(0, 120), centis(0, 300);
+  int feasible = 0, infeasible = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    ChainProblem p;
+    const int L = nblocks(rng);
+    uint64_t keep_all = 0;
+    for (int j = 0; j < L; ++j) {
+      ChainBlock b;
+      b.path = "b" + std::to_string(j);
+      const int K = nopts(rng);
+      for (int k = 0; k < K; ++k) {
+        BlockOption o;
+        o.name = "o" + std::to_string(k);
+        o.held_bytes = uint64_t(mib(rng)) * MiB + uint64_t(mib(rng)) * 1000;  // not unit multiples
+        o.peak_bytes = o.held_bytes + uint64_t(mib(rng)) * MiB;
+        o.extra_seconds = k == 0 ? 0.0 : centis(rng) / 100.0;
+        b.options.push_back(o);
+      }
+      keep_all += b.options[0].held_bytes;
+      p.blocks.push_back(b);
+    }
+    p.base_bytes = uint64_t(mib(rng)) * MiB;
+    p.budget_bytes = p.base_bytes + uint64_t(std::uniform_real_distribution<double>(0.2, 1.3)(rng) * double(keep_all + 50 * MiB));
+    ChainSolution dp = solve_chain(p), bf = brute_force_chain(p);
+    ASSERT_EQ(dp.feasible, bf.feasible) << "trial " << trial;
+    if (!dp.feasible) {
+      ++infeasible;
+      continue;
+    }
+    ++feasible;
+    EXPECT_NEAR(dp.extra_seconds, bf.extra_seconds, 1e-9) << "trial " << trial;
+    EXPECT_LE(dp.predicted_peak, p.budget_bytes) << "trial " << trial;
+    double t = 0;
+    for (int j = 0; j < L; ++j) t += p.blocks[size_t(j)].options[size_t(dp.choice[size_t(j)])].extra_seconds;
+    EXPECT_NEAR(t, dp.extra_seconds, 1e-9) << "the choices add up to the reported time";
+  }
+  EXPECT_GT(feasible, 100);
+  EXPECT_GT(infeasible, 20);
+}
+
+TEST(ChainSolver, CoarsensItsUnitForHugeBudgetsAndRefusesEmptyBlocks) {
+  ChainProblem p;
+  for (int j = 0; j < 48; ++j)
+    p.blocks.push_back(block("h." + std::to_string(j), {{"keep", 2000 * MiB, 2500 * MiB, 0.0},
+                                                        {"selective", 900 * MiB, 2500 * MiB, 0.02},
+                                                        {"recompute", 40 * MiB, 2600 * MiB, 0.1},
+                                                        {"host", 60 * MiB, 4500 * MiB, 0.01},
+                                                        {"nvme", 60 * MiB, 4500 * MiB, 0.03}}));
+  p.base_bytes = 25'000 * MiB;
+  p.budget_bytes = 80'000 * MiB;
+  ChainSolution s = solve_chain(p);
+  ASSERT_TRUE(s.feasible);
+  EXPECT_GE(s.unit_bytes, MiB);
+  EXPECT_LE(p.budget_bytes / s.unit_bytes, uint64_t(1) << 17);
+  EXPECT_LE(s.predicted_peak, p.budget_bytes);
+  p.blocks[3].options.clear();
+  EXPECT_THROW(solve_chain(p), ValueError);
+}
