@@ -38,6 +38,20 @@ Tensor reduce_loss(const Tensor& loss_rows, Reduction reduction, double scale, D
   return detail::raw_cast(total, out_dtype);
 }
 
+// logits [rows, V] = x_chunk @ w^T (+ bias on every row).
+void chunk_logits(Backend& be, const Tensor& logits, const Tensor& xc, const Tensor& w, const Tensor& bias) {
+  if (bias.defined()) be.copy(logits, detail::raw_view(bias, logits.shape(), {0, 1}, bias.storage_offset()));
+  be.bmm(as_batch1(logits), as_batch1(xc), as_batch1(transposed(w)), 1.0, bias.defined() ? 1.0 : 0.0);
+}
+
+// db [V] (+)= column sums of dlogits [rows, V] (f32/f64, never the bf16 copy), as ones[1, rows] @ dlogits.
+void accumulate_dbias(Backend& be, const Tensor& db, const Tensor& dlogits, bool first) {
+  const int64_t rows = dlogits.size(0), V = dlogits.size(1);
+  Tensor ones = full({1, rows}, 1.0, TensorOptions(dlogits.dtype()).device(dlogits.device()));
+  be.bmm(as_batch1(detail::raw_view(db, {1, V}, {V, 1}, db.storage_offset())), as_batch1(ones), as_batch1(dlogits),
+         1.0, first ? 0.0 : 1.0);
+}
+
 int64_t rows_per_chunk(int64_t V, int64_t chunk_bytes, size_t esize) {
   return std::max<int64_t>(1, chunk_bytes / std::max<int64_t>(1, V * int64_t(esize)));
 }
@@ -51,11 +65,21 @@ int64_t rows_per_chunk(int64_t V, int64_t chunk_bytes, size_t esize) {
 // of the LM head's FLOPs) and no second pass over the vocabulary.
 Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& target, int64_t ignore_index,
                             Reduction reduction, int64_t chunk_bytes) {
+  return linear_cross_entropy(x, weight, Tensor(), target, ignore_index, reduction, chunk_bytes);
+}
+
+// With a bias (BERT's MLM decoder), each chunk's logits start as the bias rows (the GEMM then
+// accumulates onto them) and dbias is the column sum of the chunk's softmax gradient, formed by a
+// ones-row GEMM (fixed order: deterministic) and accumulated over chunks like dweight.
+Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& target,
+                            int64_t ignore_index, Reduction reduction, int64_t chunk_bytes) {
   const char* op = "linear_cross_entropy";
-  Device dev = detail::common_device(op, {&x, &weight, &target});
+  Device dev = detail::common_device(op, {&x, &weight, &bias, &target});
   STRATA_CHECK(reduction != Reduction::None, ValueError, op, ": reduction must be Mean or Sum");
   STRATA_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), ShapeError, op, ": x ",
                shape_str(x.shape()), " and weight ", shape_str(weight.shape()), " (weight is [V, C])");
+  STRATA_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)), ShapeError, op, ": bias ",
+               shape_str(bias.shape()), " does not fit weight ", shape_str(weight.shape()), " (bias is [V])");
   STRATA_CHECK(target.dtype() == DType::i64, TypeError, op, ": target must be i64, got ", target.str());
   Shape tshape(x.shape().begin(), x.shape().end() - 1);
   STRATA_CHECK(target.shape() == tshape, ShapeError, op, ": x ", shape_str(x.shape()), " needs targets of shape ",
@@ -68,6 +92,7 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   Tensor x2 = detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(x, {N, C}), gemm_dt));
   Tensor w = detail::raw_contiguous(detail::raw_cast(weight, gemm_dt));
   Tensor t = detail::raw_contiguous(detail::raw_reshape(target, {N}));
+  Tensor b1 = bias.defined() ? detail::raw_contiguous(detail::raw_cast(bias, dt)) : Tensor();
   Backend& be = detail::kernels(dev);
   const int64_t R = rows_per_chunk(V, chunk_bytes, element_size(dt));
 
@@ -79,7 +104,7 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
       count = int64_t(sum(ne(t, scalar_tensor(double(ignore_index), TensorOptions(DType::i64).device(dev)))).item());
     scale = count > 0 ? 1.0 / double(count) : std::numeric_limits<double>::quiet_NaN();
   }
-  auto node = make_node("LinearCrossEntropyBackward", {x, weight});
+  auto node = make_node("LinearCrossEntropyBackward", {x, weight, bias});
   if (node && autograd::current_save_policy().prefers_low_memory(op)) {
     // The lean variant: forward keeps only the row log-sum-exp; backward recomputes each
     // chunk's logits (a third more LM-head FLOPs, no [V, C] dW held across the step).
@@ -87,8 +112,7 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
     for (int64_t r0 = 0; r0 < N; r0 += R) {
       const int64_t rows = std::min(R, N - r0);
       Tensor logits = detail::alloc({rows, V}, dt, dev);
-      be.bmm(as_batch1(logits), as_batch1(detail::raw_view(x2, {rows, C}, {C, 1}, r0 * C)), as_batch1(transposed(w)),
-             1.0, 0.0);
+      chunk_logits(be, logits, detail::raw_view(x2, {rows, C}, {C, 1}, r0 * C), w, b1);
       be.cross_entropy(detail::raw_view(loss_rows, {rows}, {1}, r0), detail::raw_view(lse, {rows}, {1}, r0), logits,
                        detail::raw_view(t, {rows}, {1}, r0), ignore_index);
     }
@@ -99,25 +123,29 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
     node->save(weight);
     node->save(target);
     node->save(lse);
+    node->save(b1);
     // Captures sizes and scalars only (the saved tensors come back through n.saved).
-    node->backward = [N, C, V, R, dt, dev, scale, ignore_index, xs = x.shape(), amp_gemm = gemm_dt](
+    node->backward = [N, C, V, R, dt, dev, scale, ignore_index, xs = x.shape(), amp_gemm = gemm_dt,
+                      bdt = bias.defined() ? bias.dtype() : dt](
                          OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
-      Tensor xv = n.saved(0), wv = n.saved(1), tv = n.saved(2), lv = n.saved(3);
+      Tensor xv = n.saved(0), wv = n.saved(1), tv = n.saved(2), lv = n.saved(3), bv = n.saved(4);
       Tensor xr = detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(xv, {N, C}), amp_gemm));
       Tensor wr = detail::raw_contiguous(detail::raw_cast(wv, amp_gemm));
       Tensor tr = detail::raw_contiguous(detail::raw_reshape(tv, {N}));
       Backend& b = detail::kernels(dev);
-      const double gs = g[0].item() * scale;
+      const double gs = (g[0].device().is_meta() ? 1.0 : g[0].item()) * scale;  // Meta: shapes and cost only
       Tensor dx = n.needs_grad(0) ? detail::alloc({N, C}, dt, dev) : Tensor();
       Tensor dw = n.needs_grad(1) ? detail::alloc({V, C}, dt, dev) : Tensor();
+      Tensor db = n.needs_grad(2) ? zeros({V}, TensorOptions(dt).device(dev)) : Tensor();
       for (int64_t r0 = 0; r0 < N; r0 += R) {
         const int64_t rows = std::min(R, N - r0);
         Tensor xc = detail::raw_view(xr, {rows, C}, {C, 1}, r0 * C);
         Tensor logits = detail::alloc({rows, V}, dt, dev);
-        b.bmm(as_batch1(logits), as_batch1(xc), as_batch1(transposed(wr)), 1.0, 0.0);
+        chunk_logits(b, logits, xc, wr, bv);
         Tensor lse_c = detail::raw_view(lv, {rows}, {1}, r0), t_c = detail::raw_view(tr, {rows}, {1}, r0);
         b.cross_entropy_backward(logits, full({rows}, gs, TensorOptions(dt).device(dev)), logits, lse_c, t_c,
                                  ignore_index);
+        if (db.defined()) accumulate_dbias(b, db, logits, r0 == 0);
         Tensor dl = detail::raw_cast(logits, amp_gemm);
         if (dx.defined())
           b.bmm(as_batch1(detail::raw_view(dx, {rows, C}, {C, 1}, r0 * C)), as_batch1(dl), as_batch1(wr), 1.0, 0.0);
@@ -126,12 +154,15 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
       detail::record("linear_cross_entropy_backward", dev, 6.0 * double(N) * double(C) * double(V),
                      double(xv.nbytes() + wv.nbytes()), double(xv.nbytes() + wv.nbytes()));
       return {dx.defined() ? detail::raw_cast(detail::raw_reshape(dx, xs), xv.dtype()) : Tensor(),
-              dw.defined() ? detail::raw_cast(dw, wv.dtype()) : Tensor()};
+              dw.defined() ? detail::raw_cast(dw, wv.dtype()) : Tensor(),
+              db.defined() ? detail::raw_cast(db, bdt) : Tensor()};
     };
     set_outputs(node, {&out});
     return out;
   }
   const bool want_dx = node && node->needs_grad(0), want_dw = node && node->needs_grad(1);
+  const bool want_db = node && node->needs_grad(2);
+  Tensor db = want_db ? zeros({V}, TensorOptions(dt).device(dev)) : Tensor();
   Tensor dx = want_dx ? detail::alloc({N, C}, dt, dev) : Tensor();
   Tensor dw = want_dw ? (N > 0 ? detail::alloc({V, C}, dt, dev) : zeros({V, C}, TensorOptions(dt).device(dev)))
                       : Tensor();
@@ -141,12 +172,13 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
     Tensor xc = detail::raw_view(x2, {rows, C}, {C, 1}, r0 * C);
     Tensor logits = detail::alloc({rows, V}, dt, dev);
     Tensor lse_c = detail::raw_view(lse, {rows}, {1}, r0), t_c = detail::raw_view(t, {rows}, {1}, r0);
-    be.bmm(as_batch1(logits), as_batch1(xc), as_batch1(transposed(w)), 1.0, 0.0);
+    chunk_logits(be, logits, xc, w, b1);
     be.cross_entropy(detail::raw_view(loss_rows, {rows}, {1}, r0), lse_c, logits, t_c, ignore_index);
     if (!node) continue;
     // d(scale * sum of row losses) / dlogits, in place of the logits.
     be.cross_entropy_backward(logits, full({rows}, scale, TensorOptions(dt).device(dev)), logits, lse_c, t_c,
                               ignore_index);
+    if (want_db) accumulate_dbias(be, db, logits, r0 == 0);
     Tensor dl = detail::raw_cast(logits, gemm_dt);
     if (want_dx)
       be.bmm(as_batch1(detail::raw_view(dx, {rows, C}, {C, 1}, r0 * C)), as_batch1(dl), as_batch1(w), 1.0, 0.0);
@@ -160,10 +192,11 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   if (node) {
     node->save(dx);
     node->save(dw);
-    node->backward = [xs = x.shape(), xdt = x.dtype(), wdt = weight.dtype()](
+    node->save(db);
+    node->backward = [xs = x.shape(), xdt = x.dtype(), wdt = weight.dtype(), bdt = bias.defined() ? bias.dtype() : dt](
                          OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
-      Tensor dx = n.saved(0), dw = n.saved(1);
-      const double gs = g[0].item();
+      Tensor dx = n.saved(0), dw = n.saved(1), db = n.saved(2);
+      const double gs = g[0].device().is_meta() ? 1.0 : g[0].item();
       auto scaled = [gs](const Tensor& d, DType to) {
         Tensor r = d;
         if (gs != 1.0) {
@@ -176,7 +209,7 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
         return detail::raw_cast(r, to);
       };
       return {dx.defined() ? scaled(detail::raw_reshape(dx, xs), xdt) : Tensor(),
-              dw.defined() ? scaled(dw, wdt) : Tensor()};
+              dw.defined() ? scaled(dw, wdt) : Tensor(), db.defined() ? scaled(db, bdt) : Tensor()};
     };
     set_outputs(node, {&out});
   }

@@ -26,6 +26,10 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
 Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& target,
                             int64_t ignore_index = -100, Reduction reduction = Reduction::Mean,
                             int64_t chunk_bytes = int64_t(128) << 20);
+// The same with a bias [V] added to every row's logits (BERT's MLM decoder); bias gets a gradient.
+Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& target,
+                            int64_t ignore_index = -100, Reduction reduction = Reduction::Mean,
+                            int64_t chunk_bytes = int64_t(128) << 20);
 // Normalizes over the trailing dims of `normalized_shape`; weight and bias may be undefined.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
