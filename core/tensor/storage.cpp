@@ -18,6 +18,8 @@ StorageImpl::StorageImpl(void* data, size_t nbytes, Device device,
     : data_(data), nbytes_(nbytes), device_(device), category_(MemoryCategory::Temporary),
       deleter_(std::move(deleter)), id_(next_storage_id.fetch_add(1)) {}
 
+uint64_t StorageImpl::next_id() { return next_storage_id.load(); }
+
 StorageImpl::~StorageImpl() {
   if (allocator_) {
     allocator_->deallocate(data_, nbytes_, category_);

@@ -28,6 +28,9 @@ class StorageImpl {
   Device device() const { return device_; }
   // Process-unique id: the tensor cache keys saved tensors by storage, not by tensor.
   uint64_t id() const { return id_; }
+  // Ids handed out so far: storages made after this call get larger ids (the planner's tracer
+  // tells which op created a storage from this watermark taken after each op).
+  static uint64_t next_id();
 
   // Bumped by every in-place write; SavedTensor compares it at unpack time.
   uint64_t version() const { return version_->load(std::memory_order_relaxed); }

@@ -58,4 +58,10 @@ struct StepTrace {
   void validate() const;
 };
 
+// Binary protobuf, or text when `path` ends in ".textproto"; written atomically (temp + rename).
+void save_trace(const StepTrace& trace, const std::string& path);
+// IoError naming the file when it cannot be read, ValueError when it does not parse or its
+// indices are inconsistent.
+StepTrace load_trace(const std::string& path);
+
 }  // namespace strata::memory::planner

@@ -1,0 +1,163 @@
+// StepTracer on a real step: the trace's structure (blocks, producers before uses, keys as the
+// cache names them), and the simulator replaying it under keep-all predicts the activation peak
+// the allocator measures for the same step.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "strata/memory/planner/simulator.h"
+#include "strata/memory/planner/tracer.h"
+#include "strata/strata.h"
+
+using namespace strata;
+using namespace strata::memory;
+using namespace strata::memory::planner;
+
+namespace {
+
+// Four blocks of matmul + activation + dropout on a [rows, 64] input; odd blocks square their
+// GELU's output (a product saves it: a tensor GELU can make again from its own saved input).
+Tensor chain(const Tensor& x, const std::vector<Tensor>& w) {
+  Tensor h = x;
+  for (size_t i = 0; i < w.size(); ++i) {
+    autograd::ScopeGuard block("b" + std::to_string(i), /*is_block=*/true);
+    h = ops::matmul(h, w[i]);
+    h = i % 2 ? ops::gelu(h, "tanh") : ops::tanh(h);
+    if (i % 2) h = ops::mul(h, h);
+    h = ops::dropout(h, 0.1);
+  }
+  return ops::sum(ops::mul(h, h));
+}
+
+std::vector<Tensor> weights() {
+  std::vector<Tensor> w;
+  for (int i = 0; i < 4; ++i) {
+    Tensor p = ops::mul(ops::randn({64, 64}), 0.2);
+    p.set_requires_grad(true);
+    p.set_is_parameter(true);
+    w.push_back(p);
+  }
+  return w;
+}
+
+HardwareProfile cpu() {
+  HardwareProfile h;
+  h.name = "test cpu";
+  h.matmul_flops_fp32 = {1e11, "test"};
+  h.host_memcpy_bytes_per_second = {1e10, "test"};
+  return h;
+}
+
+}  // namespace
+
+TEST(StepTracer, RecordsBlocksTensorsAndTheirUses) {
+  manual_seed(3);
+  auto w = weights();
+  Tensor x = ops::randn({512, 64});
+  auto tracer = std::make_shared<StepTracer>();
+  {
+    OpObserverGuard obs(tracer.get());
+    autograd::SavePolicyGuard save(tracer);
+    tracer->begin();
+    chain(x, w).backward();
+  }
+  StepTrace t = tracer->finish("chain");
+  ASSERT_EQ(t.blocks.size(), 4u);
+  for (size_t b = 0; b < 4; ++b) {
+    EXPECT_EQ(t.blocks[b].path, "b" + std::to_string(b));
+    EXPECT_GE(t.blocks[b].first_backward_op, 0) << "block " << b << " has backward nodes";
+    if (b > 0) EXPECT_LT(t.blocks[b].first_backward_op, t.blocks[b - 1].first_backward_op) << "backward runs blocks in reverse";
+  }
+  std::set<std::string> keys;
+  size_t recomputable = 0, inputs = 0;
+  for (const TraceTensor& s : t.tensors) {
+    EXPECT_TRUE(keys.insert(s.key).second) << "duplicate key " << s.key;
+    EXPECT_LE(s.producer, s.last_forward_use) << s.key;
+    ASSERT_GE(s.first_backward_use, 0) << s.key << " is never unpacked";
+    EXPECT_LT(s.last_forward_use, s.first_backward_use) << s.key;
+    EXPECT_EQ(s.bytes % (512 * 4), 0u) << s.key;
+    recomputable += s.op_recomputable;
+    inputs += s.block_input;
+  }
+  EXPECT_TRUE(keys.count("b1#0:MatmulBackward")) << "keys follow the cache's <scope>#<n>:<node>";
+  EXPECT_EQ(recomputable, 2u) << "the squared GELU outputs of blocks 1 and 3 can be made again by GELU";
+  EXPECT_EQ(inputs, 4u) << "each block's matmul input comes from the block before, or is the batch";
+  EXPECT_GT(t.resident_bytes, 0u);
+}
+
+TEST(StepTracer, KeepAllReplayPredictsTheMeasuredActivationPeak) {
+  manual_seed(4);
+  auto w = weights();
+  Tensor x = ops::randn({1024, 64});
+  auto tracer = std::make_shared<StepTracer>();
+  {
+    OpObserverGuard obs(tracer.get());
+    autograd::SavePolicyGuard save(tracer);
+    tracer->begin();
+    chain(x, w).backward();
+  }
+  StepTrace t = tracer->finish("chain");
+  for (auto& p : w) p.set_grad(Tensor());
+  // The same step again, untraced, with the allocator's peaks reset at its start.
+  cpu_allocator().stats().reset_peaks();
+  chain(x, w).backward();
+  const int64_t measured = cpu_allocator().stats().snapshot().peak_of(MemoryCategory::SavedActivation);
+  SimResult r = simulate(t, SimPlan::keep_all(t), cpu());
+  EXPECT_EQ(int64_t(r.activation_peak), measured);
+  // Recomputing every block keeps only block inputs: a strictly lower predicted peak.
+  SimPlan seg = SimPlan::keep_all(t);
+  seg.segments.assign(t.blocks.size(), true);
+  SimResult rs = simulate(t, seg, cpu());
+  EXPECT_LT(rs.activation_peak, r.activation_peak);
+  EXPECT_GT(rs.recompute_seconds, 0.0);
+}
+
+TEST(StepTracer, TracesRoundTripThroughBinaryAndTextFiles) {
+  manual_seed(5);
+  auto w = weights();
+  Tensor x = ops::randn({128, 64});
+  auto tracer = std::make_shared<StepTracer>();
+  {
+    OpObserverGuard obs(tracer.get());
+    autograd::SavePolicyGuard save(tracer);
+    tracer->begin();
+    chain(x, w).backward();
+  }
+  StepTrace t = tracer->finish("chain");
+  const std::string dir = ::testing::TempDir();
+  for (const std::string name : {"trace.pb", "trace.textproto"}) {
+    save_trace(t, dir + name);
+    StepTrace back = load_trace(dir + name);
+    EXPECT_EQ(back.model, "chain");
+    EXPECT_EQ(back.resident_bytes, t.resident_bytes);
+    ASSERT_EQ(back.ops.size(), t.ops.size());
+    ASSERT_EQ(back.tensors.size(), t.tensors.size());
+    ASSERT_EQ(back.blocks.size(), t.blocks.size());
+    for (size_t i = 0; i < t.ops.size(); ++i) {
+      EXPECT_EQ(back.ops[i].kind, t.ops[i].kind);
+      EXPECT_EQ(back.ops[i].block, t.ops[i].block);
+      EXPECT_EQ(back.ops[i].phase, t.ops[i].phase);
+      EXPECT_EQ(back.ops[i].seconds, t.ops[i].seconds);
+      EXPECT_EQ(back.ops[i].temp_bytes, t.ops[i].temp_bytes);
+    }
+    for (size_t i = 0; i < t.tensors.size(); ++i) {
+      EXPECT_EQ(back.tensors[i].key, t.tensors[i].key);
+      EXPECT_EQ(back.tensors[i].producer, t.tensors[i].producer);
+      EXPECT_EQ(back.tensors[i].first_backward_use, t.tensors[i].first_backward_use);
+      EXPECT_EQ(back.tensors[i].block_input, t.tensors[i].block_input);
+    }
+  }
+  {  // a trace whose indices point past its ops is refused with the file's name
+    StepTrace bad = t;
+    bad.tensors[0].first_backward_use = int32_t(bad.ops.size()) + 5;
+    bad.tensors[0].last_backward_use = bad.tensors[0].first_backward_use;
+    save_trace(bad, dir + "bad.pb");
+  }
+  try {
+    load_trace(dir + "bad.pb");
+    FAIL() << "an inconsistent trace was loaded";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.pb"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_trace(dir + "missing.pb"), IoError);
+}
