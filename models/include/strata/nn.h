@@ -2,9 +2,12 @@
 #pragma once
 
 #include "strata/models/layers/activation.h"
+#include "strata/models/layers/batch_norm.h"
 #include "strata/models/layers/container.h"
+#include "strata/models/layers/conv2d.h"
 #include "strata/models/layers/dropout.h"
 #include "strata/models/layers/embedding.h"
 #include "strata/models/layers/layer_norm.h"
 #include "strata/models/layers/linear.h"
+#include "strata/models/layers/pooling.h"
 #include "strata/nn/module.h"
