@@ -1,0 +1,172 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "strata/io/mlm_batches.h"
+#include "strata/strata.h"
+
+using namespace strata;
+using namespace strata::io;
+
+namespace {
+
+// Windows of content tokens 0..255 (never a special id), B rows of L.
+std::vector<int64_t> windows(int64_t B, int64_t L, int64_t salt = 0) {
+  std::vector<int64_t> w(size_t(B * L));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = int64_t((i * 37 + size_t(salt) * 11 + 5) % 256);
+  return w;
+}
+
+std::vector<int64_t> vec(const Tensor& t) { return t.contiguous().to_vector<int64_t>(); }
+
+std::string temp_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / ("strata_mlm_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+}  // namespace
+
+// On ~1M content tokens: 15% chosen (within 0.3 points), of which 80% [MASK], 10% random,
+// 10% unchanged (within 1 point each); labels hold the original tokens exactly there.
+TEST(MlmBatches, MaskingRateAndEightyTenTenProportions) {
+  MlmOptions o;
+  o.batch = 64, o.seq_len = 128, o.short_seq_prob = 0.0;
+  const int64_t L = o.content_len();
+  int64_t content = 0, chosen = 0, to_mask = 0, to_random = 0, unchanged = 0;
+  for (uint64_t s = 0; s < 128; ++s) {
+    std::vector<int64_t> w = windows(o.batch, L, int64_t(s));
+    MlmBatch b = make_mlm_batch(w, o, s);
+    std::vector<int64_t> ids = vec(b.input_ids), labels = vec(b.labels), types = vec(b.token_type_ids);
+    int64_t masked_here = 0;
+    for (int64_t r = 0; r < o.batch; ++r) {
+      // Rebuild the original row: [CLS] content with one [SEP] inside, [SEP] at the end.
+      std::vector<int64_t> orig;
+      int64_t seps = 0;
+      for (int64_t t = 0; t < o.seq_len; ++t) {
+        const size_t i = size_t(r * o.seq_len + t);
+        const int64_t original = labels[i] != -100 ? labels[i] : ids[i];
+        if (t == 0) {
+          EXPECT_EQ(ids[i], o.special.cls);
+          EXPECT_EQ(labels[i], -100) << "[CLS] is never chosen";
+          continue;
+        }
+        if (ids[i] == o.special.sep && labels[i] == -100) {
+          ++seps;
+          continue;
+        }
+        orig.push_back(original);
+        ++content;
+        EXPECT_EQ(types[i], seps >= 1 ? 1 : 0) << "segment B starts after the first [SEP]";
+        if (labels[i] == -100) continue;
+        ++chosen, ++masked_here;
+        if (ids[i] == o.special.mask) ++to_mask;
+        else if (ids[i] == labels[i]) ++unchanged;
+        else ++to_random;
+      }
+      EXPECT_EQ(seps, 2);
+      EXPECT_EQ(orig, std::vector<int64_t>(w.begin() + r * L, w.begin() + (r + 1) * L)) << "labels align with the text";
+    }
+    EXPECT_EQ(masked_here, b.num_masked);
+    EXPECT_EQ(b.num_padded, 0);
+  }
+  const double rate = double(chosen) / double(content);
+  EXPECT_NEAR(rate, 0.15, 0.003);
+  EXPECT_NEAR(double(to_mask) / double(chosen), 0.8, 0.01);
+  // A random replacement equals the original 1/256 of the time and is counted as unchanged.
+  EXPECT_NEAR(double(to_random) / double(chosen), 0.1 * 255.0 / 256.0, 0.01);
+  EXPECT_NEAR(double(unchanged) / double(chosen), 0.1 + 0.1 / 256.0, 0.01);
+}
+
+TEST(MlmBatches, SameSeedAndStreamSameBatchOtherwiseDifferent) {
+  MlmOptions o;
+  o.batch = 4, o.seq_len = 64, o.seed = 7;
+  std::vector<int64_t> w = windows(4, o.content_len());
+  MlmBatch a = make_mlm_batch(w, o, 3), b = make_mlm_batch(w, o, 3), c = make_mlm_batch(w, o, 4);
+  EXPECT_EQ(vec(a.input_ids), vec(b.input_ids));
+  EXPECT_EQ(vec(a.labels), vec(b.labels));
+  EXPECT_EQ(vec(a.attention_mask), vec(b.attention_mask));
+  EXPECT_NE(vec(a.labels), vec(c.labels));
+  o.seed = 8;
+  EXPECT_NE(vec(a.labels), vec(make_mlm_batch(w, o, 3).labels));
+}
+
+// Short samples: padding after the last [SEP], attention mask 0, type 0, no label there.
+TEST(MlmBatches, ShortSequencesArePaddedAndMasked) {
+  MlmOptions o;
+  o.batch = 32, o.seq_len = 40, o.short_seq_prob = 0.5, o.two_segments = false;
+  MlmBatch b = make_mlm_batch(windows(32, o.content_len()), o, 1);
+  std::vector<int64_t> ids = vec(b.input_ids), am = vec(b.attention_mask), labels = vec(b.labels),
+                       types = vec(b.token_type_ids);
+  int64_t padded = 0, short_rows = 0;
+  for (int64_t r = 0; r < o.batch; ++r) {
+    int64_t len = 0;
+    while (len < o.seq_len && am[size_t(r * o.seq_len + len)] == 1) ++len;
+    EXPECT_GE(len, 4) << "[CLS] + at least 2 tokens + [SEP]";
+    EXPECT_EQ(ids[size_t(r * o.seq_len + len - 1)], o.special.sep);
+    for (int64_t t = len; t < o.seq_len; ++t) {
+      const size_t i = size_t(r * o.seq_len + t);
+      EXPECT_EQ(am[i], 0);
+      EXPECT_EQ(ids[i], o.special.pad);
+      EXPECT_EQ(labels[i], -100);
+      EXPECT_EQ(types[i], 0);
+      ++padded;
+    }
+    short_rows += len < o.seq_len;
+  }
+  EXPECT_EQ(padded, b.num_padded);
+  EXPECT_GT(short_rows, 5);
+  EXPECT_LT(short_rows, 28);
+}
+
+TEST(MlmBatches, AtLeastOnePositionIsAlwaysLabelled) {
+  MlmOptions o;
+  o.batch = 1, o.seq_len = 5, o.mask_prob = 1e-9;
+  MlmBatch b = make_mlm_batch(windows(1, o.content_len()), o, 0);
+  EXPECT_EQ(b.num_masked, 1);
+  EXPECT_EQ(vec(b.labels)[1], 5);
+  EXPECT_EQ(vec(b.input_ids)[1], o.special.mask);
+}
+
+TEST(MlmBatches, BadOptionsAreRejected) {
+  MlmOptions o;
+  o.seq_len = 4;  // one content token with two segments
+  EXPECT_THROW(o.validate(), ValueError);
+  o = MlmOptions();
+  o.mask_token_prob = 0.95;
+  EXPECT_THROW(o.validate(), ValueError);
+  o = MlmOptions();
+  EXPECT_THROW(make_mlm_batch(std::vector<int64_t>(10), o, 0), ShapeError);
+}
+
+// From shards: the batcher resumes from its cursor with the same batches bit for bit.
+TEST(MlmBatches, BatcherIsDeterministicAndResumesFromItsCursor) {
+  const std::string dir = temp_dir("resume");
+  std::vector<int32_t> toks(20000);
+  for (size_t i = 0; i < toks.size(); ++i) toks[i] = int32_t((i * 131 + i / 7) % 256);
+  write_token_shard(dir + "/train_000000.bin", toks);
+  MlmOptions o;
+  o.batch = 4, o.seq_len = 32, o.seed = 3, o.shuffle = true;
+  MlmBatcher a({dir + "/train_000000.bin"}, o);
+  a.next();
+  a.next();
+  const DataCursor at = a.cursor();
+  MlmBatch third = a.next(), fourth = a.next();
+  MlmBatcher b({dir + "/train_000000.bin"}, o);
+  b.set_cursor(at);
+  EXPECT_EQ(vec(b.next().input_ids), vec(third.input_ids));
+  MlmBatch again = b.next();
+  EXPECT_EQ(vec(again.input_ids), vec(fourth.input_ids));
+  EXPECT_EQ(vec(again.labels), vec(fourth.labels));
+  EXPECT_NE(vec(third.labels), vec(fourth.labels));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(MlmBatches, UnigramEntropy) {
+  EXPECT_NEAR(unigram_entropy({1, 1, 2, 2}), std::log(2.0), 1e-12);
+  EXPECT_EQ(unigram_entropy({5, 5, 5}), 0.0);
+  std::vector<int32_t> u;
+  for (int i = 0; i < 256; ++i) u.push_back(i);
+  EXPECT_NEAR(unigram_entropy(u), std::log(256.0), 1e-12);
+}
