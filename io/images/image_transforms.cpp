@@ -74,7 +74,7 @@ std::vector<Taps> bilinear_taps(int64_t in, int64_t out) {
   return taps;
 }
 
-uint8_t to_u8(float v) { return uint8_t(std::clamp(std::lround(v), 0L, 255L)); }
+uint8_t to_u8(float v) { return uint8_t(std::clamp(v, 0.f, 255.f) + 0.5f); }  // round half up
 
 }  // namespace
 

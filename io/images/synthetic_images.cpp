@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 #include <sstream>
+#include <vector>
 
 #include "strata/core/error.h"
 #include "strata/core/philox.h"
@@ -65,7 +66,8 @@ ClassPattern class_pattern(uint64_t seed, int64_t k, int64_t num_classes) {
 SyntheticImageDataset::SyntheticImageDataset(SyntheticImageOptions options) : o_(options) {
   STRATA_CHECK(o_.num_classes >= 2 && o_.num_classes <= 1000, ValueError, "SyntheticImageDataset: num_classes ",
                o_.num_classes, " is not in [2, 1000]");
-  STRATA_CHECK(o_.size > 0, ValueError, "SyntheticImageDataset: size ", o_.size, " must be positive");
+  STRATA_CHECK(o_.size > 0 && o_.offset >= 0, ValueError, "SyntheticImageDataset: size ", o_.size, " and offset ",
+               o_.offset, " must be positive and non-negative");
   STRATA_CHECK(o_.height >= 4 && o_.width >= 4 && o_.height <= 4096 && o_.width <= 4096, ValueError,
                "SyntheticImageDataset: image size ", o_.height, "x", o_.width, " is not in [4, 4096]");
   STRATA_CHECK(o_.noise >= 0 && o_.noise <= 1, ValueError, "SyntheticImageDataset: noise ", o_.noise,
@@ -75,13 +77,14 @@ SyntheticImageDataset::SyntheticImageDataset(SyntheticImageOptions options) : o_
 int64_t SyntheticImageDataset::label(int64_t index) const {
   STRATA_CHECK(index >= 0 && index < o_.size, IndexError, "SyntheticImageDataset: index ", index,
                " out of range [0, ", o_.size, ")");
-  return index % o_.num_classes;
+  return (o_.offset + index) % o_.num_classes;
 }
 
 Image SyntheticImageDataset::image(int64_t index) const {
   const int64_t k = label(index);
   const ClassPattern c = class_pattern(o_.seed, k, o_.num_classes);
-  AugmentRng rng(o_.seed, kSampleDomain, uint64_t(index));
+  const uint64_t drawn = uint64_t(o_.offset + index);
+  AugmentRng rng(o_.seed, kSampleDomain, drawn);
   const double phase = 2 * std::numbers::pi * rng.uniform();
   const double angle = c.angle + 0.12 * (rng.uniform() - 0.5) * std::numbers::pi / double(o_.num_classes);
   const double freq = c.frequency * (0.9 + 0.2 * rng.uniform());
@@ -92,19 +95,28 @@ Image SyntheticImageDataset::image(int64_t index) const {
   const float amp = float(o_.noise * 255.0);
 
   Image img(o_.height, o_.width);
-  AugmentRng noise(o_.seed, kNoiseDomain, uint64_t(index));
+  AugmentRng noise(o_.seed, kNoiseDomain, drawn);
+  // Stripes sin(a u + b v + phase), split as sin(a u) cos(b v + phase) + cos(a u) sin(b v + phase):
+  // one sine per column and per row instead of one per pixel.
+  const double a = 2 * std::numbers::pi * freq * ca, b = 2 * std::numbers::pi * freq * sa;
+  std::vector<double> sin_u(size_t(o_.width)), cos_u(size_t(o_.width));
+  for (int64_t x = 0; x < o_.width; ++x) {
+    const double u = (double(x) + 0.5) / double(o_.width);
+    sin_u[size_t(x)] = std::sin(a * u), cos_u[size_t(x)] = std::cos(a * u);
+  }
   for (int64_t y = 0; y < o_.height; ++y) {
     const double v = (double(y) + 0.5) / double(o_.height);
+    const double sin_v = std::sin(b * v + phase), cos_v = std::cos(b * v + phase);
     for (int64_t x = 0; x < o_.width; ++x) {
       const double u = (double(x) + 0.5) / double(o_.width);
-      const float s = float(0.5 + 0.5 * std::sin(2 * std::numbers::pi * freq * (u * ca + v * sa) + phase));
+      const float s = float(0.5 + 0.5 * (sin_u[size_t(x)] * cos_v + cos_u[size_t(x)] * sin_v));
       Rgb p{c.light.r * s + c.dark.r * (1 - s), c.light.g * s + c.dark.g * (1 - s), c.light.b * s + c.dark.b * (1 - s)};
-      const double dx = u - cx, dy = v - cy, d = std::sqrt(dx * dx + dy * dy);
+      const double dx = u - cx, dy = v - cy, d2 = dx * dx + dy * dy, r2 = radius * radius;
       bool in_shape = false;
       switch (c.shape) {
-        case 0: in_shape = d < radius; break;
+        case 0: in_shape = d2 < r2; break;
         case 1: in_shape = std::abs(dx) < radius * 0.85 && std::abs(dy) < radius * 0.85; break;
-        case 2: in_shape = d < radius && d > radius * 0.55; break;
+        case 2: in_shape = d2 < r2 && d2 > r2 * (0.55 * 0.55); break;
         default: in_shape = (std::abs(dx) < radius * 0.3 || std::abs(dy) < radius * 0.3) && std::abs(dx) < radius &&
                             std::abs(dy) < radius;
       }
@@ -114,7 +126,7 @@ Image SyntheticImageDataset::image(int64_t index) const {
       const float chan[3] = {p.r, p.g, p.b};
       for (int ch = 0; ch < 3; ++ch) {
         const float n = amp * (float((bits >> (8 * ch)) & 0xFF) / 127.5f - 1.f);  // uniform in [-amp, amp]
-        out[ch] = uint8_t(std::clamp(std::lround(gain * chan[ch] + n), 0L, 255L));
+        out[ch] = uint8_t(std::clamp(gain * chan[ch] + n, 0.f, 255.f) + 0.5f);  // round half up
       }
     }
   }
@@ -124,7 +136,8 @@ Image SyntheticImageDataset::image(int64_t index) const {
 std::string SyntheticImageDataset::describe() const {
   std::ostringstream os;
   os << "synthetic images, " << o_.size << " of " << o_.height << "x" << o_.width << " in " << o_.num_classes
-     << " classes (seed " << o_.seed << ", noise " << o_.noise << ")";
+     << " classes (seed " << o_.seed << ", samples " << o_.offset << "-" << o_.offset + o_.size - 1 << ", noise "
+     << o_.noise << ")";
   return os.str();
 }
 

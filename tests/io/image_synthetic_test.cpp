@@ -63,3 +63,11 @@ TEST(SyntheticImages, NearestClassMeanOnRawPixelsIsFarAboveChance) {
   EXPECT_GT(accuracy, 0.6) << "chance is 0.1";
   RecordProperty("ncm_accuracy", std::to_string(accuracy));
 }
+
+TEST(SyntheticImages, AnOffsetSetContinuesTheSameSequence) {
+  SyntheticImageDataset all({.size = 30, .seed = 2}), tail({.size = 10, .offset = 20, .seed = 2});
+  for (int64_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(tail.image(i).pixels, all.image(20 + i).pixels);
+    EXPECT_EQ(tail.label(i), all.label(20 + i));
+  }
+}

@@ -14,7 +14,10 @@ namespace strata::io {
 
 struct SyntheticImageOptions {
   int64_t num_classes = 10;  // K (2..1000)
-  int64_t size = 10000;      // number of images N; sample i has class i % K
+  int64_t size = 10000;      // number of images N; sample i has class (offset + i) % K
+  // Sample i is drawn as sample offset + i: sets with the same seed and disjoint index ranges
+  // share their classes' patterns but no image (a held-out split).
+  int64_t offset = 0;
   int64_t height = 32, width = 32;
   uint64_t seed = 0;
   double noise = 0.1;        // uniform pixel noise amplitude, as a fraction of 255

@@ -1,0 +1,335 @@
+// train_resnet: trains a ResNet image classifier. With no arguments it trains ResNet-18 with the
+// CIFAR stem on the built-in synthetic image set (10 procedural classes, 32x32) for 5 minutes
+// with SGD + momentum, printing step, loss, training accuracy, learning rate, images/s, the
+// loader's wait and the three memory figures (activation peak, step peak, process peak RSS);
+// evaluating held-out accuracy, checkpointing, and reporting when --target-accuracy was reached.
+// Data come from io::ImageLoader: worker threads decode, augment and normalize batches ahead of
+// the training step (the same batches for any --workers). See --help.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <optional>
+
+#include "examples/train_resnet/train_options.h"
+#include "strata/core/profiler.h"
+#include "strata/io/checkpoint.h"
+#include "strata/io/cifar10.h"
+#include "strata/io/image_folder.h"
+#include "strata/io/image_loader.h"
+#include "strata/io/synthetic_images.h"
+#include "strata/models/resnet.h"
+#include "strata/strata.h"
+
+using namespace strata;
+using strata::examples::ResNetTrainOptions;
+
+namespace {
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024.0;
+}
+
+std::string bar(double frac) {
+  const int n = int(std::clamp(frac, 0.0, 1.0) * 20);
+  std::string s = "[";
+  s.append(size_t(n), '#').append(size_t(20 - n), '.').push_back(']');
+  return s;
+}
+
+// The training and held-out sets and how each is transformed.
+struct ImageData {
+  std::shared_ptr<const io::ImageDataset> train, val;
+  io::ImageTransformOptions train_transforms, eval_transforms;
+};
+
+ImageData make_data(const ResNetTrainOptions& o) {
+  ImageData d;
+  const int64_t size = o.image_size;
+  if (!o.image_folder.empty()) {
+    // ImageNet recipe: RandomResizedCrop + flip for training, Resize(size * 8/7) + CenterCrop.
+    d.train = std::make_shared<io::ImageFolderDataset>(o.image_folder);
+    if (!o.val_folder.empty()) d.val = std::make_shared<io::ImageFolderDataset>(o.val_folder);
+    d.eval_transforms = io::ImageTransformOptions::imagenet_eval(size, size * 8 / 7);
+    d.train_transforms = o.augment ? io::ImageTransformOptions::imagenet_train(size) : d.eval_transforms;
+    return d;
+  }
+  if (!o.cifar10.empty()) {
+    d.train = std::make_shared<io::Cifar10Dataset>(io::Cifar10Dataset::files_in(o.cifar10, true));
+    d.val = std::make_shared<io::Cifar10Dataset>(io::Cifar10Dataset::files_in(o.cifar10, false));
+    d.eval_transforms = io::ImageTransformOptions::cifar_eval();
+  } else {
+    const io::SyntheticImageOptions so{.num_classes = o.synthetic_classes, .size = o.synthetic_train, .height = size,
+                                       .width = size, .seed = o.seed, .noise = o.synthetic_noise};
+    d.train = std::make_shared<io::SyntheticImageDataset>(so);
+    // Held out: the samples after the training set's (same classes, other images).
+    io::SyntheticImageOptions vo = so;
+    vo.size = o.synthetic_val, vo.offset = so.size;
+    if (vo.size > 0) d.val = std::make_shared<io::SyntheticImageDataset>(vo);
+    d.eval_transforms.mean = {0.5f, 0.5f, 0.5f};
+    d.eval_transforms.std = {0.25f, 0.25f, 0.25f};
+  }
+  d.train_transforms = d.eval_transforms;
+  if (o.augment) {  // CIFAR recipe: pad by size/8, random crop, flip
+    d.train_transforms.random_crop = size;
+    d.train_transforms.padding = size / 8;
+    d.train_transforms.horizontal_flip = true;
+  }
+  return d;
+}
+
+constexpr int64_t kAccuracyWindow = 20;  // batches
+
+struct Accuracy {
+  int64_t correct = 0, total = 0;
+  double value() const { return total ? double(correct) / double(total) : NAN; }
+};
+
+// Correct predictions of logits [B, K] against labels [B].
+Accuracy count_correct(const Tensor& logits, const Tensor& labels) {
+  const std::vector<int64_t> pred = ops::argmax(logits, 1).to_vector<int64_t>(), y = labels.to_vector<int64_t>();
+  Accuracy a{0, int64_t(y.size())};
+  for (size_t i = 0; i < y.size(); ++i) a.correct += pred[i] == y[i];
+  return a;
+}
+
+// Accuracy and mean loss in eval mode (running BN statistics, no augmentation) over up to
+// `batches` batches of `data`.
+std::pair<Accuracy, double> evaluate(models::ResNet& model, const std::shared_ptr<const io::ImageDataset>& data,
+                                     const io::ImageTransformOptions& transforms, const ResNetTrainOptions& o,
+                                     int64_t batches) {
+  NoGradGuard ng;
+  model.eval();
+  io::ImageLoader loader(data, {.batch = o.batch_size, .transforms = transforms, .shuffle = false, .drop_last = false,
+                                .seed = o.seed, .num_workers = int(o.workers), .prefetch = o.prefetch});
+  Accuracy acc;
+  double loss = 0;
+  const int64_t n = std::min(batches, loader.batches_per_epoch());
+  for (int64_t i = 0; i < n; ++i) {
+    io::ImageBatch b = loader.next();
+    Tensor logits = model(b.images);
+    const Accuracy a = count_correct(logits, b.labels);
+    acc.correct += a.correct, acc.total += a.total;
+    loss += ops::cross_entropy(logits, b.labels).item() * double(a.total);
+  }
+  model.train();
+  return {acc, loss / double(std::max<int64_t>(acc.total, 1))};
+}
+
+int run(const ResNetTrainOptions& opts) {
+  ResNetTrainOptions o = opts;
+  std::filesystem::create_directories(o.out_dir);
+  const std::string ckpt_dir = o.out_dir + "/checkpoint";
+  // ---- data ----
+  const ImageData data = make_data(o);
+  io::ImageLoader train(data.train, {.batch = o.batch_size, .transforms = data.train_transforms, .shuffle = true,
+                                     .drop_last = true, .seed = o.seed, .num_workers = int(o.workers),
+                                     .prefetch = o.prefetch});
+  STRATA_CHECK(!data.val || data.val->num_classes() == data.train->num_classes(), ValueError,
+               "train_resnet: the held-out set has ", data.val->num_classes(), " classes, the training set ",
+               data.train->num_classes());
+
+  // ---- model and optimizer ----
+  manual_seed(o.seed);
+  o.model.num_classes = data.train->num_classes();
+  o.model.validate();
+  models::ResNet model(o.model);
+  // No weight decay on BN parameters and biases (1-d tensors), as the usual ResNet recipes.
+  std::vector<Tensor> decay, no_decay;
+  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  std::unique_ptr<optim::Optimizer> opt_ptr;
+  if (o.optimizer == "sgd") {
+    const optim::SGDOptions so = optim::SGDOptions(o.lr).momentum(o.momentum).nesterov(o.nesterov);
+    opt_ptr = std::make_unique<optim::SGD>(
+        std::vector<optim::ParamGroup>{optim::ParamGroup(decay, optim::SGDOptions(so).weight_decay(o.weight_decay)),
+                                       optim::ParamGroup(no_decay, optim::SGDOptions(so).weight_decay(0.0))},
+        so);
+  } else {
+    const optim::AdamWOptions ao = optim::AdamWOptions(o.lr).betas(0.9, 0.999).eps(1e-8);
+    opt_ptr = std::make_unique<optim::AdamW>(
+        std::vector<optim::ParamGroup>{optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(o.weight_decay)),
+                                       optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))},
+        ao);
+  }
+  optim::Optimizer& opt = *opt_ptr;
+  // Warmup then cosine decay over `total` steps; a time-bounded run estimates `total` from the
+  // step time of its first steps (the schedule is rebuilt once), as train_gpt does.
+  auto make_schedule = [&](int64_t total) {
+    total = std::max<int64_t>(total, 2);
+    return std::make_unique<optim::WarmupCosineSchedule>(o.lr, std::clamp<int64_t>(total / 10, 1, std::max<int64_t>(o.warmup_steps, 1)),
+                                                         total, o.min_lr);
+  };
+  const bool estimate_schedule = o.lr_decay_steps <= 0 && o.time_bounded();
+  constexpr int64_t kTimedSteps = 4;
+  std::unique_ptr<optim::WarmupCosineSchedule> sched =
+      make_schedule(o.lr_decay_steps > 0 ? o.lr_decay_steps : (estimate_schedule ? 10 * o.warmup_steps : o.max_steps));
+  double timed_seconds = 0;
+
+  int64_t step = 0;
+  if (o.resume) {
+    io::CheckpointState st = io::load_checkpoint(ckpt_dir);
+    model.load_state_dict(st.model);
+    opt.load_state_dict(st.optimizer);
+    step = st.step;
+    current_generator().set_state(st.rng);
+    train.set_cursor(st.data);
+    std::printf("resumed from %s at step %ld (epoch %ld, batch %ld)\n", ckpt_dir.c_str(), long(step), long(st.data.epoch),
+                long(st.data.sample));
+  }
+  auto save = [&](int64_t at_step) {
+    io::CheckpointState st;
+    st.config = o.describe();
+    st.step = at_step;
+    st.rng = current_generator().state();
+    st.data = train.cursor();
+    st.model = model.state_dict();
+    st.optimizer = opt.state_dict();
+    io::save_checkpoint(ckpt_dir, st);
+  };
+
+  std::printf("train_resnet: %s\n  %ld parameters; data: %s\n  train transforms: %s\n  %ld batches/epoch, %ld loader "
+              "thread(s), %ld batches prefetched\n",
+              o.describe().c_str(), long(model.num_parameters()), data.train->describe().c_str(),
+              data.train_transforms.str().c_str(), long(train.batches_per_epoch()), long(o.workers), long(o.prefetch));
+  if (data.val) std::printf("  held out: %s\n", data.val->describe().c_str());
+  if (o.max_seconds > 0) std::printf("  training for %.0f s (or %ld steps)\n", o.max_seconds, long(o.max_steps));
+  if (o.target_accuracy > 0) std::printf("  stopping at %.1f%% training accuracy\n", 100 * o.target_accuracy);
+
+  Allocator& alloc = cpu_allocator();
+  const auto t_start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
+  // Training accuracy over the last 20 batches (or an epoch, when shorter): what
+  // --target-accuracy checks, once the window is full.
+  const size_t window = size_t(std::clamp<int64_t>(train.batches_per_epoch(), 1, kAccuracyWindow));
+  std::deque<Accuracy> recent;
+  Accuracy in_window;
+  double last_loss = NAN, step_seconds = 0, reached_at = -1;
+  int64_t steps_run = 0, reached_step = -1;
+  Accuracy last_val;
+  Profiler prof;
+  memory::TrainerCache tcache(o.cache);
+  const bool report_cache = o.cache.policy != "keep" || o.cache.memory_budget > 0;
+  if (report_cache) std::printf("  %s\n", tcache.describe().c_str());
+  while (step < o.max_steps && (o.max_seconds <= 0 || elapsed() < o.max_seconds)) {
+    std::optional<OpObserverGuard> profiling;
+    if (o.profile && steps_run >= 2) profiling.emplace(&prof);
+    auto phase = [&](const char* name) {
+      if (profiling) prof.phase(name);
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    io::ImageBatch batch = train.next();
+    alloc.stats().reset_peaks();
+    sched->apply(opt, step);
+    opt.zero_grad();
+    std::optional<autograd::SavePolicyGuard> cache_guard(tcache.cache());
+    tcache.begin_step();
+    phase("forward");
+    Tensor logits = model(batch.images);
+    Tensor loss = ops::cross_entropy(logits, batch.labels);
+    phase("backward");
+    loss.backward();
+    phase("optimizer");
+    const double norm = o.grad_clip > 0 ? optim::clip_grad_norm_(model.parameters(), o.grad_clip) : 0.0;
+    opt.step();
+    if (profiling) {
+      prof.end_phase();
+      prof.step_done();
+    }
+    cache_guard.reset();
+    {
+      const std::string planned = tcache.end_step(alloc.stats().snapshot());
+      if (!planned.empty()) std::printf("  plan: %s\n", planned.c_str());
+    }
+    const MemorySnapshot m = alloc.stats().snapshot();
+    ++step;
+    ++steps_run;
+    last_loss = loss.item();
+    const Accuracy acc = count_correct(logits, batch.labels);
+    recent.push_back(acc);
+    in_window.correct += acc.correct, in_window.total += acc.total;
+    if (recent.size() > window) {
+      in_window.correct -= recent.front().correct, in_window.total -= recent.front().total;
+      recent.pop_front();
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (steps_run > 1) step_seconds += secs;
+    if (estimate_schedule && steps_run > 1 && steps_run <= kTimedSteps + 1) {
+      timed_seconds += secs;
+      if (steps_run == kTimedSteps + 1) {
+        const double per_step = timed_seconds / double(kTimedSteps);
+        const int64_t total = step + int64_t((o.max_seconds - elapsed()) / per_step);
+        sched = make_schedule(total);
+        std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), per_step);
+      }
+    }
+    const bool eval_now = data.val && o.eval_every > 0 && step % o.eval_every == 0;
+    if (eval_now) last_val = evaluate(model, data.val, data.eval_transforms, o, o.eval_batches).first;
+    if (step % o.log_every == 0 || step == 1 || eval_now) {
+      const double frac = o.max_seconds > 0 ? elapsed() / o.max_seconds : double(step) / double(o.max_steps);
+      const std::string val = last_val.total ? detail::concat(int(std::lround(1000 * last_val.value())) / 10.0, "%") : "-";
+      std::printf("%s step %5ld | epoch %ld | loss %.4f | acc %5.1f%% (batch %5.1f%%) | val %6s | lr %.2e | "
+                  "%5.0f img/s | loader wait %.1f s | act peak %6.1f MB | step peak %6.1f MB | rss %5.0f MB\n",
+                  bar(frac).c_str(), long(step), long(batch.epoch), last_loss, 100 * in_window.value(), 100 * acc.value(),
+                  val.c_str(), sched->lr_at(step - 1), double(acc.total) / secs, train.wait_seconds(),
+                  double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6, double(m.total_peak) / 1e6, peak_rss_mb());
+      if (o.grad_clip > 0) std::printf("      grad norm %.3f\n", norm);
+      if (report_cache) std::printf("      %s\n", tcache.stats_line().c_str());
+      std::fflush(stdout);
+    }
+    if (o.ckpt_every > 0 && step % o.ckpt_every == 0) save(step);
+    if (o.target_accuracy > 0 && recent.size() == window && in_window.value() >= o.target_accuracy) {
+      reached_step = step, reached_at = elapsed();
+      std::printf("reached %.1f%% training accuracy (last %zu batches) at step %ld, %.1f s\n", 100 * in_window.value(),
+                  recent.size(), long(step), reached_at);
+      break;
+    }
+  }
+  if (tcache.budget_exceeded())
+    std::printf("warning: a step's peak went above --memory-budget %.1f MB (the plan's estimate was short)\n",
+                double(o.cache.memory_budget) / 1e6);
+  if (o.profile) {
+    std::fputs(prof.table().c_str(), stdout);
+    prof.write_chrome_trace(o.out_dir + "/profile_trace.json");
+    std::printf("chrome trace: %s/profile_trace.json\n", o.out_dir.c_str());
+  }
+  const double train_seconds = elapsed();
+  // Eval-mode accuracy on training images (no augmentation) and on the held-out set.
+  const auto [train_eval, train_eval_loss] = evaluate(model, data.train, data.eval_transforms, o, o.eval_batches);
+  std::printf("final: step %ld, train loss %.4f, training accuracy %.2f%% (last %zu batches, train mode), "
+              "%.2f%% (eval mode, %ld training images)",
+              long(step), last_loss, 100 * in_window.value(), recent.size(), 100 * train_eval.value(),
+              long(train_eval.total));
+  if (data.val) {
+    const auto [val_acc, val_loss] = evaluate(model, data.val, data.eval_transforms, o, o.eval_batches);
+    std::printf(", held-out accuracy %.2f%% (%ld images, loss %.4f)", 100 * val_acc.value(), long(val_acc.total), val_loss);
+  }
+  std::printf(", %.0f s\n", train_seconds);
+  if (o.target_accuracy > 0 && reached_step < 0)
+    std::printf("target %.1f%% training accuracy not reached\n", 100 * o.target_accuracy);
+  if (steps_run > 0) save(step);
+  std::printf("checkpoint: %s\n", ckpt_dir.c_str());
+  if (steps_run > 2) {
+    const double n = double(steps_run - 1);
+    std::printf("timing: %.1f ms/step, %.0f img/s over steps 2-%ld; the loader kept the trainer waiting %.2f s in all\n",
+                1e3 * step_seconds / n, double(o.batch_size) * n / step_seconds, long(step), train.wait_seconds());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    ResNetTrainOptions o;
+    if (!examples::parse_resnet_train_options(argc, argv, &o)) return 0;
+    return run(o);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "train_resnet: %s\n", e.what());
+    return 1;
+  }
+}
