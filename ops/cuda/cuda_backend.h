@@ -89,6 +89,21 @@ class CudaBackend final : public Backend {
                           const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
                           const Tensor& out, const Tensor& lse, const Tensor& mask, bool causal,
                           double scale) override;
+  // cuda_cudnn.cpp (cuDNN) and cuda_norm_pool.cu (pooling)
+  void conv2d(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
+              const Conv2dParams& p) override;
+  void conv2d_backward(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
+                       const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                       const Conv2dParams& p) override;
+  void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x,
+                  const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                  const Tensor& running_var, bool training, double momentum, double eps) override;
+  void batch_norm_backward(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
+                           const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                           const Tensor& mean, const Tensor& invstd, bool training) override;
+  void pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p) override;
+  void pool2d_backward(const Tensor& grad_x, const Tensor& grad_out, const Tensor& indices,
+                       const Pool2dParams& p) override;
   void random_uniform(const Tensor& out, RngState state, double low, double high) override;
   void random_normal(const Tensor& out, RngState state, double mean, double std) override;
 
