@@ -1,0 +1,260 @@
+// train_bert: trains a BERT encoder with the masked-LM objective. With no arguments it trains a
+// small byte-level BERT on the built-in corpus (train_gpt's) for 5 minutes, printing step,
+// loss, lr, tokens/s and the three memory figures, evaluating the held-out MLM loss, and
+// comparing it with the unigram entropy of the corpus (the loss of predicting every masked
+// byte from its frequency alone: a model below it has learned to use the context).
+//
+// Byte-level vocabulary: bytes 0..255, then [PAD] 256, [CLS] 257, [SEP] 258, [MASK] 259.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+
+#include "examples/train_bert/train_options.h"
+#include "examples/train_gpt/default_corpus.h"
+#include "strata/io/checkpoint.h"
+#include "strata/io/mlm_batches.h"
+#include "strata/io/token_shards.h"
+#include "strata/io/tokenizer.h"
+#include "strata/models/bert.h"
+#include "strata/strata.h"
+
+using namespace strata;
+using strata::examples::BertTrainOptions;
+
+namespace {
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024.0;
+}
+
+// Byte-level shards of `text` in <out>/data (every 10th 8 KiB chunk held out, as train_gpt).
+std::pair<std::string, std::string> shards_from_text(const std::string& text, const std::string& out_dir) {
+  io::ByteTokenizer tok;
+  std::vector<int32_t> ids = tok.encode(text), train_ids, val_ids;
+  constexpr size_t kChunk = 8192;
+  for (size_t at = 0, k = 0; at < ids.size(); at += kChunk, ++k) {
+    auto& dst = (k % 10 == 9) ? val_ids : train_ids;
+    dst.insert(dst.end(), ids.begin() + long(at), ids.begin() + long(std::min(ids.size(), at + kChunk)));
+  }
+  if (val_ids.empty()) {
+    const size_t split = ids.size() - ids.size() / 10;
+    val_ids.assign(ids.begin() + long(split), ids.end());
+    train_ids.resize(split);
+  }
+  const std::string dir = out_dir + "/data";
+  std::filesystem::create_directories(dir);
+  io::write_token_shard(dir + "/train_000000.bin", train_ids);
+  io::write_token_shard(dir + "/val_000000.bin", val_ids);
+  return {dir + "/train_*.bin", dir + "/val_*.bin"};
+}
+
+// Unigram entropy (nats) of every token in the shards.
+double corpus_unigram_entropy(const std::vector<std::string>& paths) {
+  std::vector<int32_t> all;
+  for (const std::string& p : paths) {
+    auto shard = io::TokenShard::open(p);
+    all.insert(all.end(), shard->tokens(), shard->tokens() + shard->num_tokens());
+  }
+  return io::unigram_entropy(all);
+}
+
+Tensor step_loss(models::BertForMaskedLM& model, const io::MlmBatch& b) {
+  return model.loss(b.input_ids, b.token_type_ids, b.attention_mask, b.labels);
+}
+
+// Held-out MLM loss: the same masked batches every time (the batcher is rewound).
+double evaluate(models::BertForMaskedLM& model, io::MlmBatcher& val, int64_t batches) {
+  NoGradGuard ng;
+  model.eval();
+  val.reset();
+  double total = 0;
+  for (int64_t i = 0; i < batches; ++i) total += step_loss(model, val.next()).item();
+  model.train();
+  return total / double(batches);
+}
+
+std::string bar(double frac) {
+  const int n = int(std::clamp(frac, 0.0, 1.0) * 20);
+  std::string s = "[";
+  s.append(size_t(n), '#').append(size_t(20 - n), '.').push_back(']');
+  return s;
+}
+
+int run(const BertTrainOptions& o) {
+  std::filesystem::create_directories(o.out_dir);
+  const std::string ckpt_dir = o.out_dir + "/checkpoint";
+  // ---- data ----
+  std::string train_glob = o.train_data, val_glob = o.val_data;
+  if (train_glob.empty()) {
+    std::string text;
+    if (o.text.empty()) {
+      text = examples::read_default_corpus();
+    } else {
+      std::ifstream in(o.text, std::ios::binary);
+      STRATA_CHECK(in.good(), IoError, "train_bert: cannot open --text '", o.text, "'");
+      text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    std::tie(train_glob, val_glob) = shards_from_text(text, o.out_dir);
+  }
+  STRATA_CHECK(o.model.vocab_size >= 260, ValueError, "train_bert: the byte-level vocabulary needs vocab_size >= 260, got ",
+               o.model.vocab_size);
+  io::MlmOptions mo;
+  mo.batch = o.batch_size, mo.seq_len = o.seq_len, mo.mask_prob = o.mask_prob, mo.short_seq_prob = o.short_seq_prob;
+  mo.two_segments = o.two_segments, mo.seed = o.seed, mo.shuffle = o.shuffle;
+  const std::vector<std::string> train_paths = io::glob_paths(train_glob);
+  io::MlmBatcher train(train_paths, mo);
+  std::unique_ptr<io::MlmBatcher> val;
+  if (!val_glob.empty()) {
+    io::MlmOptions vo = mo;
+    vo.shuffle = false, vo.seed = o.seed + 1;
+    val = std::make_unique<io::MlmBatcher>(io::glob_paths(val_glob), vo);
+  }
+  const double unigram = corpus_unigram_entropy(train_paths);
+
+  // ---- model and optimizer ----
+  manual_seed(o.seed);
+  models::BertForMaskedLM model(o.model);
+  std::vector<Tensor> decay, no_decay;
+  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  optim::AdamWOptions ao = optim::AdamWOptions(o.lr).betas(o.beta1, o.beta2).eps(1e-6);
+  optim::AdamW opt({optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(o.weight_decay)),
+                    optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))},
+                   ao);
+  auto make_schedule = [&](int64_t total) {
+    total = std::max<int64_t>(total, 2);
+    return std::make_unique<optim::WarmupCosineSchedule>(o.lr, std::clamp<int64_t>(total / 10, 1, o.warmup_steps),
+                                                         total, o.min_lr);
+  };
+  const bool estimate_schedule = o.lr_decay_steps <= 0 && o.time_bounded();
+  constexpr int64_t kTimedSteps = 6;
+  std::unique_ptr<optim::WarmupCosineSchedule> sched =
+      make_schedule(o.lr_decay_steps > 0 ? o.lr_decay_steps : (estimate_schedule ? 10 * o.warmup_steps : o.max_steps));
+  double timed_seconds = 0;
+
+  int64_t step = 0;
+  if (o.resume) {
+    io::CheckpointState st = io::load_checkpoint(ckpt_dir);
+    model.load_state_dict(st.model);
+    opt.load_state_dict(st.optimizer);
+    step = st.step;
+    current_generator().set_state(st.rng);
+    train.set_cursor(st.data);
+    std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(step));
+  }
+  auto save = [&](int64_t at_step) {
+    io::CheckpointState st;
+    st.config = o.describe();
+    st.step = at_step;
+    st.rng = current_generator().state();
+    st.data = train.cursor();
+    st.model = model.state_dict();
+    st.optimizer = opt.state_dict();
+    io::save_checkpoint(ckpt_dir, st);
+  };
+
+  const int64_t tokens_per_step = o.batch_size * o.seq_len;
+  std::printf("train_bert: %s\n  %ld parameters, %ld tokens/step, data %s (%ld tokens), byte-level; unigram entropy "
+              "%.4f nats\n",
+              o.describe().c_str(), long(model.num_parameters()), long(tokens_per_step), train_glob.c_str(),
+              long(train.num_tokens()), unigram);
+  if (o.max_seconds > 0) std::printf("  training for %.0f s (or %ld steps)\n", o.max_seconds, long(o.max_steps));
+
+  Allocator& alloc = cpu_allocator();
+  const auto t_start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
+  double last_loss = NAN, last_val = NAN, step_seconds = 0;
+  int64_t steps_run = 0, masked_total = 0;
+  memory::TrainerCache tcache(o.cache);
+  const bool report_cache = o.cache.policy != "keep" || o.cache.memory_budget > 0;
+  if (report_cache) std::printf("  %s\n", tcache.describe().c_str());
+  while (step < o.max_steps && (o.max_seconds <= 0 || elapsed() < o.max_seconds)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    alloc.stats().reset_peaks();
+    sched->apply(opt, step);
+    opt.zero_grad();
+    io::MlmBatch b = train.next();
+    masked_total += b.num_masked;
+    std::optional<autograd::SavePolicyGuard> cache_guard(tcache.cache());
+    tcache.begin_step();
+    std::optional<ops::AutocastGuard> amp;
+    if (o.bf16) amp.emplace(DType::bf16);
+    Tensor loss = step_loss(model, b);
+    amp.reset();
+    loss.backward();
+    last_loss = loss.item();
+    const double norm = o.grad_clip > 0 ? optim::clip_grad_norm_(model.parameters(), o.grad_clip) : 0.0;
+    opt.step();
+    cache_guard.reset();
+    {
+      const std::string planned = tcache.end_step(alloc.stats().snapshot());
+      if (!planned.empty()) std::printf("  plan: %s\n", planned.c_str());
+    }
+    ++step;
+    ++steps_run;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (steps_run > 1) step_seconds += secs;
+    if (estimate_schedule && steps_run > 1 && steps_run <= kTimedSteps + 1) {
+      timed_seconds += secs;
+      if (steps_run == kTimedSteps + 1) {
+        const double per_step = timed_seconds / double(kTimedSteps);
+        const int64_t total = step + int64_t((o.max_seconds - elapsed()) / per_step);
+        sched = make_schedule(total);
+        std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), per_step);
+      }
+    }
+    const MemorySnapshot m = alloc.stats().snapshot();
+    const bool eval_now = val && o.eval_every > 0 && (step % o.eval_every == 0);
+    if (eval_now) last_val = evaluate(model, *val, o.eval_batches);
+    if (step % o.log_every == 0 || step == 1 || eval_now) {
+      const double frac = o.max_seconds > 0 ? elapsed() / o.max_seconds : double(step) / double(o.max_steps);
+      std::printf("%s step %5ld | mlm loss %.4f | val %.4f | lr %.2e | norm %.2f | %6.0f tok/s | act peak %7.1f MB | "
+                  "step peak %7.1f MB | rss %6.0f MB\n",
+                  bar(frac).c_str(), long(step), last_loss, last_val, sched->lr_at(step - 1), norm,
+                  double(tokens_per_step) / secs, double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6,
+                  double(m.total_peak) / 1e6, peak_rss_mb());
+      if (report_cache) std::printf("      %s\n", tcache.stats_line().c_str());
+      std::fflush(stdout);
+    }
+    if (o.ckpt_every > 0 && step % o.ckpt_every == 0) save(step);
+  }
+  if (tcache.budget_exceeded())
+    std::printf("warning: a step's peak went above --memory-budget %.1f MB (the plan's estimate was short)\n",
+                double(o.cache.memory_budget) / 1e6);
+  if (val) {
+    last_val = evaluate(model, *val, o.eval_batches);
+    std::printf("final: step %ld, train mlm loss %.4f, held-out mlm loss %.4f nats/byte, unigram entropy %.4f: %s, "
+                "%.0f s\n",
+                long(step), last_loss, last_val, unigram,
+                last_val < unigram ? "held-out loss below the unigram entropy" : "held-out loss NOT below the unigram entropy",
+                elapsed());
+  }
+  if (steps_run > 0) save(step);
+  std::printf("checkpoint: %s\n", ckpt_dir.c_str());
+  if (steps_run > 2) {
+    const double n = double(steps_run - 1);
+    std::printf("timing: %.1f ms/step, %.0f tok/s over steps 2-%ld, %.1f masked tokens/step\n", 1e3 * step_seconds / n,
+                double(tokens_per_step) * n / step_seconds, long(step), double(masked_total) / double(steps_run));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    BertTrainOptions o;
+    if (!examples::parse_bert_train_options(argc, argv, &o)) return 0;
+    return run(o);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "train_bert: %s\n", e.what());
+    return 1;
+  }
+}
