@@ -1,0 +1,235 @@
+// The tensor cache on BERT with dropout on and padded batches: losses and gradients
+// bit-identical under keep, recompute, host, NVMe and a mixed policy, with the per-tier
+// counters showing the bytes made the round trip (tensor_cache_test.cpp does the same for GPT).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <optional>
+#include <set>
+
+#include "strata/io/mlm_batches.h"
+#include "strata/models/bert.h"
+#include "strata/strata.h"
+#include "support/spill_room.h"
+
+using namespace strata;
+using namespace strata::memory;
+
+namespace {
+
+models::BertConfig config() {
+  models::BertConfig c = models::BertConfig::preset("tiny");
+  c.hidden_dropout_prob = 0.1;
+  return c;
+}
+
+// Keeps everything and counts the distinct non-parameter storages saved inside and outside
+// blocks (what the "nvme" and "host" policies should move).
+class CountingPolicy final : public autograd::SavePolicy {
+ public:
+  autograd::Packed pack(const Tensor& t, const autograd::SaveInfo& info) override {
+    if (t.defined() && !info.is_parameter && !t.is_parameter()) {
+      auto& set = info.block.empty() ? outside_ : inside_;
+      if (set.insert(t.storage()->id()).second)
+        (info.block.empty() ? bytes_outside : bytes_inside) += t.storage()->nbytes();
+    }
+    return {t, nullptr};
+  }
+  Tensor unpack(autograd::Packed& p, const autograd::SaveInfo&) override { return p.tensor; }
+  bool prefers_low_memory(const char*) override { return true; }  // as every cache policy but keep-all
+  void reset() {
+    inside_.clear(), outside_.clear();
+    bytes_inside = bytes_outside = 0;
+  }
+  size_t tensors_inside() const { return inside_.size(); }
+  uint64_t bytes_inside = 0, bytes_outside = 0;
+
+ private:
+  std::set<uint64_t> inside_, outside_;
+};
+
+struct TrainResult {
+  std::vector<double> losses;
+  std::vector<std::vector<float>> grads;  // after step 0
+  std::vector<CacheStats> stats;
+  int64_t activation_peak = 0;
+};
+
+// Padded MLM batches (short samples, two segments) from fixed windows.
+io::MlmBatch batch(int step) {
+  io::MlmOptions o;
+  o.batch = 4, o.seq_len = 48, o.short_seq_prob = 0.5, o.seed = 11;
+  std::vector<int64_t> w(size_t(o.batch * o.content_len()));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = int64_t((i * 29 + size_t(step) * 13) % 256);
+  return io::make_mlm_batch(w, o, uint64_t(step));
+}
+
+TrainResult train(std::shared_ptr<autograd::SavePolicy> policy, int steps, TensorCache* cache,
+                  CountingPolicy* counter = nullptr) {
+  manual_seed(4321);
+  models::BertForMaskedLM model(config());
+  optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-2).weight_decay(0.01));
+  TrainResult run;
+  for (int step = 0; step < steps; ++step) {
+    io::MlmBatch b = batch(step);
+    if (counter) counter->reset();
+    cpu_allocator().stats().reset_peaks();
+    {
+      std::optional<autograd::SavePolicyGuard> guard;
+      if (policy) guard.emplace(policy);
+      if (cache) cache->begin_step();
+      Tensor loss = model.loss(b.input_ids, b.token_type_ids, b.attention_mask, b.labels);
+      run.losses.push_back(loss.item<double>());
+      opt.zero_grad();
+      loss.backward();
+      if (cache) run.stats.push_back(cache->end_step());
+    }
+    if (step == 0) {
+      run.activation_peak = cpu_allocator().stats().snapshot().peak_of(MemoryCategory::SavedActivation);
+      for (const Tensor& p : model.parameters()) {
+        Tensor g = p.grad();
+        run.grads.emplace_back(g.data<float>(), g.data<float>() + g.numel());
+      }
+    }
+    opt.step();
+  }
+  return run;
+}
+
+void expect_identical(const TrainResult& a, const TrainResult& b, const std::string& what) {
+  ASSERT_EQ(a.losses.size(), b.losses.size());
+  for (size_t i = 0; i < a.losses.size(); ++i)
+    EXPECT_EQ(std::memcmp(&a.losses[i], &b.losses[i], sizeof(double)), 0)
+        << what << ": loss of step " << i << ": " << a.losses[i] << " vs " << b.losses[i];
+  ASSERT_EQ(a.grads.size(), b.grads.size());
+  for (size_t p = 0; p < a.grads.size(); ++p) {
+    ASSERT_EQ(a.grads[p].size(), b.grads[p].size());
+    EXPECT_EQ(std::memcmp(a.grads[p].data(), b.grads[p].data(), a.grads[p].size() * sizeof(float)), 0)
+        << what << ": gradient of parameter " << p << " differs";
+  }
+}
+
+TensorCacheOptions options() {
+  TensorCacheOptions o;
+  o.min_bytes = 0;
+  o.host_pool_bytes = 16 << 20;
+  o.spill_dir = strata::test::spill_dir("bert_cache");
+  o.nvme_arena_bytes = 32 << 20;
+  o.io_chunk_bytes = 16384;
+  o.sync_stores_before_backward = true;  // deterministic counters: no forwarding
+  return o;
+}
+
+const TrainResult& reference() {
+  static TrainResult r = [] {
+    auto counter = std::make_shared<CountingPolicy>();
+    return train(counter, 3, nullptr, counter.get());
+  }();
+  return r;
+}
+
+struct Counts {
+  size_t tensors_inside;
+  uint64_t bytes_inside, bytes_outside;
+};
+Counts counts() {
+  auto counter = std::make_shared<CountingPolicy>();
+  train(counter, 1, nullptr, counter.get());
+  return {counter->tensors_inside(), counter->bytes_inside, counter->bytes_outside};
+}
+
+}  // namespace
+
+TEST(BertTensorCache, KeepAllThroughTheCacheIsBitIdentical) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  auto cache = TensorCache::create(options(), parse_cache_policy("keep"));
+  TrainResult run = train(cache, 3, cache.get());
+  expect_identical(reference(), run, "keep");
+  for (const CacheStats& s : run.stats) {
+    EXPECT_EQ(s.nvme.bytes_written + s.host.bytes_written, 0u);
+    EXPECT_GT(s.kept, 0u);
+    EXPECT_EQ(s.fallbacks, 0u);
+  }
+}
+
+TEST(BertTensorCache, RecomputeEveryLayerWithDropoutIsBitIdentical) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  auto cache = TensorCache::create(options(), parse_cache_policy("recompute"));
+  TrainResult run = train(cache, 3, cache.get());
+  expect_identical(reference(), run, "recompute");
+  for (const CacheStats& s : run.stats) {
+    EXPECT_EQ(s.segments, size_t(config().num_hidden_layers));
+    EXPECT_EQ(s.segment_recomputes, size_t(config().num_hidden_layers));  // each layer re-ran once
+    EXPECT_EQ(s.nvme.bytes_written + s.host.bytes_written, 0u);
+  }
+  EXPECT_LT(run.activation_peak, reference().activation_peak);
+}
+
+TEST(BertTensorCache, NvmeEveryLayerIsBitIdenticalAndEveryByteMakesTheRoundTrip) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  const Counts c = counts();
+  auto cache = TensorCache::create(options(), parse_cache_policy("nvme", /*keep_last=*/0));
+  TrainResult run = train(cache, 3, cache.get());
+  expect_identical(reference(), run, "nvme");
+  for (const CacheStats& s : run.stats) {
+    EXPECT_EQ(s.nvme.tensors_written, c.tensors_inside);
+    EXPECT_EQ(s.nvme.bytes_written, c.bytes_inside);
+    EXPECT_EQ(s.nvme.bytes_read, c.bytes_inside);
+    EXPECT_EQ(s.host.bytes_written, 0u);
+    EXPECT_EQ(s.fallbacks, 0u);
+    EXPECT_EQ(s.forwarded, 0u);
+    EXPECT_EQ(s.nvme_arena_used, 0u);
+  }
+  EXPECT_EQ(cache->live_records(), 0u);
+}
+
+TEST(BertTensorCache, HostEverythingIsBitIdentical) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  const Counts c = counts();
+  auto cache = TensorCache::create(options(), parse_cache_policy("rules:*=host", 0));
+  TrainResult run = train(cache, 3, cache.get());
+  expect_identical(reference(), run, "host");
+  // Step 0's batch is the one counted (later batches label a different number of rows).
+  EXPECT_EQ(run.stats.at(0).host.bytes_written, c.bytes_inside + c.bytes_outside);
+  for (const CacheStats& s : run.stats) {
+    EXPECT_GT(s.host.bytes_written, c.bytes_inside);
+    EXPECT_EQ(s.host.bytes_read, s.host.bytes_written);
+    EXPECT_EQ(s.nvme.bytes_written, 0u);
+    EXPECT_EQ(s.fallbacks, 0u);
+    EXPECT_EQ(s.host_pool_used, 0u);
+  }
+}
+
+// Layer 0 to NVMe, layer 1 recomputed as a segment, the rest (embeddings, MLM head) to the host
+// pool, and GELU outputs of the head made again from their inputs.
+TEST(BertTensorCache, AMixedPolicyIsBitIdentical) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  auto cache =
+      TensorCache::create(options(), parse_cache_policy("rules:layer.0*=nvme;layer.1*=recompute;*=host", 0));
+  TrainResult run = train(cache, 3, cache.get());
+  expect_identical(reference(), run, "mixed");
+  for (const CacheStats& s : run.stats) {
+    EXPECT_GT(s.nvme.bytes_written, 0u);
+    EXPECT_EQ(s.nvme.bytes_read, s.nvme.bytes_written);
+    EXPECT_GT(s.host.bytes_written, 0u);
+    EXPECT_EQ(s.host.bytes_read, s.host.bytes_written);
+    EXPECT_EQ(s.segments, 1u);
+    EXPECT_EQ(s.segment_recomputes, 1u);
+    EXPECT_EQ(s.fallbacks, 0u);
+  }
+}
+
+// Op-level recompute: each layer's GELU output (what output.dense saves) is dropped in forward
+// and made again from GELU's input in backward.
+TEST(BertTensorCache, OpLevelRecomputeOfGeluOutputsIsBitIdentical) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  auto cache = TensorCache::create(options(), parse_cache_policy("rules:layer.?.output.dense=recompute", 0));
+  TrainResult run = train(cache, 3, cache.get());
+  expect_identical(reference(), run, "op-level recompute");
+  for (const CacheStats& s : run.stats) {
+    EXPECT_EQ(s.op_recompute_drops, size_t(config().num_hidden_layers));
+    EXPECT_EQ(s.op_recomputes, size_t(config().num_hidden_layers));
+    EXPECT_EQ(s.segments, 0u);
+    EXPECT_TRUE(s.warnings.empty()) << s.warnings.front();
+  }
+}
