@@ -15,7 +15,7 @@ struct Window {
   int64_t divisor;         // Avg / AdaptiveAvg
 };
 
-// The input window of output (i, j), as torch's pooling kernels compute it.
+// The input window of output (i, j) of an average pool, as torch's kernels compute it.
 Window window(const Pool2dParams& p, int64_t i, int64_t j, int64_t H, int64_t W, int64_t P, int64_t Q) {
   Window w{};
   if (p.kind == PoolKind::AdaptiveAvg) {
@@ -25,12 +25,6 @@ Window window(const Pool2dParams& p, int64_t i, int64_t j, int64_t H, int64_t W,
     return w;
   }
   int64_t h0 = i * p.stride[0] - p.padding[0], w0 = j * p.stride[1] - p.padding[1];
-  if (p.kind == PoolKind::Max) {
-    // the dilated window; rows outside the plane are skipped by the caller's stepping
-    w.h0 = h0, w.w0 = w0;
-    w.h1 = h0 + (p.kernel[0] - 1) * p.dilation[0] + 1, w.w1 = w0 + (p.kernel[1] - 1) * p.dilation[1] + 1;
-    return w;
-  }
   int64_t h1 = std::min(h0 + p.kernel[0], H + p.padding[0]), w1 = std::min(w0 + p.kernel[1], W + p.padding[1]);
   const int64_t padded = (h1 - h0) * (w1 - w0);
   w.h0 = std::max<int64_t>(h0, 0), w.w0 = std::max<int64_t>(w0, 0);
@@ -39,8 +33,42 @@ Window window(const Pool2dParams& p, int64_t i, int64_t j, int64_t H, int64_t W,
   return w;
 }
 
-// First in-plane tap of a dilated max window along one axis: start + k * dil >= 0.
-inline int64_t first_tap(int64_t start, int64_t dil) { return start >= 0 ? start : start + ((-start + dil - 1) / dil) * dil; }
+// Max pooling of one plane, a row of outputs at a time: for each tap (in the window's row-major
+// order, so ties keep the first maximum as torch does) a branch-free update across the row.
+template <class T>
+void max_pool_plane(const T* xc, T* yc, int64_t* ic, int64_t H, int64_t W, int64_t P, int64_t Q,
+                    const Pool2dParams& p) {
+  const int64_t sh = p.stride[0], sw = p.stride[1], ph = p.padding[0], pw = p.padding[1];
+  const int64_t dh = p.dilation[0], dw = p.dilation[1];
+  for (int64_t i = 0; i < P; ++i) {
+    T* best = yc + i * Q;
+    int64_t* at = ic + i * Q;
+    const int64_t h0 = i * sh - ph;
+    for (int64_t j = 0; j < Q; ++j) {
+      best[j] = -std::numeric_limits<T>::infinity();
+      at[j] = std::max<int64_t>(h0, 0) * W + std::max<int64_t>(j * sw - pw, 0);
+    }
+    for (int64_t r = 0; r < p.kernel[0]; ++r) {
+      const int64_t h = h0 + r * dh;
+      if (h < 0 || h >= H) continue;
+      const T* xr = xc + h * W;
+      for (int64_t s = 0; s < p.kernel[1]; ++s) {
+        const int64_t off = s * dw - pw;  // column of output j: j * sw + off
+        // outputs whose column lies inside the plane: 0 <= j sw + off < W
+        const int64_t j0 = off >= 0 ? 0 : (-off + sw - 1) / sw;
+        const int64_t j1 = std::min<int64_t>(Q, W - off <= 0 ? 0 : (W - off + sw - 1) / sw);
+#pragma omp simd
+        for (int64_t j = j0; j < j1; ++j) {
+          const int64_t v = j * sw + off;
+          const T val = xr[v];
+          const bool take = val > best[j] || val != val;
+          best[j] = take ? val : best[j];
+          at[j] = take ? h * W + v : at[j];
+        }
+      }
+    }
+  }
+}
 
 template <class T>
 void pool_forward(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p) {
@@ -52,25 +80,17 @@ void pool_forward(const Tensor& out, const Tensor& indices, const Tensor& x, con
   for (int64_t nc = 0; nc < NC; ++nc) {
     const T* xc = xp + nc * H * W;
     T* yc = yp + nc * P * Q;
+    if (p.kind == PoolKind::Max) {
+      max_pool_plane(xc, yc, ip + nc * P * Q, H, W, P, Q, p);
+      continue;
+    }
     for (int64_t i = 0; i < P; ++i)
       for (int64_t j = 0; j < Q; ++j) {
         const Window w = window(p, i, j, H, W, P, Q);
-        if (p.kind == PoolKind::Max) {
-          T best = -std::numeric_limits<T>::infinity();
-          int64_t at = std::max<int64_t>(w.h0, 0) * W + std::max<int64_t>(w.w0, 0);
-          for (int64_t h = first_tap(w.h0, p.dilation[0]); h < std::min(w.h1, H); h += p.dilation[0])
-            for (int64_t v = first_tap(w.w0, p.dilation[1]); v < std::min(w.w1, W); v += p.dilation[1]) {
-              const T val = xc[h * W + v];
-              if (val > best || std::isnan(val)) best = val, at = h * W + v;
-            }
-          yc[i * Q + j] = best;
-          if (ip) ip[nc * P * Q + i * Q + j] = at;
-        } else {
-          double s = 0;
-          for (int64_t h = w.h0; h < w.h1; ++h)
-            for (int64_t v = w.w0; v < w.w1; ++v) s += double(xc[h * W + v]);
-          yc[i * Q + j] = T(s / double(w.divisor));
-        }
+        double s = 0;
+        for (int64_t h = w.h0; h < w.h1; ++h)
+          for (int64_t v = w.w0; v < w.w1; ++v) s += double(xc[h * W + v]);
+        yc[i * Q + j] = T(s / double(w.divisor));
       }
   }
 }
