@@ -1,0 +1,123 @@
+// ResNet training-step benchmark, Strata side: one configuration per process (so peak RSS
+// belongs to it). A step is zero_grad + forward + cross-entropy + backward + SGD step (momentum
+// 0.9, weight decay 1e-4), as tools/bench/resnet_bench_torch.py. Prints one line per timed step
+// and a final `RESULT {json}` line; driven by tools/bench/resnet_bench.py.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <omp.h>
+
+#include "strata/core/profiler.h"
+#include "strata/models/resnet.h"
+#include "strata/strata.h"
+
+using namespace strata;
+
+namespace {
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024.0;
+}
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+class FlopCounter final : public OpObserver {
+ public:
+  void on_op(const OpRecord& r) override { total += r.cost.flops; }
+  double total = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string preset = "resnet50";
+  int64_t B = 8, HW = 224;
+  int warmup = 2, steps = 5, profile = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string k = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) std::exit((std::fprintf(stderr, "resnet_bench: %s needs a value\n", k.c_str()), 2));
+      return argv[++i];
+    };
+    if (k == "--preset") preset = next();
+    else if (k == "--B") B = std::atol(next());
+    else if (k == "--size") HW = std::atol(next());
+    else if (k == "--warmup") warmup = std::atoi(next());
+    else if (k == "--steps") steps = std::atoi(next());
+    else if (k == "--profile") profile = std::atoi(next());
+    else {
+      std::fprintf(stderr, "usage: strata_resnet_bench [--preset resnet50[-cifar] --B 8 --size 224 --warmup 2 "
+                           "--steps 5 --profile N]\n");
+      return 2;
+    }
+  }
+  manual_seed(0);
+  models::ResNetConfig cfg = models::ResNetConfig::preset(preset);
+  models::ResNet model(cfg);
+  model.train();
+  optim::SGD opt(model.parameters(), optim::SGDOptions(0.01).momentum(0.9).weight_decay(1e-4));
+  Tensor x = ops::randn({B, 3, HW, HW});
+  std::vector<int64_t> labels(static_cast<size_t>(B));
+  for (int64_t i = 0; i < B; ++i) labels[size_t(i)] = (i * 37) % cfg.num_classes;
+  Tensor y = ops::from_vector(labels, {B});
+
+  auto step = [&]() {
+    opt.zero_grad(/*set_to_none=*/true);
+    Tensor loss = ops::cross_entropy(model(x), y);
+    loss.backward();
+    opt.step();
+    return loss.item();
+  };
+  double loss = 0;
+  for (int i = 0; i < warmup; ++i) loss = step();
+  FlopCounter flops;
+  {
+    OpObserverGuard g(&flops);
+    loss = step();
+  }
+  std::vector<double> times;
+  for (int i = 0; i < steps; ++i) {
+    const double t0 = now_s();
+    loss = step();
+    times.push_back(now_s() - t0);
+    std::printf("step %d: loss %.4f %.1f ms\n", i, loss, times.back() * 1e3);
+    std::fflush(stdout);
+  }
+  const double peak = peak_rss_mb();
+  if (profile > 0) {
+    Profiler prof;
+    OpObserverGuard g(&prof);
+    for (int i = 0; i < profile; ++i) {
+      prof.phase("forward");
+      opt.zero_grad(true);
+      Tensor l = ops::cross_entropy(model(x), y);
+      prof.phase("backward");
+      l.backward();
+      prof.phase("optimizer");
+      opt.step();
+      prof.end_phase();
+      prof.step_done();
+    }
+    std::fputs(prof.table().c_str(), stdout);
+  }
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  const double med = sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                       : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+  std::string ts;
+  for (double t : times) ts += (ts.empty() ? "" : ", ") + std::to_string(t * 1e3);
+  std::printf("RESULT {\"side\": \"strata\", \"preset\": \"%s\", \"B\": %ld, \"size\": %ld, \"threads\": %d, "
+              "\"params\": %ld, \"min_ms\": %.1f, \"median_ms\": %.1f, \"peak_rss_mb\": %.1f, \"step_gflop\": %.1f, "
+              "\"loss\": %.4f, \"times_ms\": [%s]}\n",
+              preset.c_str(), long(B), long(HW), omp_get_max_threads(), long(model.num_parameters()),
+              sorted.front() * 1e3, med * 1e3, peak, flops.total * 1e-9, loss, ts.c_str());
+  return 0;
+}
