@@ -5,17 +5,23 @@
 #include "strata/autograd/node.h"
 #include "strata/autograd/scope.h"
 #include "strata/core/allocator.h"
+#include "strata/core/backend.h"
+#include "strata/memory/planner/cost_model.h"
 #include "strata/core/error.h"
 #include "strata/core/storage.h"
 
 namespace strata::memory::planner {
 
-StepTracer::StepTracer(std::shared_ptr<autograd::SavePolicy> inner)
-    : inner_(inner ? std::move(inner) : std::make_shared<autograd::KeepAllPolicy>()) {}
+StepTracer::StepTracer(std::shared_ptr<autograd::SavePolicy> inner, TracerOptions options)
+    : inner_(inner ? std::move(inner) : std::make_shared<autograd::KeepAllPolicy>()), opt_(options) {}
+
+namespace {
+MemoryStats& stats_of(Device d) { return backend_for(d).allocator(d.index).stats(); }
+}  // namespace
 
 void StepTracer::begin() {
   trace_ = StepTrace{};
-  trace_.source = "profiled";
+  trace_.source = opt_.cost_model ? "cost model: " + opt_.cost_model->name : "profiled";
   backward_ = in_node_ = false;
   ids_after_.clear();
   external_.clear();
@@ -31,12 +37,12 @@ double StepTracer::lap() {
   auto now = Clock::now();
   double s = std::chrono::duration<double>(now - last_).count();
   last_ = now;
-  cpu_allocator().stats().reset_peaks();
+  stats_of(opt_.device).reset_peaks();
   return s;
 }
 
 uint64_t StepTracer::temp_since_reset() const {
-  return uint64_t(std::max<int64_t>(0, cpu_allocator().stats().snapshot().peak_of(MemoryCategory::Temporary)));
+  return uint64_t(std::max<int64_t>(0, stats_of(opt_.device).snapshot().peak_of(MemoryCategory::Temporary)));
 }
 
 int32_t StepTracer::block_index(const std::string& path) {
@@ -64,7 +70,14 @@ int32_t StepTracer::block_of_scope(const std::string& scope) const {
 }
 
 void StepTracer::on_op(const OpRecord& r) {
-  if (backward_ || autograd::current_phase() != autograd::Phase::Forward) return;  // backward: timed per node
+  if (backward_) {  // backward is traced per node: its ops' costs add up to the node's
+    if (in_node_) {
+      trace_.ops.back().flops += r.cost.flops;
+      trace_.ops.back().bytes += r.cost.bytes_read + r.cost.bytes_written;
+    }
+    return;
+  }
+  if (autograd::current_phase() != autograd::Phase::Forward) return;
   TraceOp op;
   op.kind = r.op;
   op.scope = autograd::current_scope_path();
@@ -75,6 +88,7 @@ void StepTracer::on_op(const OpRecord& r) {
   op.bytes = r.cost.bytes_read + r.cost.bytes_written;
   op.temp_bytes = temp_since_reset();
   op.seconds = lap();
+  if (opt_.cost_model) op.seconds = op_seconds(*opt_.cost_model, op.kind, op.flops, op.bytes, opt_.bf16);
   trace_.ops.push_back(std::move(op));
   ids_after_.push_back(StorageImpl::next_id());
 }
@@ -99,6 +113,7 @@ void StepTracer::on_node_end() {
   TraceOp& op = trace_.ops.back();
   op.temp_bytes = temp_since_reset();
   op.seconds = lap();  // includes the engine's time since the previous node
+  if (opt_.cost_model) op.seconds = op_seconds(*opt_.cost_model, op.kind, op.flops, op.bytes, opt_.bf16);
 }
 
 void StepTracer::on_scope(autograd::ScopeEvent e, autograd::Phase phase, const std::string& path) {
@@ -152,14 +167,20 @@ StepTrace StepTracer::finish(const std::string& model, uint64_t resident_bytes) 
   trace_ = StepTrace{};
   t.model = model;
   if (resident_bytes == 0) {
-    MemorySnapshot s = cpu_allocator().stats().snapshot();
+    MemorySnapshot s = stats_of(opt_.device).snapshot();
     resident_bytes = uint64_t(s.current_of(MemoryCategory::Parameter) + s.current_of(MemoryCategory::Gradient) +
                               s.current_of(MemoryCategory::OptimizerState));
   }
   t.resident_bytes = resident_bytes;
   // A forward op reported before any tensor it saved existed cannot be after its saving op.
+  // An op that saves without reporting itself afterwards leaves its saves on the next index.
+  int32_t last_forward = -1;
+  for (size_t i = 0; i < t.ops.size() && t.ops[i].phase == TracePhase::Forward; ++i) last_forward = int32_t(i);
+  STRATA_CHECK(last_forward >= 0 || t.tensors.empty(), ValueError, "StepTracer: no forward op was reported for '",
+               model, "' (was the tracer installed as the op observer?)");
   for (size_t k = 0; k < t.tensors.size(); ++k) {
     TraceTensor& x = t.tensors[k];
+    x.last_forward_use = std::min(x.last_forward_use, last_forward);
     x.producer = std::min(x.producer, x.last_forward_use);
     if (x.op_recomputable) x.recompute_seconds = t.ops[size_t(x.producer)].seconds;
     const int32_t pb = t.ops[size_t(x.producer)].block;

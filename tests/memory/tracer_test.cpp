@@ -5,8 +5,10 @@
 
 #include <set>
 
+#include "strata/memory/planner/hardware.h"
 #include "strata/memory/planner/simulator.h"
 #include "strata/memory/planner/tracer.h"
+#include "strata/models/gpt.h"
 #include "strata/strata.h"
 
 using namespace strata;
@@ -66,7 +68,9 @@ TEST(StepTracer, RecordsBlocksTensorsAndTheirUses) {
   for (size_t b = 0; b < 4; ++b) {
     EXPECT_EQ(t.blocks[b].path, "b" + std::to_string(b));
     EXPECT_GE(t.blocks[b].first_backward_op, 0) << "block " << b << " has backward nodes";
-    if (b > 0) EXPECT_LT(t.blocks[b].first_backward_op, t.blocks[b - 1].first_backward_op) << "backward runs blocks in reverse";
+    if (b > 0) {
+      EXPECT_LT(t.blocks[b].first_backward_op, t.blocks[b - 1].first_backward_op) << "backward runs blocks in reverse";
+    }
   }
   std::set<std::string> keys;
   size_t recomputable = 0, inputs = 0;
@@ -160,4 +164,39 @@ TEST(StepTracer, TracesRoundTripThroughBinaryAndTextFiles) {
     EXPECT_NE(std::string(e.what()).find("bad.pb"), std::string::npos) << e.what();
   }
   EXPECT_THROW(load_trace(dir + "missing.pb"), IoError);
+}
+
+TEST(StepTracer, AShapeOnlyMetaStepIsTracedWithTheCostModel) {
+  const HardwareProfile h100 = load_hardware_profile(std::string(STRATA_TEST_DATA_DIR) +
+                                                     "/../tools/hardware/h100-sxm-pcie5-1xgen4.textproto");
+  models::GPTConfig cfg = models::GPTConfig::preset("tiny");
+  models::GPT model(cfg);
+  model.to(kMeta);
+  const int64_t B = 2, T = 32;
+  Tensor idx = ops::zeros({B, T}, TensorOptions().dtype(DType::i64).device(kMeta));
+  Tensor targets = ops::zeros({B, T}, TensorOptions().dtype(DType::i64).device(kMeta));
+  TracerOptions o;
+  o.cost_model = &h100;
+  o.device = kMeta;
+  auto tracer = std::make_shared<StepTracer>(nullptr, o);
+  {
+    OpObserverGuard obs(tracer.get());
+    autograd::SavePolicyGuard save(tracer);
+    tracer->begin();
+    model.loss(idx, targets).backward();
+  }
+  StepTrace t = tracer->finish("gpt tiny");
+  EXPECT_EQ(t.source, "cost model: h100-sxm-pcie5-1xgen4");
+  EXPECT_EQ(t.blocks.size(), size_t(cfg.n_layer));
+  EXPECT_FALSE(t.tensors.empty());
+  EXPECT_EQ(t.resident_bytes, uint64_t(model.num_parameters()) * 4 * 2) << "parameters and their gradients";
+  double flops = 0;
+  for (const TraceOp& op : t.ops) {
+    EXPECT_GE(op.seconds, h100.kernel_launch_seconds.value) << op.kind;
+    flops += op.flops;
+  }
+  EXPECT_GT(flops, 0.0);
+  SimResult r = simulate(t, SimPlan::keep_all(t), h100);
+  EXPECT_GT(r.activation_peak, 0u);
+  EXPECT_NEAR(r.compute_seconds, r.step_seconds, 1e-12);
 }

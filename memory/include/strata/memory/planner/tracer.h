@@ -12,7 +12,7 @@
 //   }
 //   planner::StepTrace trace = tracer->finish("gpt2", resident_bytes);
 //
-// Measuring workspace resets the CPU allocator's peaks at every op (the trainer's own peak
+// Measuring workspace resets the device allocator's peaks at every op (the trainer's own peak
 // figures for this step are then meaningless).
 #pragma once
 
@@ -25,17 +25,27 @@
 
 #include "strata/autograd/saved_tensor.h"
 #include "strata/core/op_observer.h"
+#include "strata/core/device.h"
+#include "strata/memory/planner/hardware.h"
 #include "strata/memory/planner/trace.h"
 
 namespace strata::memory::planner {
 
+struct TracerOptions {
+  // Op times from this profile's cost model instead of the clock: how a shape-only run on the
+  // Meta device (no data, no kernels) is traced for a machine it never ran on.
+  const HardwareProfile* cost_model = nullptr;
+  bool bf16 = false;       // GEMM-like ops at the profile's bf16 rate
+  Device device = kCPU;    // whose allocator's temporaries are the ops' workspace
+};
+
 class StepTracer final : public OpObserver, public autograd::SavePolicy {
  public:
-  explicit StepTracer(std::shared_ptr<autograd::SavePolicy> inner = nullptr);
+  explicit StepTracer(std::shared_ptr<autograd::SavePolicy> inner = nullptr, TracerOptions options = {});
 
   void begin();
   // The trace of the step since begin(); `resident_bytes`: parameters, gradients and optimizer
-  // state (0: read from the CPU allocator's Parameter, Gradient and OptimizerState bytes).
+  // state (0: read from the device allocator's Parameter, Gradient and OptimizerState bytes).
   StepTrace finish(const std::string& model, uint64_t resident_bytes = 0);
 
   // OpObserver
@@ -57,6 +67,7 @@ class StepTracer final : public OpObserver, public autograd::SavePolicy {
   uint64_t temp_since_reset() const;
 
   std::shared_ptr<autograd::SavePolicy> inner_;
+  TracerOptions opt_;
   StepTrace trace_;
   Clock::time_point last_;
   bool backward_ = false;
