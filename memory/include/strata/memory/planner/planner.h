@@ -1,0 +1,63 @@
+// The planner: from a StepTrace, a HardwareProfile and a memory budget, the per-block and
+// per-tensor plan with the lowest simulated step time that holds the budget (the chain DP over
+// per-block options, then simulator-checked repair and local search), beside the baseline
+// policies run as plans on the same simulator.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strata/memory/plan.h"
+#include "strata/memory/planner/chain_solver.h"
+#include "strata/memory/planner/hardware.h"
+#include "strata/memory/planner/simulator.h"
+#include "strata/memory/planner/trace.h"
+
+namespace strata::memory::planner {
+
+struct PlannerOptions {
+  // What the budget bounds: saved activations only (true), or the whole step peak (resident
+  // state, activations, workspace, and on a CPU the host pool).
+  bool activations_only = true;
+  bool allow_recompute = true;  // segments
+  bool allow_selective = true;  // op-level recompute of cheap ops' outputs
+  bool allow_host = true;
+  bool allow_nvme = true;
+  int local_search_rounds = 2;
+  int repair_rounds = 6;  // re-solves with a tighter DP budget when the simulator finds a peak above it
+};
+
+struct PolicyResult {
+  std::string name;
+  SimPlan plan;
+  SimResult predicted;
+  bool fits = false;         // predicted peak within the budget
+  std::string block_summary;  // e.g. "recompute x10, keep x2"
+};
+
+struct PlannerResult {
+  PolicyResult plan;                    // the planner's choice ("strata")
+  std::vector<PolicyResult> baselines;  // keep-all, recompute-all, selective, rockmate, ssdtrain, swap
+  double solve_seconds = 0;
+  std::string explanation;
+};
+
+// The chain view of a trace: one option list per block (keep, selective, recompute, host, NVMe as
+// allowed and as the profile has tiers), with held bytes, backward-time peak and extra seconds.
+ChainProblem chain_problem(const StepTrace& trace, const HardwareProfile& hw, uint64_t budget,
+                           const PlannerOptions& options);
+// The SimPlan that executes one option per block.
+SimPlan sim_plan_for(const StepTrace& trace, const ChainProblem& problem, const std::vector<int>& choice);
+// The cache's Plan (block actions; op-level recomputes as tensor entries) for a SimPlan.
+Plan cache_plan_for(const StepTrace& trace, const SimPlan& plan);
+
+// The planner's plan and every baseline, each simulated. The budget bounds what
+// options.activations_only says.
+PlannerResult plan_step(const StepTrace& trace, const HardwareProfile& hw, uint64_t budget,
+                        const PlannerOptions& options = {});
+
+// The measured figure the budget bounds, from a simulation.
+uint64_t budgeted_peak(const SimResult& r, const PlannerOptions& options);
+
+}  // namespace strata::memory::planner

@@ -1,0 +1,294 @@
+#include "strata/memory/planner/planner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "strata/core/error.h"
+
+namespace strata::memory::planner {
+
+namespace {
+
+// What the options of block b are made of.
+struct BlockFigures {
+  uint64_t saved = 0;         // every tensor it saves that backward reads
+  uint64_t inputs = 0;        // ... of which its inputs (what a segment keeps)
+  uint64_t recomputable = 0;  // ... of which cheap ops' outputs (op-level recompute)
+  uint64_t workspace = 0;     // the largest op workspace in its forward and backward
+  double forward = 0, backward = 0, recompute_ops = 0;
+};
+
+std::vector<BlockFigures> figures(const StepTrace& t) {
+  std::vector<BlockFigures> f(t.blocks.size());
+  for (const TraceTensor& x : t.tensors) {
+    if (x.block < 0 || x.first_backward_use < 0) continue;
+    BlockFigures& b = f[size_t(x.block)];
+    b.saved += x.bytes;
+    if (x.block_input) {
+      b.inputs += x.bytes;
+    } else if (x.op_recomputable) {
+      b.recomputable += x.bytes;
+      b.recompute_ops += x.recompute_seconds;
+    }
+  }
+  for (const TraceOp& o : t.ops) {
+    if (o.block < 0) continue;
+    BlockFigures& b = f[size_t(o.block)];
+    b.workspace = std::max(b.workspace, o.temp_bytes);
+    (o.phase == TracePhase::Forward ? b.forward : b.backward) += o.seconds;
+  }
+  return f;
+}
+
+uint64_t outside_bytes(const StepTrace& t) {
+  uint64_t s = 0;
+  for (const TraceTensor& x : t.tensors)
+    if (x.block < 0 && x.first_backward_use >= 0) s += x.bytes;
+  return s;
+}
+
+std::string summarize(const StepTrace& t, const SimPlan& p) {
+  std::map<std::string, int> n;
+  for (size_t b = 0; b < t.blocks.size(); ++b) {
+    std::string what = p.segments[b] ? "recompute" : "keep";
+    if (!p.segments[b]) {
+      for (size_t k = 0; k < t.tensors.size(); ++k) {
+        if (t.tensors[k].block != int32_t(b)) continue;
+        CacheAction a = p.tensors[k];
+        if (a == CacheAction::Host) what = "host";
+        if (a == CacheAction::Nvme) what = "nvme";
+        if (a == CacheAction::Recompute && what == "keep") what = "selective";
+      }
+    }
+    ++n[what];
+  }
+  std::string s;
+  for (const auto& [name, count] : n) s += (s.empty() ? "" : ", ") + name + " x" + std::to_string(count);
+  return s;
+}
+
+PolicyResult evaluate(const std::string& name, const StepTrace& t, SimPlan plan, const HardwareProfile& hw,
+                      uint64_t budget, const PlannerOptions& o) {
+  PolicyResult r;
+  r.name = name;
+  r.predicted = simulate(t, plan, hw);
+  r.fits = budgeted_peak(r.predicted, o) <= budget;
+  r.block_summary = summarize(t, plan);
+  r.plan = std::move(plan);
+  return r;
+}
+
+// DP, then re-solves with a tighter DP budget while the simulator finds the plan above the
+// budget, then local search over single-block changes judged by the simulator.
+PolicyResult solve(const std::string& name, const StepTrace& t, const HardwareProfile& hw, uint64_t budget,
+                   const PlannerOptions& o) {
+  ChainProblem problem = chain_problem(t, hw, budget, o);
+  PolicyResult best;
+  best.name = name;
+  std::vector<int> choice;
+  uint64_t dp_budget = budget;
+  for (int round = 0; round <= o.repair_rounds; ++round) {
+    problem.budget_bytes = dp_budget;
+    ChainSolution sol = solve_chain(problem);
+    if (!sol.feasible) break;
+    PolicyResult r = evaluate(name, t, sim_plan_for(t, problem, sol.choice), hw, budget, o);
+    choice = sol.choice;
+    best = std::move(r);
+    if (best.fits) break;
+    const uint64_t over = budgeted_peak(best.predicted, o) - budget;
+    if (over + sol.unit_bytes >= dp_budget) break;
+    dp_budget -= over + sol.unit_bytes;
+  }
+  if (choice.empty()) {  // no DP solution: the simulator's verdict on recomputing every block
+    SimPlan all = SimPlan::keep_all(t);
+    all.segments.assign(t.blocks.size(), o.allow_recompute);
+    best = evaluate(name, t, std::move(all), hw, budget, o);
+    return best;
+  }
+  for (int round = 0; round < o.local_search_rounds; ++round) {
+    bool improved = false;
+    for (size_t j = 0; j < problem.blocks.size(); ++j) {
+      for (size_t k = 0; k < problem.blocks[j].options.size(); ++k) {
+        if (int(k) == choice[j]) continue;
+        std::vector<int> c = choice;
+        c[j] = int(k);
+        PolicyResult r = evaluate(name, t, sim_plan_for(t, problem, c), hw, budget, o);
+        const bool better = r.fits && (!best.fits || r.predicted.step_seconds < best.predicted.step_seconds - 1e-12);
+        const bool closer = !best.fits && !r.fits && budgeted_peak(r.predicted, o) < budgeted_peak(best.predicted, o);
+        if (better || closer) {
+          best = std::move(r);
+          choice = std::move(c);
+          improved = true;
+        }
+      }
+    }
+    if (!improved) break;
+  }
+  return best;
+}
+
+// SSDTrain's adaptive offloading: blocks go to the fastest offload tier in forward order while its
+// write bandwidth keeps up with the forward pass (the store of blocks 0..i done within the forward
+// of blocks 0..i+1); the last block is kept.
+SimPlan ssdtrain_plan(const StepTrace& t, const HardwareProfile& hw, const std::vector<BlockFigures>& f) {
+  SimPlan p = SimPlan::keep_all(t);
+  const bool nvme = !hw.drives.empty();
+  const double bw = nvme ? hw.nvme_write_bytes_per_second() : hw.to_host_bytes_per_second();
+  if (bw <= 0) return p;
+  double stored = 0, forward = 0;
+  std::vector<bool> off(t.blocks.size(), false);
+  for (size_t i = 0; i + 1 < t.blocks.size(); ++i) {
+    stored += double(f[i].saved) / bw;
+    forward += f[i].forward;
+    if (stored > forward + f[i + 1].forward) break;
+    off[i] = true;
+  }
+  for (size_t k = 0; k < t.tensors.size(); ++k) {
+    const TraceTensor& x = t.tensors[k];
+    if (x.block >= 0 && off[size_t(x.block)]) p.tensors[k] = nvme ? CacheAction::Nvme : CacheAction::Host;
+  }
+  return p;
+}
+
+}  // namespace
+
+uint64_t budgeted_peak(const SimResult& r, const PlannerOptions& options) {
+  return options.activations_only ? r.activation_peak : r.step_peak;
+}
+
+ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64_t budget, const PlannerOptions& o) {
+  const std::vector<BlockFigures> f = figures(t);
+  ChainProblem p;
+  p.budget_bytes = budget;
+  p.base_bytes = outside_bytes(t) + (o.activations_only ? 0 : t.resident_bytes);
+  const bool host = o.allow_host && hw.to_host_bytes_per_second() > 0 && hw.from_host_bytes_per_second() > 0;
+  const bool nvme = o.allow_nvme && !hw.drives.empty();
+  for (size_t b = 0; b < t.blocks.size(); ++b) {
+    const BlockFigures& x = f[b];
+    const uint64_t work = o.activations_only ? 0 : x.workspace;
+    ChainBlock cb;
+    cb.path = t.blocks[b].path;
+    cb.options.push_back({"keep", x.saved, x.saved + work, 0.0});
+    if (o.allow_selective && x.recomputable > 0)
+      cb.options.push_back({"selective", x.saved - x.recomputable, x.saved + work, x.recompute_ops});
+    if (o.allow_recompute) cb.options.push_back({"recompute", x.inputs, x.saved + work, x.forward});
+    // Offloaded: nothing held between forward and backward; in backward the block is back in
+    // memory while the block before it is being prefetched. Its load hides behind the backward of
+    // the block after it (the last block is not prefetched).
+    const uint64_t prev = b > 0 ? f[b - 1].saved : 0;
+    const double window = b + 1 < f.size() ? f[b + 1].backward : 0.0;
+    if (host) {
+      double load = double(x.saved) / hw.from_host_bytes_per_second() + (hw.gpu ? hw.link_latency_seconds.value : 0);
+      cb.options.push_back({"host", 0, x.saved + prev + work, std::max(0.0, load - window)});
+    }
+    if (nvme) {
+      double rate = hw.nvme_read_bytes_per_second();
+      if (hw.gpu) rate = std::min(rate, hw.host_to_device_bytes_per_second.value);
+      double load = double(x.saved) / rate + hw.nvme_read_latency_seconds();
+      cb.options.push_back({"nvme", 0, x.saved + prev + work, std::max(0.0, load - window)});
+    }
+    p.blocks.push_back(std::move(cb));
+  }
+  return p;
+}
+
+SimPlan sim_plan_for(const StepTrace& t, const ChainProblem& problem, const std::vector<int>& choice) {
+  STRATA_CHECK(choice.size() == t.blocks.size() && problem.blocks.size() == t.blocks.size(), ValueError,
+               "sim_plan_for: ", choice.size(), " choices for ", t.blocks.size(), " blocks");
+  SimPlan p = SimPlan::keep_all(t);
+  std::vector<std::string> what(t.blocks.size());
+  for (size_t b = 0; b < t.blocks.size(); ++b) {
+    what[b] = problem.blocks[b].options.at(size_t(choice[b])).name;
+    p.segments[b] = what[b] == "recompute";
+  }
+  for (size_t k = 0; k < t.tensors.size(); ++k) {
+    const TraceTensor& x = t.tensors[k];
+    if (x.block < 0) continue;
+    const std::string& w = what[size_t(x.block)];
+    if (w == "host") p.tensors[k] = CacheAction::Host;
+    if (w == "nvme") p.tensors[k] = CacheAction::Nvme;
+    if (w == "selective" && x.op_recomputable && !x.block_input) p.tensors[k] = CacheAction::Recompute;
+  }
+  return p;
+}
+
+Plan cache_plan_for(const StepTrace& t, const SimPlan& sp) {
+  Plan plan;
+  for (size_t b = 0; b < t.blocks.size(); ++b) {
+    CacheAction a = sp.segments[b] ? CacheAction::Recompute : CacheAction::Keep;
+    if (!sp.segments[b]) {
+      for (size_t k = 0; k < t.tensors.size(); ++k)
+        if (t.tensors[k].block == int32_t(b) && (sp.tensors[k] == CacheAction::Host || sp.tensors[k] == CacheAction::Nvme))
+          a = sp.tensors[k];
+    }
+    plan.blocks[t.blocks[b].path] = a;
+  }
+  for (size_t k = 0; k < t.tensors.size(); ++k) {
+    const TraceTensor& x = t.tensors[k];
+    const bool seg = x.block >= 0 && sp.segments[size_t(x.block)];
+    if (seg) continue;
+    CacheAction block_action = x.block >= 0 ? plan.blocks[t.blocks[size_t(x.block)].path] : CacheAction::Keep;
+    if (sp.tensors[k] != block_action) plan.tensors[x.key] = sp.tensors[k];
+  }
+  return plan;
+}
+
+PlannerResult plan_step(const StepTrace& t, const HardwareProfile& hw, uint64_t budget, const PlannerOptions& o) {
+  t.validate();
+  auto t0 = std::chrono::steady_clock::now();
+  PlannerResult res;
+  res.plan = solve("strata", t, hw, budget, o);
+
+  const std::vector<BlockFigures> f = figures(t);
+  res.baselines.push_back(evaluate("keep-all", t, SimPlan::keep_all(t), hw, budget, o));
+  SimPlan all = SimPlan::keep_all(t);
+  all.segments.assign(t.blocks.size(), true);
+  res.baselines.push_back(evaluate("recompute-all", t, std::move(all), hw, budget, o));
+  SimPlan sel = SimPlan::keep_all(t);
+  for (size_t k = 0; k < t.tensors.size(); ++k)
+    if (t.tensors[k].op_recomputable && !t.tensors[k].block_input) sel.tensors[k] = CacheAction::Recompute;
+  res.baselines.push_back(evaluate("selective", t, std::move(sel), hw, budget, o));
+  PlannerOptions only_recompute = o;
+  only_recompute.allow_host = only_recompute.allow_nvme = false;
+  res.baselines.push_back(solve("rockmate", t, hw, budget, only_recompute));
+  res.baselines.push_back(evaluate("ssdtrain", t, ssdtrain_plan(t, hw, f), hw, budget, o));
+  PlannerOptions only_swap = o;
+  only_swap.allow_recompute = only_swap.allow_selective = false;
+  res.baselines.push_back(solve("swap", t, hw, budget, only_swap));
+
+  // The plan space holds the baselines, but the local search may not reach them: a baseline that
+  // holds the budget and beats the solver's plan is taken as it is.
+  for (const PolicyResult& b : res.baselines) {
+    if (!b.fits) continue;
+    if (!res.plan.fits || b.predicted.step_seconds < res.plan.predicted.step_seconds - 1e-12) {
+      res.plan = b;
+      res.plan.name = "strata";
+    }
+  }
+  res.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  const double keep_time = res.baselines[0].predicted.step_seconds;
+  char buf[512];
+  if (res.plan.fits) {
+    std::snprintf(buf, sizeof buf, "budget %.1f MB held: %s, predicted step %.4g s (%+.1f%% over keep-all), peak %.1f MB",
+                  double(budget) / 1e6, res.plan.block_summary.c_str(), res.plan.predicted.step_seconds,
+                  100.0 * (res.plan.predicted.step_seconds / keep_time - 1.0),
+                  double(budgeted_peak(res.plan.predicted, o)) / 1e6);
+  } else {
+    uint64_t lowest = budgeted_peak(res.plan.predicted, o);
+    std::string who = "strata";
+    for (const auto& b : res.baselines)
+      if (budgeted_peak(b.predicted, o) < lowest) {
+        lowest = budgeted_peak(b.predicted, o);
+        who = b.name;
+      }
+    std::snprintf(buf, sizeof buf, "budget %.1f MB cannot be met: the lowest predicted peak is %.1f MB (%s)",
+                  double(budget) / 1e6, double(lowest) / 1e6, who.c_str());
+  }
+  res.explanation = buf;
+  return res;
+}
+
+}  // namespace strata::memory::planner

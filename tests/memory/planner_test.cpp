@@ -1,0 +1,98 @@
+// The planner on a traced step: its plan holds the budget in the simulator and is at least as fast
+// as every baseline that also holds it; plans convert to the cache's Plan and back; an impossible
+// budget is explained.
+#include <gtest/gtest.h>
+
+#include "strata/memory/planner/planner.h"
+#include "strata/memory/planner/tracer.h"
+#include "strata/strata.h"
+
+using namespace strata;
+using namespace strata::memory;
+using namespace strata::memory::planner;
+
+namespace {
+
+// Six blocks: matmul, GELU, a product that saves the GELU output (op-level recomputable), dropout.
+StepTrace traced_chain() {
+  manual_seed(11);
+  std::vector<Tensor> w;
+  for (int i = 0; i < 6; ++i) {
+    Tensor p = ops::mul(ops::randn({96, 96}), 0.1);
+    p.set_requires_grad(true);
+    p.set_is_parameter(true);
+    w.push_back(p);
+  }
+  Tensor x = ops::randn({768, 96});
+  auto tracer = std::make_shared<StepTracer>();
+  {
+    OpObserverGuard obs(tracer.get());
+    autograd::SavePolicyGuard save(tracer);
+    tracer->begin();
+    Tensor h = x;
+    for (size_t i = 0; i < w.size(); ++i) {
+      autograd::ScopeGuard block("h." + std::to_string(i), /*is_block=*/true);
+      h = ops::gelu(ops::matmul(h, w[i]), "tanh");
+      h = ops::dropout(ops::mul(h, h), 0.1);
+    }
+    ops::sum(h).backward();
+  }
+  return tracer->finish("chain");
+}
+
+HardwareProfile cpu() {
+  HardwareProfile h;
+  h.name = "test cpu";
+  h.matmul_flops_fp32 = {1e11, "test"};
+  h.host_memcpy_bytes_per_second = {5e9, "test"};
+  DriveProfile d;
+  d.read_bytes_per_second = {1.5e9, "test"};
+  d.write_bytes_per_second = {1.2e9, "test"};
+  h.drives.push_back(d);
+  return h;
+}
+
+}  // namespace
+
+TEST(Planner, HoldsTheBudgetAndBeatsEveryBaselineThatAlsoHoldsIt) {
+  const StepTrace t = traced_chain();
+  const HardwareProfile hw = cpu();
+  const uint64_t keep_peak = simulate(t, SimPlan::keep_all(t), hw).activation_peak;
+  for (double fraction : {0.9, 0.6, 0.4}) {
+    const uint64_t budget = uint64_t(double(keep_peak) * fraction);
+    PlannerResult r = plan_step(t, hw, budget);
+    ASSERT_TRUE(r.plan.fits) << fraction << ": " << r.explanation;
+    EXPECT_LE(r.plan.predicted.activation_peak, budget);
+    ASSERT_EQ(r.baselines.size(), 6u);
+    for (const PolicyResult& b : r.baselines) {
+      EXPECT_EQ(b.fits, b.predicted.activation_peak <= budget) << b.name;
+      if (b.fits) EXPECT_LE(r.plan.predicted.step_seconds, b.predicted.step_seconds + 1e-12) << b.name << " at " << fraction;
+    }
+    EXPECT_FALSE(r.baselines[0].fits) << "keep-all cannot hold a budget below its own peak";
+    EXPECT_NE(r.explanation.find("held"), std::string::npos) << r.explanation;
+  }
+}
+
+TEST(Planner, PlansConvertToTheCachesPlanAndBack) {
+  const StepTrace t = traced_chain();
+  const HardwareProfile hw = cpu();
+  ChainProblem problem = chain_problem(t, hw, 1ull << 40, {});
+  // One block per kind of option: keep, selective, recompute, host, nvme, keep.
+  std::vector<int> choice(t.blocks.size(), 0);
+  for (size_t b = 0; b + 1 < t.blocks.size(); ++b) choice[b] = int(b % problem.blocks[b].options.size());
+  SimPlan sp = sim_plan_for(t, problem, choice);
+  Plan plan = cache_plan_for(t, sp);
+  SimPlan back = sim_plan_from(t, plan);
+  EXPECT_EQ(back.segments, sp.segments);
+  EXPECT_EQ(back.tensors, sp.tensors);
+  // The plan survives the cache's text format too.
+  SimPlan again = sim_plan_from(t, plan_from_text(plan_to_text(plan)));
+  EXPECT_EQ(again.tensors, sp.tensors);
+}
+
+TEST(Planner, AnImpossibleBudgetIsExplained) {
+  const StepTrace t = traced_chain();
+  PlannerResult r = plan_step(t, cpu(), 1000);
+  EXPECT_FALSE(r.plan.fits);
+  EXPECT_NE(r.explanation.find("cannot be met: the lowest predicted peak is"), std::string::npos) << r.explanation;
+}
