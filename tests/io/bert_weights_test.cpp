@@ -1,0 +1,101 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "strata/io/bert_weights.h"
+#include "strata/io/safetensors.h"
+#include "strata/models/bert.h"
+#include "strata/strata.h"
+
+using namespace strata;
+
+namespace {
+
+std::string temp_file(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / ("strata_bert_w_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  return (d / name).string();
+}
+
+bool same(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.to_double_vector() == b.to_double_vector();
+}
+
+}  // namespace
+
+// A BertForMaskedLM file (with HF's position_ids buffer and the tied decoder entries) loads into
+// a fresh model that then computes the same MLM logits.
+TEST(BertWeights, MaskedLmFileRoundTripsThroughHuggingFaceNames) {
+  manual_seed(3);
+  models::BertForMaskedLM a(models::BertConfig::preset("tiny"));
+  nn::StateDict sd = a.state_dict();
+  sd.insert("bert.embeddings.position_ids", ops::arange(int64_t(128)).contiguous());
+  const std::string path = temp_file("mlm.safetensors");
+  io::write_safetensors(path, sd);
+  io::BertWeights w = io::load_hf_bert_safetensors(path);
+  EXPECT_EQ(w.shape.num_hidden_layers, 2);
+  EXPECT_EQ(w.shape.hidden_size, 64);
+  EXPECT_EQ(w.shape.intermediate_size, 256);
+  EXPECT_EQ(w.shape.vocab_size, 260);
+  manual_seed(99);
+  models::BertForMaskedLM b(models::BertConfig::preset("tiny"));
+  b.load_state_dict(w.state_dict);
+  a.eval(), b.eval();
+  NoGradGuard ng;
+  Tensor ids = ops::from_vector(std::vector<int64_t>{257, 3, 259, 7, 258, 9, 259, 258}, {1, 8});
+  Tensor labels = ops::from_vector(std::vector<int64_t>{-100, -100, 5, -100, -100, -100, 8, -100}, {1, 8});
+  EXPECT_TRUE(same(a.mlm_logits(ids, Tensor(), Tensor(), labels), b.mlm_logits(ids, Tensor(), Tensor(), labels)));
+  std::filesystem::remove(path);
+}
+
+// A BertModel file: no "bert." prefix, old gamma/beta LayerNorm names, a pooler; no MLM head.
+TEST(BertWeights, BertModelFileGetsThePrefixAndAFreshHead) {
+  manual_seed(4);
+  models::BertModel m(models::BertConfig::preset("tiny"), /*add_pooling_layer=*/true);
+  nn::StateDict sd;
+  for (const auto& [name, t] : m.state_dict()) {
+    std::string n = name;
+    if (n == "embeddings.LayerNorm.weight") n = "embeddings.LayerNorm.gamma";
+    if (n == "embeddings.LayerNorm.bias") n = "embeddings.LayerNorm.beta";
+    sd.insert(n, t);
+  }
+  const std::string path = temp_file("model.safetensors");
+  io::write_safetensors(path, sd);
+  io::BertWeights w = io::load_hf_bert_safetensors(path);
+  EXPECT_TRUE(same(w.state_dict.at("bert.embeddings.LayerNorm.weight"), m.embeddings->LayerNorm->weight));
+  EXPECT_TRUE(same(w.state_dict.at("bert.encoder.layer.1.output.dense.weight"),
+                   m.layer->at<models::BertLayer>(1)->output->dense->weight));
+  EXPECT_FALSE(w.state_dict.contains("bert.pooler.dense.weight"));
+  EXPECT_EQ(ops::sum(w.state_dict.at("cls.predictions.transform.LayerNorm.weight")).item(), 64.0);
+  models::BertForMaskedLM mlm(models::BertConfig::preset("tiny"));
+  mlm.load_state_dict(w.state_dict);  // strict: every name present
+  std::filesystem::remove(path);
+}
+
+TEST(BertWeights, BadFilesAreRefusedNamingTheKey) {
+  manual_seed(5);
+  models::BertForMaskedLM a(models::BertConfig::preset("tiny"));
+  const std::string path = temp_file("bad.safetensors");
+  nn::StateDict untied = a.state_dict();
+  nn::StateDict sd;
+  for (const auto& [name, t] : untied)
+    sd.insert(name, name == "cls.predictions.decoder.weight" ? ops::add(t, 1.0) : t);
+  io::write_safetensors(path, sd);
+  try {
+    io::load_hf_bert_safetensors(path);
+    FAIL() << "an untied decoder was accepted";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("cls.predictions.decoder.weight"), std::string::npos) << e.what();
+  }
+  nn::StateDict missing;
+  for (const auto& [name, t] : untied)
+    if (name != "bert.encoder.layer.1.intermediate.dense.bias") missing.insert(name, t);
+  io::write_safetensors(path, missing);
+  try {
+    io::load_hf_bert_safetensors(path);
+    FAIL() << "a missing tensor was accepted";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("layer.1.intermediate.dense.bias"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
+}
