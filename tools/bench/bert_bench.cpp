@@ -1,0 +1,151 @@
+// BERT MLM training-step benchmark, Strata side: one configuration per process (so peak RSS
+// belongs to it). A step is zero_grad + forward + MLM loss + backward + AdamW step on
+// models::BertForMaskedLM (BERT-base by default: L12 C768 H12 I3072 V30522), the same model,
+// batch and optimizer as tools/bench/bert_bench_torch.py: random tokens, two segments, no
+// padding, 15% of positions labelled, AdamW lr 1e-4, betas (0.9, 0.999), eps 1e-6, weight decay
+// 0.01 on every parameter, dropout 0. The MLM head runs on the labelled rows only (gathered
+// first). Prints one line per timed step and a final `RESULT {json}` line; driven by
+// tools/bench/bert_bench.py, which runs the PyTorch reference in the same session.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <omp.h>
+
+#include "strata/core/profiler.h"
+#include "strata/models/bert.h"
+#include "strata/strata.h"
+
+using namespace strata;
+
+namespace {
+
+struct Args {
+  int64_t L = 12, C = 768, NH = 12, I = 3072, V = 30522, B = 8, T = 128;
+  int warmup = 2, steps = 5, profile = 0;
+  std::string trace = "bert_bench_trace.json", tag;
+};
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024.0;
+}
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+bool parse(int argc, char** argv, Args* a) {
+  for (int i = 1; i < argc; ++i) {
+    std::string k = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bert_bench: %s needs a value\n", k.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (k == "--L") a->L = std::atol(next());
+    else if (k == "--C") a->C = std::atol(next());
+    else if (k == "--NH") a->NH = std::atol(next());
+    else if (k == "--I") a->I = std::atol(next());
+    else if (k == "--V") a->V = std::atol(next());
+    else if (k == "--B") a->B = std::atol(next());
+    else if (k == "--T") a->T = std::atol(next());
+    else if (k == "--warmup") a->warmup = std::atoi(next());
+    else if (k == "--steps") a->steps = std::atoi(next());
+    else if (k == "--profile") a->profile = std::atoi(next());
+    else if (k == "--trace") a->trace = next();
+    else if (k == "--tag") a->tag = next();
+    else {
+      std::fprintf(stderr,
+                   "usage: strata_bert_bench [--L 12 --C 768 --NH 12 --I 3072 --V 30522 --B 8 --T 128 --warmup 2 "
+                   "--steps 5 --profile N --trace FILE --tag s]\n");
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  if (!parse(argc, argv, &a)) return 2;
+  manual_seed(0);
+  models::BertConfig cfg = models::BertConfig::preset("bert-base");
+  cfg.num_hidden_layers = a.L, cfg.hidden_size = a.C, cfg.num_attention_heads = a.NH, cfg.intermediate_size = a.I;
+  cfg.vocab_size = a.V, cfg.hidden_dropout_prob = 0.0;
+  models::BertForMaskedLM model(cfg);
+  model.train();
+  optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-4).betas(0.9, 0.999).eps(1e-6).weight_decay(0.01));
+  std::mt19937_64 rng(1234);
+  std::uniform_int_distribution<int64_t> tok(1, a.V - 1);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<int64_t> ids(size_t(a.B * a.T)), types(size_t(a.B * a.T)), labels(size_t(a.B * a.T), -100);
+  int64_t masked = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = tok(rng);
+    types[i] = int64_t(i % size_t(a.T)) >= a.T / 2 ? 1 : 0;
+    if (u(rng) < 0.15) labels[i] = ids[i], ++masked;
+  }
+  Tensor x = ops::from_vector(ids, {a.B, a.T}), tt = ops::from_vector(types, {a.B, a.T});
+  Tensor am = ops::ones({a.B, a.T}, DType::i64), y = ops::from_vector(labels, {a.B, a.T});
+
+  auto step = [&]() {
+    opt.zero_grad(/*set_to_none=*/true);
+    Tensor loss = model.loss(x, tt, am, y);
+    loss.backward();
+    opt.step();
+    return loss.item();
+  };
+  double loss = 0;
+  for (int i = 0; i < a.warmup; ++i) loss = step();
+  std::vector<double> times;
+  for (int i = 0; i < a.steps; ++i) {
+    const double t0 = now_s();
+    loss = step();
+    times.push_back(now_s() - t0);
+    std::printf("step %d: loss %.4f %.1f ms\n", i, loss, times.back() * 1e3);
+    std::fflush(stdout);
+  }
+  const double peak = peak_rss_mb();
+  if (a.profile > 0) {
+    Profiler prof;
+    OpObserverGuard g(&prof);
+    for (int i = 0; i < a.profile; ++i) {
+      prof.phase("zero_grad");
+      opt.zero_grad(/*set_to_none=*/true);
+      prof.phase("forward");
+      Tensor l = model.loss(x, tt, am, y);
+      prof.phase("backward");
+      l.backward();
+      prof.phase("optimizer");
+      opt.step();
+      prof.end_phase();
+      prof.step_done();
+    }
+    std::fputs(prof.table().c_str(), stdout);
+    prof.write_chrome_trace(a.trace);
+    std::printf("chrome trace: %s\n", a.trace.c_str());
+  }
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  const double med = sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                       : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+  std::string ts;
+  for (double t : times) ts += (ts.empty() ? "" : ", ") + std::to_string(t * 1e3);
+  std::printf(
+      "RESULT {\"side\": \"strata\", \"tag\": \"%s\", \"threads\": %d, \"params\": %ld, \"cfg\": {\"L\": %ld, \"C\": %ld, "
+      "\"NH\": %ld, \"I\": %ld, \"V\": %ld, \"B\": %ld, \"T\": %ld}, \"masked\": %ld, \"min_ms\": %.1f, "
+      "\"median_ms\": %.1f, \"peak_rss_mb\": %.1f, \"loss\": %.4f, \"times_ms\": [%s]}\n",
+      a.tag.c_str(), omp_get_max_threads(), long(model.num_parameters()), long(a.L), long(a.C), long(a.NH),
+      long(a.I), long(a.V), long(a.B), long(a.T), long(masked), sorted.front() * 1e3, med * 1e3, peak, loss,
+      ts.c_str());
+  return 0;
+}
