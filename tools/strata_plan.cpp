@@ -1,0 +1,226 @@
+// strata-plan: for a model config (or a recorded trace), a hardware profile and a memory budget,
+// prints each policy's predicted step time and peaks, the chosen plan per block or per tensor,
+// and draws every policy's activation memory over the step as an SVG.
+//
+//   strata-plan --model gpt2-xl --batch 8 --seq 1024 --hardware tools/hardware/h100-sxm-pcie5-1xgen4.textproto \
+//               --budget 50% --svg gpt2xl.svg --save-plan gpt2xl.plan
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "strata/memory/planner/planner.h"
+#include "strata/memory/planner/tracer.h"
+#include "strata/models/bert.h"
+#include "strata/models/gpt.h"
+#include "strata/models/resnet.h"
+#include "strata/strata.h"
+
+using namespace strata;
+using namespace strata::memory;
+using namespace strata::memory::planner;
+
+namespace {
+
+uint64_t parse_bytes(const std::string& s) {
+  STRATA_CHECK(!s.empty(), ValueError, "strata-plan: empty size");
+  size_t end = 0;
+  double v = std::stod(s, &end);
+  std::string unit = s.substr(end);
+  double mul = 1;
+  if (unit == "K" || unit == "KB") mul = 1e3;
+  else if (unit == "M" || unit == "MB") mul = 1e6;
+  else if (unit == "G" || unit == "GB") mul = 1e9;
+  else if (unit == "KiB") mul = 1024.0;
+  else if (unit == "MiB") mul = 1024.0 * 1024;
+  else if (unit == "GiB") mul = 1024.0 * 1024 * 1024;
+  else STRATA_CHECK(unit.empty(), ValueError, "strata-plan: unknown size unit in '", s, "'");
+  return uint64_t(v * mul);
+}
+
+// A shape-only step of the model on the Meta device, timed by the profile's cost model.
+StepTrace meta_trace(const std::string& model, int64_t batch, int64_t seq, int64_t image, const HardwareProfile& hw,
+                     bool bf16) {
+  TracerOptions o;
+  o.cost_model = &hw;
+  o.device = kMeta;
+  o.bf16 = bf16;
+  auto tracer = std::make_shared<StepTracer>(nullptr, o);
+  auto i64 = TensorOptions().dtype(DType::i64).device(kMeta);
+  auto run = [&](auto&& step) {
+    OpObserverGuard obs(tracer.get());
+    autograd::SavePolicyGuard save(tracer);
+    tracer->begin();
+    step();
+  };
+  std::string name = model;
+  if (model.rfind("gpt2", 0) == 0) {
+    models::GPTConfig cfg = models::GPTConfig::preset(model);
+    models::GPT m(cfg);
+    m.to(kMeta);
+    Tensor idx = ops::zeros({batch, seq}, i64), targets = ops::zeros({batch, seq}, i64);
+    run([&] { m.loss(idx, targets).backward(); });
+    name += " B=" + std::to_string(batch) + " T=" + std::to_string(seq);
+  } else if (model.rfind("bert", 0) == 0) {
+    models::BertConfig cfg = models::BertConfig::preset(model);
+    models::BertForSequenceClassification m(cfg);  // the encoder; the MLM head needs the labels' values
+    m.to(kMeta);
+    Tensor ids = ops::zeros({batch, seq}, i64), labels = ops::zeros({batch}, i64);
+    run([&] { m.loss(ids, Tensor(), Tensor(), labels).backward(); });
+    name += " B=" + std::to_string(batch) + " T=" + std::to_string(seq);
+  } else if (model.rfind("resnet", 0) == 0) {
+    models::ResNetConfig cfg = models::ResNetConfig::preset(model);
+    models::ResNet m(cfg);
+    m.to(kMeta);
+    Tensor x = ops::zeros({batch, 3, image, image}, TensorOptions().device(kMeta));
+    Tensor labels = ops::zeros({batch}, i64);
+    run([&] { ops::cross_entropy(m.forward(x), labels).backward(); });
+    name += " B=" + std::to_string(batch) + " " + std::to_string(image) + "x" + std::to_string(image);
+  } else {
+    throw ValueError("strata-plan: unknown model '" + model + "' (gpt2*, bert*, resnet* presets)");
+  }
+  return tracer->finish(name);
+}
+
+std::string gb(uint64_t b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", double(b) / 1e9);
+  return buf;
+}
+
+void write_svg(const std::string& path, const std::vector<const PolicyResult*>& rs, uint64_t budget, const std::string& title) {
+  const double W = 900, H = 420, L = 70, R = 170, T = 40, B = 50;
+  double tmax = 0;
+  uint64_t ymax = budget;
+  for (const auto* r : rs) {
+    tmax = std::max(tmax, r->predicted.step_seconds);
+    ymax = std::max(ymax, r->predicted.activation_peak);
+  }
+  if (tmax <= 0 || ymax == 0) return;
+  auto x = [&](double t) { return L + (W - L - R) * t / tmax; };
+  auto y = [&](double b) { return H - B - (H - T - B) * b / double(ymax); };
+  const char* colors[] = {"#1f77b4", "#7f7f7f", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"};
+  std::ofstream f(path);
+  STRATA_CHECK(bool(f), IoError, "strata-plan: cannot write '", path, "'");
+  f << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H << "' font-family='sans-serif' font-size='12'>\n";
+  f << "<rect width='100%' height='100%' fill='white'/>\n";
+  f << "<text x='" << L << "' y='20' font-size='14'>" << title << "</text>\n";
+  f << "<line x1='" << L << "' y1='" << H - B << "' x2='" << W - R << "' y2='" << H - B << "' stroke='black'/>\n";
+  f << "<line x1='" << L << "' y1='" << T << "' x2='" << L << "' y2='" << H - B << "' stroke='black'/>\n";
+  for (int i = 0; i <= 4; ++i) {
+    double v = double(ymax) * i / 4;
+    f << "<text x='" << L - 8 << "' y='" << y(v) + 4 << "' text-anchor='end'>" << gb(uint64_t(v)) << "</text>\n";
+    double tt = tmax * i / 4;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g s", tt);
+    f << "<text x='" << x(tt) << "' y='" << H - B + 18 << "' text-anchor='middle'>" << buf << "</text>\n";
+  }
+  f << "<text x='" << 14 << "' y='" << (H - B + T) / 2 << "' transform='rotate(-90 14 " << (H - B + T) / 2
+    << ")' text-anchor='middle'>saved activations (GB)</text>\n";
+  f << "<line x1='" << L << "' y1='" << y(double(budget)) << "' x2='" << W - R << "' y2='" << y(double(budget))
+    << "' stroke='black' stroke-dasharray='6,4'/>\n";
+  f << "<text x='" << W - R + 6 << "' y='" << y(double(budget)) + 4 << "'>budget</text>\n";
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const char* c = colors[i % 8];
+    f << "<polyline fill='none' stroke='" << c << "' stroke-width='1.5' points='";
+    uint64_t prev = 0;
+    for (const auto& [t, b] : rs[i]->predicted.activation_curve) {
+      f << x(t) << "," << y(double(prev)) << " " << x(t) << "," << y(double(b)) << " ";
+      prev = b;
+    }
+    f << "'/>\n";
+    f << "<text x='" << W - R + 6 << "' y='" << T + 16 * double(i) << "' fill='" << c << "'>" << rs[i]->name
+      << (rs[i]->fits ? "" : " (over)") << "</text>\n";
+  }
+  f << "</svg>\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"strata-plan: the tensor cache's plan for a memory budget, beside the baseline policies"};
+  std::string model = "gpt2", hardware, budget_text = "50%", trace_in, trace_out, svg, plan_out;
+  int64_t batch = 8, seq = 1024, image = 224;
+  bool step_budget = false, tensors = false, bf16 = false;
+  app.add_option("--model", model, "gpt2 / gpt2-medium / gpt2-large / gpt2-xl, bert-base / bert-large, resnet18 ... resnet152[-cifar]");
+  app.add_option("--batch", batch, "batch size");
+  app.add_option("--seq", seq, "sequence length (GPT, BERT)");
+  app.add_option("--image", image, "image side (ResNet)");
+  app.add_option("--hardware", hardware, "hardware profile (tools/hardware/*.textproto)")->required();
+  app.add_option("--budget", budget_text, "bytes (e.g. 20G) or a percentage of the keep-all peak (e.g. 50%)");
+  app.add_flag("--step-budget", step_budget, "bound the step peak (resident state + activations + workspace), not activations only");
+  app.add_option("--trace", trace_in, "plan a recorded trace (binary or .textproto) instead of a shape-only run");
+  app.add_option("--save-trace", trace_out, "write the trace");
+  app.add_option("--svg", svg, "draw each policy's activation memory over the step");
+  app.add_option("--save-plan", plan_out, "write the chosen plan for the cache (--cache-policy plan:FILE)");
+  app.add_flag("--tensors", tensors, "print the plan per saved tensor");
+  app.add_flag("--bf16", bf16, "GEMM-like ops at the profile's bf16 rate");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const HardwareProfile hw = load_hardware_profile(hardware);
+    auto t0 = std::chrono::steady_clock::now();
+    StepTrace trace = trace_in.empty() ? meta_trace(model, batch, seq, image, hw, bf16) : load_trace(trace_in);
+    const double trace_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!trace_out.empty()) save_trace(trace, trace_out);
+    PlannerOptions opt;
+    opt.activations_only = !step_budget;
+    const SimResult keep = simulate(trace, SimPlan::keep_all(trace), hw);
+    const uint64_t keep_peak = budgeted_peak(keep, opt);
+    uint64_t budget = 0;
+    if (!budget_text.empty() && budget_text.back() == '%')
+      budget = uint64_t(double(keep_peak) * std::stod(budget_text.substr(0, budget_text.size() - 1)) / 100.0);
+    else
+      budget = parse_bytes(budget_text);
+    std::printf("strata-plan: %s on %s (%s), %zu ops, %zu saved tensors, %zu blocks, traced in %.1f s\n",
+                trace.model.c_str(), hw.name.c_str(), trace.source.c_str(), trace.ops.size(), trace.tensors.size(),
+                trace.blocks.size(), trace_s);
+    std::printf("keep-all: step %.4g s, activation peak %s GB, step peak %s GB; budget (%s) %s GB = %s of keep-all\n",
+                keep.step_seconds, gb(keep.activation_peak).c_str(), gb(keep.step_peak).c_str(),
+                opt.activations_only ? "activations" : "step peak", gb(budget).c_str(), budget_text.c_str());
+    PlannerResult r = plan_step(trace, hw, budget, opt);
+    std::printf("\n%-14s %-5s %10s %9s %10s %10s %9s %10s %9s %9s  %s\n", "policy", "fits", "step (s)", "vs ideal",
+                "act (GB)", "step (GB)", "stall (s)", "recomp (s)", "host GB", "nvme GB", "blocks");
+    std::vector<const PolicyResult*> all{&r.plan};
+    for (const auto& b : r.baselines) all.push_back(&b);
+    for (const PolicyResult* p : all) {
+      const SimResult& s = p->predicted;
+      std::printf("%-14s %-5s %10.4g %8.1f%% %10s %10s %9.3g %10.3g %9s %9s  %s\n", p->name.c_str(), p->fits ? "yes" : "no",
+                  s.step_seconds, 100.0 * keep.step_seconds / s.step_seconds, gb(s.activation_peak).c_str(),
+                  gb(s.step_peak).c_str(), s.stall_seconds, s.recompute_seconds, gb(s.host_bytes_written).c_str(),
+                  gb(s.nvme_bytes_written).c_str(), p->block_summary.c_str());
+    }
+    std::printf("\n%s\nplanner time: %.3f s (DP, repair, local search, baselines)\n", r.explanation.c_str(), r.solve_seconds);
+    if (tensors) {
+      std::printf("\n%-48s %12s  %s\n", "saved tensor", "bytes", "action");
+      for (size_t k = 0; k < trace.tensors.size(); ++k) {
+        const TraceTensor& x = trace.tensors[k];
+        const bool seg = x.block >= 0 && r.plan.plan.segments[size_t(x.block)];
+        std::string a = seg ? (x.block_input ? "keep (segment input)" : "recompute (segment)")
+                            : cache_action_name(r.plan.plan.tensors[k]);
+        std::printf("%-48s %12llu  %s\n", x.key.c_str(), (unsigned long long)x.bytes, a.c_str());
+      }
+    }
+    if (!svg.empty()) {
+      write_svg(svg, all, budget, trace.model + " on " + hw.name + ": saved activations over one step");
+      std::printf("wrote %s\n", svg.c_str());
+    }
+    if (!plan_out.empty()) {
+      Plan plan = cache_plan_for(trace, r.plan.plan);
+      plan.budget_bytes = budget;
+      plan.predicted_activation_peak = r.plan.predicted.activation_peak;
+      plan.predicted_step_peak = r.plan.predicted.step_peak;
+      plan.solver = "strata-plan";
+      plan.note = r.explanation;
+      save_plan(plan, plan_out);
+      std::printf("wrote %s\n", plan_out.c_str());
+    }
+    return r.plan.fits ? 0 : 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata-plan: %s\n", e.what());
+    return 1;
+  }
+}
