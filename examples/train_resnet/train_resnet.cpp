@@ -99,13 +99,14 @@ Accuracy count_correct(const Tensor& logits, const Tensor& labels) {
 }
 
 // Accuracy and mean loss in eval mode (running BN statistics, no augmentation) over up to
-// `batches` batches of `data`.
+// `batches` batches of `data`, drawn in a fixed shuffled order (a folder lists its images
+// class by class: a prefix would hold one class).
 std::pair<Accuracy, double> evaluate(models::ResNet& model, const std::shared_ptr<const io::ImageDataset>& data,
                                      const io::ImageTransformOptions& transforms, const ResNetTrainOptions& o,
                                      int64_t batches) {
   NoGradGuard ng;
   model.eval();
-  io::ImageLoader loader(data, {.batch = o.batch_size, .transforms = transforms, .shuffle = false, .drop_last = false,
+  io::ImageLoader loader(data, {.batch = o.batch_size, .transforms = transforms, .shuffle = true, .drop_last = false,
                                 .seed = o.seed, .num_workers = int(o.workers), .prefetch = o.prefetch});
   Accuracy acc;
   double loss = 0;

@@ -52,7 +52,7 @@ struct ImageLoader::Pipeline {
       for (int64_t i = int64_t(v->size()) - 1; i > 0; --i) std::swap((*v)[size_t(i)], (*v)[size_t(rng.uniform_int(0, i))]);
     }
     // Workers are at most a few batches apart: keep this epoch and the one before.
-    while (!orders.empty() && orders.begin()->first < epoch - 1) orders.erase(orders.begin());
+    while (o->shuffle && !orders.empty() && orders.begin()->first < epoch - 1) orders.erase(orders.begin());
     orders[o->shuffle ? epoch : 0] = v;
     return v;
   }

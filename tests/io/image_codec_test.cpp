@@ -34,11 +34,11 @@ Image gradient_image(int64_t h, int64_t w) {
 }
 
 template <class F>
-void expect_pixels(const Image& img, F expected) {
-  ASSERT_EQ(img.height, 4);
-  ASSERT_EQ(img.width, 5);
-  for (int y = 0; y < 4; ++y)
-    for (int x = 0; x < 5; ++x) {
+void expect_pixels(const Image& img, F expected, int height = 4, int width = 5) {
+  ASSERT_EQ(img.height, height);
+  ASSERT_EQ(img.width, width);
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) {
       const std::array<int, 3> e = expected(x, y);
       for (int c = 0; c < 3; ++c) EXPECT_EQ(int(img.at(y, x)[c]), e[size_t(c)]) << "pixel (" << y << ", " << x << ") c" << c;
     }
@@ -50,6 +50,7 @@ TEST(ImageCodec, DecodesEveryPngVariantToRgbExactly) {
   expect_pixels(read_image(fixture("rgb8.png")), fixture_rgb);
   expect_pixels(read_image(fixture("rgba8.png")), fixture_rgb);  // alpha dropped
   expect_pixels(read_image(fixture("rgb16.png")), fixture_rgb);  // high byte kept
+  expect_pixels(read_image(fixture("rgb8_adam7.png")), fixture_rgb, 7, 9);  // interlaced
   const std::array<std::array<int, 3>, 4> palette = {{{255, 0, 0}, {0, 128, 255}, {10, 20, 30}, {250, 250, 5}}};
   expect_pixels(read_image(fixture("palette8.png")), [&](int x, int y) { return palette[size_t((x + y) % 4)]; });
   expect_pixels(read_image(fixture("gray_alpha8.png")), [](int x, int y) {

@@ -25,6 +25,21 @@ def png(width, height, bit_depth, color_type, rows, extra=b""):
             chunk(b"IEND", b""))
 
 
+def png_adam7(width, height, pixel):
+    """8-bit RGB, Adam7-interlaced: seven passes of sub-images, each row with filter 0."""
+    passes = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
+    raw = b""
+    for x0, y0, dx, dy in passes:
+        xs, ys = range(x0, width, dx), range(y0, height, dy)
+        if not xs or not ys:
+            continue
+        for y in ys:
+            raw += b"\x00" + bytes(c for x in xs for c in pixel(x, y))
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 1)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw, 9)) +
+            chunk(b"IEND", b""))
+
+
 def rgb(x, y):
     return ((x * 40 + y * 7) & 255, (y * 50 + 3) & 255, (x * y * 11) & 255)
 
@@ -51,6 +66,8 @@ def main():
     write("palette8.png", png(W, H, 8, 3, [bytes((x + y) % 4 for x in range(W)) for y in range(H)], plte))
     # 8-bit gray + alpha: gray x * 30 + y replicated to RGB.
     write("gray_alpha8.png", png(W, H, 8, 4, [bytes(v for x in range(W) for v in (x * 30 + y, 200)) for y in range(H)]))
+    # 8-bit RGB, Adam7-interlaced, 9x7 so that every pass holds pixels.
+    write("rgb8_adam7.png", png_adam7(9, 7, rgb))
     # 1-bit gray: bit x ^ y, expanded to 0 / 255 (rows padded to a byte).
     write("gray1.png", png(W, H, 1, 0, [bytes([sum(((x ^ y) & 1) << (7 - x) for x in range(W))]) for y in range(H)]))
 
