@@ -37,6 +37,9 @@ struct TracerOptions {
   const HardwareProfile* cost_model = nullptr;
   bool bf16 = false;       // GEMM-like ops at the profile's bf16 rate
   Device device = kCPU;    // whose allocator's temporaries are the ops' workspace
+  // Ops with a leaner variant take it, as they do under any tensor-cache policy that saves memory
+  // (the plan the trace is for will run under one).
+  bool low_memory_variants = true;
 };
 
 class StepTracer final : public OpObserver, public autograd::SavePolicy {
@@ -57,7 +60,7 @@ class StepTracer final : public OpObserver, public autograd::SavePolicy {
   Tensor unpack(autograd::Packed& p, const autograd::SaveInfo& info) override;
   void on_scope(autograd::ScopeEvent e, autograd::Phase phase, const std::string& path) override;
   bool wants_segment(const std::string&) override { return false; }
-  bool prefers_low_memory(const char* op) override { return inner_->prefers_low_memory(op); }
+  bool prefers_low_memory(const char* op) override { return opt_.low_memory_variants || inner_->prefers_low_memory(op); }
 
  private:
   using Clock = std::chrono::steady_clock;

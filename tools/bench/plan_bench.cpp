@@ -1,0 +1,149 @@
+// plan_bench: the planner's predictions against this machine. Traces one GPT training step
+// (forward + backward) on the CPU, plans it for a budget with a calibrated hardware profile, then
+// runs the plan and every baseline policy for real through the tensor cache (rounds interleaved,
+// this VM's speed drifts) and prints predicted vs measured step time and activation peak.
+//
+//   strata_plan_bench --hardware this-machine.textproto --preset gpt2 --batch 4 --seq 256 --budget 33% --spill-dir /tmp
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "strata/memory/planner/planner.h"
+#include "strata/memory/planner/tracer.h"
+#include "strata/models/gpt.h"
+#include "strata/strata.h"
+
+using namespace strata;
+using namespace strata::memory;
+using namespace strata::memory::planner;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+struct Run {
+  const PolicyResult* policy;
+  std::shared_ptr<TensorCache> cache;
+  std::vector<double> seconds;
+  int64_t activation_peak = 0;
+  uint64_t fallbacks = 0, forwarded = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"strata_plan_bench: predicted vs measured for the planner's plan and the baseline policies"};
+  std::string preset = "gpt2", hardware, budget_text = "33%", spill_dir = "/tmp";
+  int64_t B = 4, T = 256, n_layer = 0;
+  int rounds = 5;
+  bool all = false;
+  app.add_option("--preset", preset);
+  app.add_option("--n-layer", n_layer, "override the preset's layer count");
+  app.add_option("-b,--batch", B);
+  app.add_option("-t,--seq", T);
+  app.add_option("--hardware", hardware, "this machine's profile (strata_calibrate)")->required();
+  app.add_option("--budget", budget_text, "activation budget: bytes or % of the keep-all activation peak");
+  app.add_option("--spill-dir", spill_dir, "the NVMe tier's directory");
+  app.add_option("--rounds", rounds, "timed steps per policy (one per round, policies interleaved)");
+  app.add_flag("--all", all, "also run the baselines that do not hold the budget");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const HardwareProfile hw = load_hardware_profile(hardware);
+    models::GPTConfig c = models::GPTConfig::preset(preset);
+    if (n_layer > 0) c.n_layer = n_layer;
+    c.block_size = std::max(c.block_size, T);
+    manual_seed(1337);
+    models::GPT model(c);
+    Tensor x = Tensor::empty({B, T}, DType::i64), y = Tensor::empty({B, T}, DType::i64);
+    uint32_t lcg = 1;
+    for (int64_t i = 0; i < B * T; ++i) {
+      x.data<int64_t>()[i] = int64_t((lcg = lcg * 1664525u + 1013904223u) >> 8) % c.vocab_size;
+      y.data<int64_t>()[i] = int64_t((lcg = lcg * 1664525u + 1013904223u) >> 8) % c.vocab_size;
+    }
+    auto clear_grads = [&] {
+      for (auto& p : model.parameters()) p.set_grad(Tensor());
+    };
+    // Warm-up, then the traced step.
+    model.loss(x, y).backward();
+    clear_grads();
+    auto tracer = std::make_shared<StepTracer>();
+    {
+      OpObserverGuard obs(tracer.get());
+      autograd::SavePolicyGuard save(tracer);
+      tracer->begin();
+      model.loss(x, y).backward();
+    }
+    StepTrace trace = tracer->finish(preset + " B=" + std::to_string(B) + " T=" + std::to_string(T));
+    clear_grads();
+    PlannerOptions opt;
+    const SimResult keep = simulate(trace, SimPlan::keep_all(trace), hw);
+    uint64_t budget = budget_text.back() == '%'
+                          ? uint64_t(double(keep.activation_peak) * std::stod(budget_text) / 100.0)
+                          : parse_byte_size(budget_text, "--budget");
+    PlannerResult r = plan_step(trace, hw, budget, opt);
+    std::printf("plan_bench: %s, %zu ops, %zu saved tensors, %zu blocks; budget %.1f MB (%s of keep-all %.1f MB)\n%s\n"
+                "planner time %.3f s\n",
+                trace.model.c_str(), trace.ops.size(), trace.tensors.size(), trace.blocks.size(), double(budget) / 1e6,
+                budget_text.c_str(), double(keep.activation_peak) / 1e6, r.explanation.c_str(), r.solve_seconds);
+
+    uint64_t saved = 0;
+    for (const auto& t : trace.tensors) saved += t.bytes;
+    TensorCacheOptions co;
+    co.min_bytes = 0;
+    co.host_pool_bytes = saved + (uint64_t(64) << 20);
+    co.spill_dir = spill_dir;
+    co.nvme_arena_bytes = saved + (uint64_t(64) << 20);
+    std::vector<Run> runs;
+    auto add = [&](const PolicyResult& p) {
+      if (!p.fits && !all) return;
+      Plan plan = cache_plan_for(trace, p.plan);
+      plan.solver = p.name;
+      runs.push_back({&p, TensorCache::create(co, make_plan_policy(plan)), {}, 0, 0, 0});
+    };
+    add(r.plan);
+    for (const auto& b : r.baselines) add(b);
+    for (int round = 0; round < rounds + 1; ++round) {  // round 0: warm-up per policy
+      for (Run& run : runs) {
+        cpu_allocator().stats().reset_peaks();
+        auto t0 = std::chrono::steady_clock::now();
+        {
+          autograd::SavePolicyGuard guard(run.cache);
+          run.cache->begin_step();
+          model.loss(x, y).backward();
+        }
+        CacheStats s = run.cache->end_step();
+        const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const int64_t act = cpu_allocator().stats().snapshot().peak_of(MemoryCategory::SavedActivation);
+        clear_grads();
+        run.fallbacks += s.fallbacks;
+        run.forwarded += s.forwarded;
+        if (round == 0) continue;
+        run.seconds.push_back(sec);
+        run.activation_peak = std::max(run.activation_peak, act);
+      }
+    }
+    std::printf("\n%-14s %-5s %12s %12s %7s %14s %14s %7s %9s %9s  %s\n", "policy", "fits", "pred step s", "meas step s",
+                "err", "pred act MB", "meas act MB", "err", "fallbacks", "forwarded", "blocks");
+    for (const Run& run : runs) {
+      const SimResult& p = run.policy->predicted;
+      const double m = median(run.seconds);
+      std::printf("%-14s %-5s %12.3f %12.3f %+6.1f%% %14.1f %14.1f %+6.1f%% %9lu %9lu  %s\n", run.policy->name.c_str(),
+                  run.policy->fits ? "yes" : "no", p.step_seconds, m, 100.0 * (p.step_seconds / m - 1.0),
+                  double(p.activation_peak) / 1e6, double(run.activation_peak) / 1e6,
+                  100.0 * (double(p.activation_peak) / double(run.activation_peak) - 1.0), (unsigned long)run.fallbacks,
+                  (unsigned long)run.forwarded, run.policy->block_summary.c_str());
+    }
+    std::printf("\n(step = forward + backward; medians of %d interleaved rounds)\n", rounds);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata_plan_bench: %s\n", e.what());
+    return 1;
+  }
+}
