@@ -57,6 +57,7 @@ class PlanPolicy final : public CachePolicy {
     // is its inputs, which are kept.
     return b->second == CacheAction::Recompute ? CacheAction::Keep : b->second;
   }
+  size_t prefetch_blocks() const override { return plan_.prefetch_blocks; }
   bool recompute_block(const std::string& path) override {
     auto b = plan_.blocks.find(path);
     return b != plan_.blocks.end() && b->second == CacheAction::Recompute;
@@ -92,6 +93,7 @@ std::string plan_to_text(const Plan& plan) {
   p.set_predicted_activation_peak(plan.predicted_activation_peak);
   p.set_solver(plan.solver);
   p.set_note(plan.note);
+  p.set_prefetch_blocks(uint32_t(plan.prefetch_blocks));
   std::string out;
   google::protobuf::TextFormat::PrintToString(p, &out);
   return out;
@@ -112,6 +114,7 @@ Plan plan_from_text(const std::string& text, const std::string& origin) {
   plan.predicted_activation_peak = p.predicted_activation_peak();
   plan.solver = p.solver();
   plan.note = p.note();
+  plan.prefetch_blocks = p.prefetch_blocks();
   return plan;
 }
 

@@ -594,7 +594,8 @@ void TensorCache::Impl::start_backward() {
     if (auto s = r->dropped.lock(); s && s->device().type == DeviceType::CPU)
       std::memset(s->data(), 0xFF, s->nbytes());
   }
-  for (size_t i = 0; i <= opt.prefetch_blocks && i < n; ++i) prefetch_group(n - 1 - i);
+  const size_t ahead = policy->prefetch_blocks() ? policy->prefetch_blocks() : opt.prefetch_blocks;
+  for (size_t i = 0; i <= ahead && i < n; ++i) prefetch_group(n - 1 - i);
 }
 
 void TensorCache::on_scope(autograd::ScopeEvent e, autograd::Phase phase, const std::string& path) {
@@ -643,7 +644,8 @@ void TensorCache::on_scope(autograd::ScopeEvent e, autograd::Phase phase, const 
   }
   if (first) m.start_backward();
   if (g == SIZE_MAX) return;
-  for (size_t i = 0; i <= m.opt.prefetch_blocks && i <= g; ++i) m.prefetch_group(g - i);
+  const size_t ahead = m.policy->prefetch_blocks() ? m.policy->prefetch_blocks() : m.opt.prefetch_blocks;
+  for (size_t i = 0; i <= ahead && i <= g; ++i) m.prefetch_group(g - i);
 }
 
 bool TensorCache::wants_segment(const std::string& block_path) {

@@ -18,6 +18,7 @@
 #include "strata/models/bert.h"
 #include "strata/models/gpt.h"
 #include "strata/models/resnet.h"
+#include "strata/nn/meta_init.h"
 #include "strata/strata.h"
 
 using namespace strata;
@@ -42,6 +43,20 @@ uint64_t parse_bytes(const std::string& s) {
   return uint64_t(v * mul);
 }
 
+// A model built on the Meta device (no memory, no initialization), kept alive for the process.
+template <class M, class C>
+std::shared_ptr<M> build(const C& cfg) {
+  static std::vector<std::shared_ptr<void>> keep;
+  std::shared_ptr<M> m;
+  {
+    nn::MetaInitGuard meta;
+    m = std::make_shared<M>(cfg);
+  }
+  m->to(kMeta);  // anything a constructor made outside register_parameter/register_buffer
+  keep.push_back(m);
+  return m;
+}
+
 // A shape-only step of the model on the Meta device, timed by the profile's cost model.
 StepTrace meta_trace(const std::string& model, int64_t batch, int64_t seq, int64_t image, const HardwareProfile& hw,
                      bool bf16) {
@@ -60,22 +75,20 @@ StepTrace meta_trace(const std::string& model, int64_t batch, int64_t seq, int64
   std::string name = model;
   if (model.rfind("gpt2", 0) == 0) {
     models::GPTConfig cfg = models::GPTConfig::preset(model);
-    models::GPT m(cfg);
-    m.to(kMeta);
+    cfg.block_size = std::max(cfg.block_size, seq);
+    auto& m = *build<models::GPT>(cfg);
     Tensor idx = ops::zeros({batch, seq}, i64), targets = ops::zeros({batch, seq}, i64);
     run([&] { m.loss(idx, targets).backward(); });
     name += " B=" + std::to_string(batch) + " T=" + std::to_string(seq);
   } else if (model.rfind("bert", 0) == 0) {
     models::BertConfig cfg = models::BertConfig::preset(model);
-    models::BertForSequenceClassification m(cfg);  // the encoder; the MLM head needs the labels' values
-    m.to(kMeta);
+    auto& m = *build<models::BertForSequenceClassification>(cfg);  // the encoder; the MLM head needs the labels' values
     Tensor ids = ops::zeros({batch, seq}, i64), labels = ops::zeros({batch}, i64);
     run([&] { m.loss(ids, Tensor(), Tensor(), labels).backward(); });
     name += " B=" + std::to_string(batch) + " T=" + std::to_string(seq);
   } else if (model.rfind("resnet", 0) == 0) {
     models::ResNetConfig cfg = models::ResNetConfig::preset(model);
-    models::ResNet m(cfg);
-    m.to(kMeta);
+    auto& m = *build<models::ResNet>(cfg);
     Tensor x = ops::zeros({batch, 3, image, image}, TensorOptions().device(kMeta));
     Tensor labels = ops::zeros({batch}, i64);
     run([&] { ops::cross_entropy(m.forward(x), labels).backward(); });

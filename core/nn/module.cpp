@@ -1,5 +1,7 @@
 #include "strata/nn/module.h"
 
+#include "strata/nn/meta_init.h"
+
 #include <cxxabi.h>
 
 #include <cstdlib>
@@ -56,6 +58,7 @@ Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool r
   check_new_name(name, "parameter");
   STRATA_CHECK(tensor.defined(), ValueError, type_name(), ": parameter '", name, "' is undefined");
   if (!tensor.is_leaf()) tensor = tensor.detach();
+  if (MetaInitGuard::active() && !tensor.device().is_meta()) tensor = Tensor::empty(tensor.shape(), tensor.dtype(), kMeta);
   tensor.set_requires_grad(requires_grad);
   tensor.set_is_parameter(true);
   tensor.storage()->set_category(MemoryCategory::Parameter);
@@ -65,6 +68,7 @@ Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool r
 Tensor Module::register_buffer(const std::string& name, Tensor tensor, bool persistent) {
   check_new_name(name, "buffer");
   STRATA_CHECK(tensor.defined(), ValueError, type_name(), ": buffer '", name, "' is undefined");
+  if (MetaInitGuard::active() && !tensor.device().is_meta()) tensor = Tensor::empty(tensor.shape(), tensor.dtype(), kMeta);
   return buffers_.insert(name, TensorSlot{std::move(tensor), persistent}).tensor;
 }
 

@@ -10,12 +10,11 @@ namespace strata::memory::planner {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr uint64_t kMaxUnits = uint64_t(1) << 17;  // table width cap: coarser units beyond it
+constexpr uint64_t kMaxUnits = uint64_t(1) << 12;  // table width: the budget in at most 4096 units
 
 uint64_t pick_unit(const ChainProblem& p) {
-  uint64_t unit = p.unit_bytes ? p.unit_bytes : uint64_t(1) << 20;
-  while (p.budget_bytes / unit > kMaxUnits) unit *= 2;
-  return unit;
+  if (p.unit_bytes) return p.unit_bytes;
+  return std::max<uint64_t>(4096, (p.budget_bytes + kMaxUnits - 1) / kMaxUnits);
 }
 
 uint64_t units(uint64_t bytes, uint64_t unit) { return (bytes + unit - 1) / unit; }

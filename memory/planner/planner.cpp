@@ -61,6 +61,10 @@ std::string summarize(const StepTrace& t, const SimPlan& p) {
         if (a == CacheAction::Nvme) what = "nvme";
         if (a == CacheAction::Recompute && what == "keep") what = "selective";
       }
+      bool sel = false;
+      for (size_t k = 0; k < t.tensors.size(); ++k)
+        if (t.tensors[k].block == int32_t(b) && p.tensors[k] == CacheAction::Recompute) sel = true;
+      if (sel && (what == "host" || what == "nvme")) what = "selective+" + what;
     }
     ++n[what];
   }
@@ -82,9 +86,9 @@ PolicyResult evaluate(const std::string& name, const StepTrace& t, SimPlan plan,
 
 // DP, then re-solves with a tighter DP budget while the simulator finds the plan above the
 // budget, then local search over single-block changes judged by the simulator.
-PolicyResult solve(const std::string& name, const StepTrace& t, const HardwareProfile& hw, uint64_t budget,
-                   const PlannerOptions& o) {
-  ChainProblem problem = chain_problem(t, hw, budget, o);
+PolicyResult solve_at(const std::string& name, const StepTrace& t, const HardwareProfile& hw, uint64_t budget,
+                      const PlannerOptions& o, size_t depth, bool local_search) {
+  ChainProblem problem = chain_problem(t, hw, budget, o, depth);
   PolicyResult best;
   best.name = name;
   std::vector<int> choice;
@@ -93,7 +97,7 @@ PolicyResult solve(const std::string& name, const StepTrace& t, const HardwarePr
     problem.budget_bytes = dp_budget;
     ChainSolution sol = solve_chain(problem);
     if (!sol.feasible) break;
-    PolicyResult r = evaluate(name, t, sim_plan_for(t, problem, sol.choice), hw, budget, o);
+    PolicyResult r = evaluate(name, t, sim_plan_for(t, problem, sol.choice, depth), hw, budget, o);
     choice = sol.choice;
     best = std::move(r);
     if (best.fits) break;
@@ -107,14 +111,14 @@ PolicyResult solve(const std::string& name, const StepTrace& t, const HardwarePr
     best = evaluate(name, t, std::move(all), hw, budget, o);
     return best;
   }
-  for (int round = 0; round < o.local_search_rounds; ++round) {
+  for (int round = 0; local_search && round < o.local_search_rounds; ++round) {
     bool improved = false;
     for (size_t j = 0; j < problem.blocks.size(); ++j) {
       for (size_t k = 0; k < problem.blocks[j].options.size(); ++k) {
         if (int(k) == choice[j]) continue;
         std::vector<int> c = choice;
         c[j] = int(k);
-        PolicyResult r = evaluate(name, t, sim_plan_for(t, problem, c), hw, budget, o);
+        PolicyResult r = evaluate(name, t, sim_plan_for(t, problem, c, depth), hw, budget, o);
         const bool better = r.fits && (!best.fits || r.predicted.step_seconds < best.predicted.step_seconds - 1e-12);
         const bool closer = !best.fits && !r.fits && budgeted_peak(r.predicted, o) < budgeted_peak(best.predicted, o);
         if (better || closer) {
@@ -125,6 +129,26 @@ PolicyResult solve(const std::string& name, const StepTrace& t, const HardwarePr
       }
     }
     if (!improved) break;
+  }
+  return best;
+}
+
+// The best plan over the prefetch depths (only depth 1 when nothing can be offloaded).
+PolicyResult solve(const std::string& name, const StepTrace& t, const HardwareProfile& hw, uint64_t budget,
+                   const PlannerOptions& o) {
+  const bool offload = (o.allow_host && hw.to_host_bytes_per_second() > 0) || (o.allow_nvme && !hw.drives.empty());
+  std::vector<size_t> depths = offload ? o.prefetch_depths : std::vector<size_t>{1};
+  if (depths.empty()) depths = {1};
+  PolicyResult best;
+  bool have = false;
+  for (size_t d : depths) {
+    PolicyResult r = solve_at(name, t, hw, budget, o, d, /*local_search=*/true);
+    const bool better = !have || (r.fits && (!best.fits || r.predicted.step_seconds < best.predicted.step_seconds)) ||
+                        (!r.fits && !best.fits && budgeted_peak(r.predicted, o) < budgeted_peak(best.predicted, o));
+    if (better) {
+      best = std::move(r);
+      have = true;
+    }
   }
   return best;
 }
@@ -158,7 +182,9 @@ uint64_t budgeted_peak(const SimResult& r, const PlannerOptions& options) {
   return options.activations_only ? r.activation_peak : r.step_peak;
 }
 
-ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64_t budget, const PlannerOptions& o) {
+ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64_t budget, const PlannerOptions& o,
+                           size_t prefetch_blocks) {
+  const size_t k = std::max<size_t>(prefetch_blocks, 1);
   const std::vector<BlockFigures> f = figures(t);
   ChainProblem p;
   p.budget_bytes = budget;
@@ -175,29 +201,37 @@ ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64
       cb.options.push_back({"selective", x.saved - x.recomputable, x.saved + work, x.recompute_ops});
     if (o.allow_recompute) cb.options.push_back({"recompute", x.inputs, x.saved + work, x.forward});
     // Offloaded: nothing held between forward and backward; in backward the block is back in
-    // memory while the block before it is being prefetched. Its load hides behind the backward of
-    // the block after it (the last block is not prefetched).
-    const uint64_t prev = b > 0 ? f[b - 1].saved : 0;
-    const double window = b + 1 < f.size() ? f[b + 1].backward : 0.0;
-    if (host) {
-      double load = double(x.saved) / hw.from_host_bytes_per_second() + (hw.gpu ? hw.link_latency_seconds.value : 0);
-      cb.options.push_back({"host", 0, x.saved + prev + work, std::max(0.0, load - window)});
-    }
+    // memory while the k blocks before it are being prefetched. Its load hides behind the
+    // backward of the k blocks after it (the last ones load when backward starts).
+    uint64_t ahead = 0;
+    for (size_t i = 1; i <= k && i <= b; ++i) ahead += f[b - i].saved;
+    double window = 0;
+    for (size_t i = 1; i <= k && b + i < f.size(); ++i) window += f[b + i].backward;
+    const uint64_t offloaded = x.saved, offloaded_sel = x.saved - x.recomputable;
+    auto add_offload = [&](const char* name, double rate, double latency) {
+      auto stall = [&](uint64_t bytes) { return std::max(0.0, double(bytes) / rate + latency - window); };
+      cb.options.push_back({name, 0, x.saved + ahead + work, stall(offloaded)});
+      if (o.allow_selective && x.recomputable > 0)
+        cb.options.push_back({std::string("selective+") + name, 0, x.saved + ahead + work,
+                              x.recompute_ops + stall(offloaded_sel)});
+    };
+    if (host) add_offload("host", hw.from_host_bytes_per_second(), hw.gpu ? hw.link_latency_seconds.value : 0);
     if (nvme) {
       double rate = hw.nvme_read_bytes_per_second();
       if (hw.gpu) rate = std::min(rate, hw.host_to_device_bytes_per_second.value);
-      double load = double(x.saved) / rate + hw.nvme_read_latency_seconds();
-      cb.options.push_back({"nvme", 0, x.saved + prev + work, std::max(0.0, load - window)});
+      add_offload("nvme", rate, hw.nvme_read_latency_seconds() + (hw.gpu ? hw.link_latency_seconds.value : 0));
     }
     p.blocks.push_back(std::move(cb));
   }
   return p;
 }
 
-SimPlan sim_plan_for(const StepTrace& t, const ChainProblem& problem, const std::vector<int>& choice) {
+SimPlan sim_plan_for(const StepTrace& t, const ChainProblem& problem, const std::vector<int>& choice,
+                     size_t prefetch_blocks) {
   STRATA_CHECK(choice.size() == t.blocks.size() && problem.blocks.size() == t.blocks.size(), ValueError,
                "sim_plan_for: ", choice.size(), " choices for ", t.blocks.size(), " blocks");
   SimPlan p = SimPlan::keep_all(t);
+  p.prefetch_blocks = std::max<size_t>(prefetch_blocks, 1);
   std::vector<std::string> what(t.blocks.size());
   for (size_t b = 0; b < t.blocks.size(); ++b) {
     what[b] = problem.blocks[b].options.at(size_t(choice[b])).name;
@@ -207,15 +241,17 @@ SimPlan sim_plan_for(const StepTrace& t, const ChainProblem& problem, const std:
     const TraceTensor& x = t.tensors[k];
     if (x.block < 0) continue;
     const std::string& w = what[size_t(x.block)];
-    if (w == "host") p.tensors[k] = CacheAction::Host;
-    if (w == "nvme") p.tensors[k] = CacheAction::Nvme;
-    if (w == "selective" && x.op_recomputable && !x.block_input) p.tensors[k] = CacheAction::Recompute;
+    const bool sel = w.rfind("selective", 0) == 0 && x.op_recomputable && !x.block_input;
+    if (w == "host" || w == "selective+host") p.tensors[k] = CacheAction::Host;
+    if (w == "nvme" || w == "selective+nvme") p.tensors[k] = CacheAction::Nvme;
+    if (sel) p.tensors[k] = CacheAction::Recompute;
   }
   return p;
 }
 
 Plan cache_plan_for(const StepTrace& t, const SimPlan& sp) {
   Plan plan;
+  plan.prefetch_blocks = sp.prefetch_blocks;
   for (size_t b = 0; b < t.blocks.size(); ++b) {
     CacheAction a = sp.segments[b] ? CacheAction::Recompute : CacheAction::Keep;
     if (!sp.segments[b]) {
@@ -252,10 +288,12 @@ PlannerResult plan_step(const StepTrace& t, const HardwareProfile& hw, uint64_t 
   res.baselines.push_back(evaluate("selective", t, std::move(sel), hw, budget, o));
   PlannerOptions only_recompute = o;
   only_recompute.allow_host = only_recompute.allow_nvme = false;
+  only_recompute.local_search_rounds = 1;
   res.baselines.push_back(solve("rockmate", t, hw, budget, only_recompute));
   res.baselines.push_back(evaluate("ssdtrain", t, ssdtrain_plan(t, hw, f), hw, budget, o));
   PlannerOptions only_swap = o;
   only_swap.allow_recompute = only_swap.allow_selective = false;
+  only_swap.local_search_rounds = 1;
   res.baselines.push_back(solve("swap", t, hw, budget, only_swap));
 
   // The plan space holds the baselines, but the local search may not reach them: a baseline that

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <queue>
+#include <span>
 #include <unordered_map>
 
 #include "strata/core/error.h"
@@ -30,6 +31,28 @@ struct AsyncEvent {
   int64_t act, pool;
   int32_t tensor;  // whose event (for cancelling a pending free), -1 none
   bool operator>(const AsyncEvent& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+// Lists of tensor indices per op, in insertion order, stored flat (one allocation per list
+// kind, not one per op: the planner runs the simulator thousands of times).
+class Buckets {
+ public:
+  void add(int32_t op, int32_t tensor) { pairs_.emplace_back(op, tensor); }
+  void build(size_t nops) {
+    start_.assign(nops + 1, 0);
+    for (const auto& [op, t] : pairs_) ++start_[size_t(op) + 1];
+    for (size_t i = 0; i < nops; ++i) start_[i + 1] += start_[i];
+    items_.resize(pairs_.size());
+    std::vector<int32_t> fill(start_.begin(), start_.end() - 1);
+    for (const auto& [op, t] : pairs_) items_[size_t(fill[size_t(op)]++)] = t;
+  }
+  std::span<const int32_t> operator[](size_t op) const {
+    return {items_.data() + start_[op], size_t(start_[op + 1] - start_[op])};
+  }
+
+ private:
+  std::vector<std::pair<int32_t, int32_t>> pairs_;
+  std::vector<int32_t> start_, items_;
 };
 
 enum class TState : uint8_t { None, Resident, Storing, Stored, Loading, Loaded, Dropped };
@@ -110,7 +133,7 @@ class Replay {
   std::vector<TState> state_;
   std::vector<double> store_end_, load_end_;
   Channel to_host_, from_host_, nvme_write_, nvme_read_;
-  std::vector<std::vector<int32_t>> produced_, last_fwd_, first_bwd_, last_bwd_, prefetch_;
+  Buckets produced_, last_fwd_, first_bwd_, last_bwd_, prefetch_;
   std::vector<int32_t> segment_at_;  // per op: the segment block whose recompute precedes it, or -1
 };
 
@@ -266,16 +289,14 @@ SimResult Replay::run() {
                    (plan_.prefetch_at.empty() || plan_.prefetch_at.size() == nt),
                ValueError, "simulate: the plan has ", plan_.tensors.size(), " tensors and ", plan_.segments.size(),
                " blocks, the trace ", nt, " and ", tr_.blocks.size());
-  produced_.assign(nops, {});
-  last_fwd_.assign(nops, {});
-  first_bwd_.assign(nops, {});
-  last_bwd_.assign(nops, {});
-  prefetch_.assign(nops, {});
   segment_at_.assign(nops, -1);
   state_.assign(nt, TState::None);
   store_end_.assign(nt, 0);
   load_end_.assign(nt, 0);
   cancelled_free_.assign(nt, 0);
+  int32_t first_backward_op = -1;
+  for (size_t op = 0; op < nops && first_backward_op < 0; ++op)
+    if (tr_.ops[op].phase == TracePhase::Backward) first_backward_op = int32_t(op);
   for (size_t b = 0; b < tr_.blocks.size(); ++b)
     if (plan_.segments[b] && tr_.blocks[b].first_backward_op >= 0)
       segment_at_[size_t(tr_.blocks[b].first_backward_op)] = int32_t(b);
@@ -289,18 +310,21 @@ SimResult Replay::run() {
                  "' is planned for NVMe but the hardware profile '", hw_.name, "' has no drives");
     STRATA_CHECK(a != CacheAction::Host || hw_.to_host_bytes_per_second() > 0, ValueError, "simulate: tensor '", x.key,
                  "' is planned for the host tier but '", hw_.name, "' has no host copy rate");
-    produced_[size_t(x.producer)].push_back(i);
-    last_fwd_[size_t(std::max(x.last_forward_use, x.producer))].push_back(i);
+    produced_.add(x.producer, i);
+    last_fwd_.add(std::max(x.last_forward_use, x.producer), i);
     if (x.first_backward_use >= 0) {
-      first_bwd_[size_t(x.first_backward_use)].push_back(i);
-      last_bwd_[size_t(std::max(x.last_backward_use, x.first_backward_use))].push_back(i);
+      first_bwd_.add(x.first_backward_use, i);
+      last_bwd_.add(std::max(x.last_backward_use, x.first_backward_use), i);
     }
     if (!offloaded(i)) continue;
     int32_t at = plan_.prefetch_at.empty() ? -1 : plan_.prefetch_at[k];
-    if (at < 0 && x.block >= 0 && size_t(x.block) + 1 < tr_.blocks.size())
-      at = tr_.blocks[size_t(x.block) + 1].first_backward_op;  // the cache's rule: one block ahead
-    if (at >= 0 && at < x.first_backward_use) prefetch_[size_t(at)].push_back(i);
+    if (at < 0 && x.block >= 0) {  // the cache's rule
+      const size_t ahead = size_t(x.block) + std::max<size_t>(plan_.prefetch_blocks, 1);
+      at = ahead < tr_.blocks.size() ? tr_.blocks[ahead].first_backward_op : first_backward_op;
+    }
+    if (at >= 0 && at < x.first_backward_use) prefetch_.add(at, i);
   }
+  for (Buckets* b : {&produced_, &last_fwd_, &first_bwd_, &last_bwd_, &prefetch_}) b->build(nops);
   for (size_t op = 0; op < nops; ++op) run_op(int32_t(op));
   flush(1e300);
   res_.step_seconds = t_;
@@ -329,6 +353,7 @@ SimPlan sim_plan_from(const StepTrace& trace, const Plan& plan) {
     auto it = plan.blocks.find(trace.blocks[b].path);
     if (it != plan.blocks.end() && it->second == CacheAction::Recompute) p.segments[b] = true;
   }
+  if (plan.prefetch_blocks > 0) p.prefetch_blocks = plan.prefetch_blocks;
   for (size_t k = 0; k < trace.tensors.size(); ++k) {
     const TraceTensor& x = trace.tensors[k];
     CacheAction a = plan.outside_blocks;

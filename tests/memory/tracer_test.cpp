@@ -9,6 +9,7 @@
 #include "strata/memory/planner/simulator.h"
 #include "strata/memory/planner/tracer.h"
 #include "strata/models/gpt.h"
+#include "strata/nn/meta_init.h"
 #include "strata/strata.h"
 
 using namespace strata;
@@ -170,8 +171,15 @@ TEST(StepTracer, AShapeOnlyMetaStepIsTracedWithTheCostModel) {
   const HardwareProfile h100 = load_hardware_profile(std::string(STRATA_TEST_DATA_DIR) +
                                                      "/../tools/hardware/h100-sxm-pcie5-1xgen4.textproto");
   models::GPTConfig cfg = models::GPTConfig::preset("tiny");
-  models::GPT model(cfg);
-  model.to(kMeta);
+  const int64_t cpu_params = cpu_allocator().stats().snapshot().current_of(MemoryCategory::Parameter);
+  std::unique_ptr<models::GPT> built;
+  {
+    nn::MetaInitGuard meta;  // parameters straight onto Meta: no CPU memory, no initialization
+    built = std::make_unique<models::GPT>(cfg);
+  }
+  models::GPT& model = *built;
+  for (const auto& [name, p] : model.named_parameters()) EXPECT_TRUE(p.device().is_meta()) << name;
+  EXPECT_EQ(cpu_allocator().stats().snapshot().current_of(MemoryCategory::Parameter), cpu_params);
   const int64_t B = 2, T = 32;
   Tensor idx = ops::zeros({B, T}, TensorOptions().dtype(DType::i64).device(kMeta));
   Tensor targets = ops::zeros({B, T}, TensorOptions().dtype(DType::i64).device(kMeta));

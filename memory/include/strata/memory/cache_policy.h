@@ -54,6 +54,8 @@ class CachePolicy {
   virtual CacheAction decide(const SaveRequest& r) = 0;
   // Whether the block at `path` runs as a recompute segment (saving only its inputs).
   virtual bool recompute_block(const std::string& path) { return false; }
+  // Blocks to load ahead when backward enters a block (0: the cache's own setting).
+  virtual size_t prefetch_blocks() const { return 0; }
   // End of a step, with what it measured.
   virtual void on_step_end(const StepProfile&) {}
 };

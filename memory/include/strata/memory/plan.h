@@ -16,6 +16,8 @@ struct Plan {
   std::map<std::string, CacheAction> blocks;   // Recompute: the block runs as a segment
   std::map<std::string, CacheAction> tensors;  // by key; overrides the block's action
   CacheAction outside_blocks = CacheAction::Keep;
+  // Blocks loaded ahead when backward enters a block (0: the cache's own setting).
+  size_t prefetch_blocks = 0;
   uint64_t budget_bytes = 0;
   uint64_t predicted_step_peak = 0;
   uint64_t predicted_activation_peak = 0;

@@ -28,7 +28,7 @@ struct ChainProblem {
   std::vector<ChainBlock> blocks;  // forward order
   uint64_t base_bytes = 0;         // held all step (parameters, gradients, optimizer, outside blocks)
   uint64_t budget_bytes = 0;
-  uint64_t unit_bytes = 0;  // memory discretisation (0: 1 MiB, coarsened to keep the table small)
+  uint64_t unit_bytes = 0;  // memory discretisation (0: the budget / 4096, at least 4 KiB)
 };
 
 struct ChainSolution {
@@ -39,7 +39,8 @@ struct ChainSolution {
   uint64_t unit_bytes = 0;
 };
 
-// O(blocks x budget/unit x options). Ties go to the lower option index (list "keep" first).
+// O(blocks x budget/unit x options). Held bytes are rounded up to units, so the plan's peak is
+// guaranteed but may overestimate by one unit per block. Ties go to the lower option index.
 ChainSolution solve_chain(const ChainProblem& problem);
 // Every combination (options^blocks): the reference for tests, with the same rounding.
 ChainSolution brute_force_chain(const ChainProblem& problem);

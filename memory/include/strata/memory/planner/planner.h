@@ -24,6 +24,8 @@ struct PlannerOptions {
   bool allow_selective = true;  // op-level recompute of cheap ops' outputs
   bool allow_host = true;
   bool allow_nvme = true;
+  // Prefetch depths tried for plans that offload (the cache loads this many blocks ahead).
+  std::vector<size_t> prefetch_depths = {1, 2, 4, 8};
   int local_search_rounds = 2;
   int repair_rounds = 6;  // re-solves with a tighter DP budget when the simulator finds a peak above it
 };
@@ -43,12 +45,14 @@ struct PlannerResult {
   std::string explanation;
 };
 
-// The chain view of a trace: one option list per block (keep, selective, recompute, host, NVMe as
-// allowed and as the profile has tiers), with held bytes, backward-time peak and extra seconds.
+// The chain view of a trace: one option list per block (keep, selective, recompute, host, NVMe,
+// and selective+host / selective+nvme, as allowed and as the profile has tiers), with held bytes,
+// backward-time peak and extra seconds for a cache that loads `prefetch_blocks` blocks ahead.
 ChainProblem chain_problem(const StepTrace& trace, const HardwareProfile& hw, uint64_t budget,
-                           const PlannerOptions& options);
+                           const PlannerOptions& options, size_t prefetch_blocks = 1);
 // The SimPlan that executes one option per block.
-SimPlan sim_plan_for(const StepTrace& trace, const ChainProblem& problem, const std::vector<int>& choice);
+SimPlan sim_plan_for(const StepTrace& trace, const ChainProblem& problem, const std::vector<int>& choice,
+                     size_t prefetch_blocks = 1);
 // The cache's Plan (block actions; op-level recomputes as tensor entries) for a SimPlan.
 Plan cache_plan_for(const StepTrace& trace, const SimPlan& plan);
 

@@ -19,9 +19,10 @@ namespace strata::memory::planner {
 struct SimPlan {
   std::vector<CacheAction> tensors;  // per trace tensor (Recompute: op-level, needs op_recomputable)
   std::vector<bool> segments;        // per trace block: saves only its inputs, re-runs in backward
-  // Per tensor: the op at whose start its load is issued (-1: the cache's rule, one block ahead:
-  // when backward enters the block after the tensor's own in forward order).
+  // Per tensor: the op at whose start its load is issued (-1: the cache's rule: when backward
+  // enters block b it loads blocks b-1 .. b-prefetch_blocks; at its start, the last ones).
   std::vector<int32_t> prefetch_at;
+  size_t prefetch_blocks = 1;
 
   static SimPlan keep_all(const StepTrace& trace);
 };
