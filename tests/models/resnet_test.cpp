@@ -174,6 +174,29 @@ TEST(ResNet, BlocksArePlannerBlocksAndShapesFollowTheStem) {
   EXPECT_THROW(m(ops::randn({2, 1, 32, 32})), ShapeError);
 }
 
+// The planner's dry runs: ResNet-50 on Meta tensors runs forward and backward by shapes alone
+// and reports its convolutions' FLOPs (4.1 GMACs per 224x224 image, as torchvision's table).
+TEST(ResNet, Resnet50RunsOnMetaTensorsWithTorchvisionFlops) {
+  models::ResNet m(models::ResNetConfig::preset("resnet50"));
+  m.to(kMeta);
+  m.train();
+  CostCounter counter;
+  Tensor loss;
+  {
+    OpObserverGuard guard(&counter);
+    Tensor x = ops::empty({2, 3, 224, 224}, TensorOptions().device(kMeta));
+    Tensor y = ops::zeros({2}, TensorOptions().dtype(DType::i64).device(kMeta));
+    loss = ops::cross_entropy(m(x), y);
+  }
+  const double gmacs_per_image = counter.total.flops / 2.0 / 2.0 * 1e-9;
+  EXPECT_NEAR(gmacs_per_image, 4.1, 0.15);
+  loss.backward();
+  for (const auto& [name, p] : m.named_parameters()) {
+    ASSERT_TRUE(p.grad().defined()) << name;
+    EXPECT_TRUE(p.grad().device().is_meta()) << name;
+  }
+}
+
 // ---- tensor-cache policies: bit-identical gradients, losses and running statistics ----
 
 namespace {
