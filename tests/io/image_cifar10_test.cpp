@@ -32,7 +32,8 @@ std::string error_of(const std::vector<std::string>& files) {
 }  // namespace
 
 TEST(Cifar10, ReadsRecordsAcrossFilesInChwOrder) {
-  const std::string dir = test::image_test_dir();
+  const test::TempImageDir tmp;
+  const std::string dir = tmp.path;
   write_records(dir + "/a.bin", 3, 0);
   write_records(dir + "/b.bin", 2, 3);
   Cifar10Dataset d({dir + "/a.bin", dir + "/b.bin"});
@@ -52,7 +53,8 @@ TEST(Cifar10, ReadsRecordsAcrossFilesInChwOrder) {
 }
 
 TEST(Cifar10, WriteThenReadRoundTrips) {
-  const std::string path = test::image_test_dir() + "/w.bin";
+  const test::TempImageDir tmp;
+  const std::string path = tmp.path + "/w.bin";
   std::vector<Image> images;
   for (int i = 0; i < 4; ++i) {
     Image img(32, 32);
@@ -68,7 +70,8 @@ TEST(Cifar10, WriteThenReadRoundTrips) {
 }
 
 TEST(Cifar10, TruncatedFileNamesTheFileTheRecordAndTheOffset) {
-  const std::string path = test::image_test_dir() + "/data_batch_1.bin";
+  const test::TempImageDir tmp;
+  const std::string path = tmp.path + "/data_batch_1.bin";
   write_records(path, 3, 0, /*cut=*/100);
   const std::string e = error_of({path});
   EXPECT_NE(e.find(path), std::string::npos) << e;
@@ -76,7 +79,8 @@ TEST(Cifar10, TruncatedFileNamesTheFileTheRecordAndTheOffset) {
 }
 
 TEST(Cifar10, BadLabelEmptyAndMissingFilesAreErrors) {
-  const std::string dir = test::image_test_dir();
+  const test::TempImageDir tmp;
+  const std::string dir = tmp.path;
   write_records(dir + "/ok.bin", 2);
   {
     std::fstream f(dir + "/ok.bin", std::ios::in | std::ios::out | std::ios::binary);

@@ -64,8 +64,9 @@ TEST(ImageCodec, DecodesEveryPngVariantToRgbExactly) {
 }
 
 TEST(ImageCodec, PngRoundTripIsExact) {
+  const test::TempImageDir tmp;
   const Image img = gradient_image(37, 53);
-  const std::string path = test::image_test_dir() + "/card.png";
+  const std::string path = tmp.path + "/card.png";
   write_image(path, img);
   const Image back = read_image(path);
   ASSERT_EQ(back.height, 37);
@@ -74,8 +75,9 @@ TEST(ImageCodec, PngRoundTripIsExact) {
 }
 
 TEST(ImageCodec, JpegRoundTripIsCloseToTheOriginal) {
+  const test::TempImageDir tmp;
   const Image img = gradient_image(48, 64);
-  const std::string path = test::image_test_dir() + "/card.JPG";  // extension matched case-insensitively
+  const std::string path = tmp.path + "/card.JPG";  // extension matched case-insensitively
   write_image(path, img, 95);
   EXPECT_EQ(sniff_image_format(read_bytes(path).data(), read_bytes(path).size()), ImageFormat::Jpeg);
   const Image back = read_image(path);
@@ -92,7 +94,8 @@ TEST(ImageCodec, JpegRoundTripIsCloseToTheOriginal) {
 }
 
 TEST(ImageCodec, TruncatedPngIsAnErrorNamingTheFile) {
-  const std::string dir = test::image_test_dir();
+  const test::TempImageDir tmp;
+  const std::string dir = tmp.path;
   std::vector<uint8_t> bytes = encode_png(gradient_image(32, 32));
   for (size_t keep : {size_t(4), size_t(20), size_t(60), bytes.size() - 20, bytes.size() - 1}) {
     const std::string path = dir + "/cut_" + std::to_string(keep) + ".png";
@@ -107,7 +110,8 @@ TEST(ImageCodec, TruncatedPngIsAnErrorNamingTheFile) {
 }
 
 TEST(ImageCodec, CorruptPngDataIsAnError) {
-  const std::string path = test::image_test_dir() + "/flipped.png";
+  const test::TempImageDir tmp;
+  const std::string path = tmp.path + "/flipped.png";
   std::vector<uint8_t> bytes = encode_png(gradient_image(32, 32));
   for (size_t i = 60; i < bytes.size() - 16; i += 7) bytes[i] ^= 0x5A;  // inside IDAT: CRC and zlib both break
   write_bytes(path, bytes);
@@ -120,7 +124,8 @@ TEST(ImageCodec, CorruptPngDataIsAnError) {
 }
 
 TEST(ImageCodec, TruncatedOrCorruptJpegIsAnErrorNamingTheFile) {
-  const std::string dir = test::image_test_dir();
+  const test::TempImageDir tmp;
+  const std::string dir = tmp.path;
   const std::vector<uint8_t> bytes = encode_jpeg(gradient_image(64, 64), 90);
   // Cut inside the headers, and inside the entropy-coded data (libjpeg would pad it with gray
   // and warn "Premature end of JPEG file": an error here).
@@ -146,7 +151,8 @@ TEST(ImageCodec, TruncatedOrCorruptJpegIsAnErrorNamingTheFile) {
 }
 
 TEST(ImageCodec, EmptyAndNonImageFilesAreErrors) {
-  const std::string dir = test::image_test_dir();
+  const test::TempImageDir tmp;
+  const std::string dir = tmp.path;
   write_bytes(dir + "/empty.png", {});
   write_bytes(dir + "/text.png", {'h', 'e', 'l', 'l', 'o'});
   for (const char* name : {"empty.png", "text.png", "missing.png"}) {

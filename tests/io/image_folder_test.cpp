@@ -28,7 +28,8 @@ std::string error_of(const std::string& root) {
 }  // namespace
 
 TEST(ImageFolder, ClassesAreSortedSubfoldersAndFilesAreDecoded) {
-  const std::string root = test::image_test_dir();
+  const test::TempImageDir tmp;
+  const std::string root = tmp.path;
   fs::create_directories(root + "/zebra/nested");
   fs::create_directories(root + "/ant");
   fs::create_directories(root + "/.hidden");
@@ -55,7 +56,8 @@ TEST(ImageFolder, ClassesAreSortedSubfoldersAndFilesAreDecoded) {
 }
 
 TEST(ImageFolder, MissingOrEmptyFoldersAreErrorsNamingThem) {
-  const std::string root = test::image_test_dir();
+  const test::TempImageDir tmp;
+  const std::string root = tmp.path;
   EXPECT_NE(error_of(root + "/nope").find(root + "/nope' does not exist"), std::string::npos);
   EXPECT_NE(error_of(root).find("has no class subfolders"), std::string::npos) << error_of(root);
   fs::create_directories(root + "/cat");
@@ -67,7 +69,8 @@ TEST(ImageFolder, MissingOrEmptyFoldersAreErrorsNamingThem) {
 }
 
 TEST(ImageFolder, ResizeAndCenterCropMakeOneSize) {
-  const std::string root = test::image_test_dir();
+  const test::TempImageDir tmp;
+  const std::string root = tmp.path;
   fs::create_directories(root + "/a");
   write_image(root + "/a/wide.png", flat(20, 40, 9, 9, 9));
   write_image(root + "/a/tall.png", flat(30, 12, 9, 9, 9));
@@ -81,7 +84,8 @@ TEST(ImageFolder, ResizeAndCenterCropMakeOneSize) {
 }
 
 TEST(ImageFolder, LoaderReportsCorruptFilesAndWrongSizesByName) {
-  const std::string root = test::image_test_dir();
+  const test::TempImageDir tmp;
+  const std::string root = tmp.path;
   fs::create_directories(root + "/a");
   for (int i = 0; i < 4; ++i) write_image(root + "/a/" + std::to_string(i) + ".png", flat(8, 8, 5, 5, 5));
   write_image(root + "/a/4_small.png", flat(8, 6, 5, 5, 5));
