@@ -200,3 +200,45 @@ TEST(Simulator, PlansFromTheCachesPlanAndBadPlansAreRefused) {
   bad.tensors[0].first_backward_use = 1;  // a forward op
   EXPECT_THROW(simulate(bad, SimPlan::keep_all(bad), cpu()), ValueError);
 }
+
+TEST(Simulator, DeeperPrefetchLoadsEarlier) {
+  // Three blocks of one forward and one backward op each (1 s); block 0's tensor goes to NVMe.
+  StepTrace t;
+  t.model = "three blocks";
+  for (int b = 0; b < 3; ++b) {
+    TraceOp o;
+    o.kind = "matmul";
+    o.block = b;
+    o.seconds = 1.0;
+    t.ops.push_back(o);
+  }
+  for (int b = 2; b >= 0; --b) {
+    TraceOp o;
+    o.kind = "matmul_backward";
+    o.block = b;
+    o.phase = TracePhase::Backward;
+    o.seconds = 1.0;
+    t.ops.push_back(o);
+  }
+  TraceTensor x;
+  x.key = "b0#0:gelu";
+  x.bytes = MB100;
+  x.producer = x.last_forward_use = 0;
+  x.first_backward_use = x.last_backward_use = 5;
+  x.block = 0;
+  t.tensors = {x};
+  t.blocks = {{"b0", 0, 0, 5, 5}, {"b1", 1, 1, 4, 4}, {"b2", 2, 2, 3, 3}};
+  SimPlan p = SimPlan::keep_all(t);
+  p.tensors[0] = CacheAction::Nvme;
+  HardwareProfile hw = cpu(1e9);
+  // One block ahead: loaded when backward enters block 1 (t=4).
+  expect_curve(simulate(t, p, hw), {{0, MB100}, {1.1, 0}, {4, MB100}, {6, 0}});
+  // Two blocks ahead: when backward enters block 2, its first block (t=3).
+  p.prefetch_blocks = 2;
+  expect_curve(simulate(t, p, hw), {{0, MB100}, {1.1, 0}, {3, MB100}, {6, 0}});
+  // The cache's plan carries the depth.
+  Plan plan;
+  plan.prefetch_blocks = 2;
+  EXPECT_EQ(sim_plan_from(t, plan).prefetch_blocks, 2u);
+  EXPECT_EQ(plan_from_text(plan_to_text(plan)).prefetch_blocks, 2u);
+}
