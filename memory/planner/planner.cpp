@@ -190,6 +190,8 @@ ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64
   p.budget_bytes = budget;
   p.base_bytes = outside_bytes(t) + (o.activations_only ? 0 : t.resident_bytes);
   const bool host = o.allow_host && hw.to_host_bytes_per_second() > 0 && hw.from_host_bytes_per_second() > 0;
+  std::vector<double> forward_after(f.size() + 1, 0.0);  // forward time of the blocks after b
+  for (size_t b = f.size(); b-- > 0;) forward_after[b] = forward_after[b + 1] + (b + 1 < f.size() ? f[b + 1].forward : 0.0);
   const bool nvme = o.allow_nvme && !hw.drives.empty();
   for (size_t b = 0; b < t.blocks.size(); ++b) {
     const BlockFigures& x = f[b];
@@ -208,18 +210,30 @@ ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64
     double window = 0;
     for (size_t i = 1; i <= k && b + i < f.size(); ++i) window += f[b + i].backward;
     const uint64_t offloaded = x.saved, offloaded_sel = x.saved - x.recomputable;
-    auto add_offload = [&](const char* name, double rate, double latency) {
-      auto stall = [&](uint64_t bytes) { return std::max(0.0, double(bytes) / rate + latency - window); };
-      cb.options.push_back({name, 0, x.saved + ahead + work, stall(offloaded)});
+    // What an offloaded block still holds when forward ends (the peak): the part of its store the
+    // rest of forward is too short for.
+    const double rest_of_forward = forward_after[b];
+    auto add_offload = [&](const char* name, double load_rate, double store_rate, double latency) {
+      auto stall = [&](uint64_t bytes) { return std::max(0.0, double(bytes) / load_rate + latency - window); };
+      auto held = [&](uint64_t bytes) {
+        const double store = double(bytes) / store_rate;
+        return store <= rest_of_forward ? uint64_t(0) : uint64_t(double(bytes) * (1.0 - rest_of_forward / store));
+      };
+      cb.options.push_back({name, held(offloaded), x.saved + ahead + work, stall(offloaded)});
       if (o.allow_selective && x.recomputable > 0)
-        cb.options.push_back({std::string("selective+") + name, 0, x.saved + ahead + work,
+        cb.options.push_back({std::string("selective+") + name, held(offloaded_sel), x.saved + ahead + work,
                               x.recompute_ops + stall(offloaded_sel)});
     };
-    if (host) add_offload("host", hw.from_host_bytes_per_second(), hw.gpu ? hw.link_latency_seconds.value : 0);
+    if (host)
+      add_offload("host", hw.from_host_bytes_per_second(), hw.to_host_bytes_per_second(),
+                  hw.gpu ? hw.link_latency_seconds.value : 0);
     if (nvme) {
-      double rate = hw.nvme_read_bytes_per_second();
-      if (hw.gpu) rate = std::min(rate, hw.host_to_device_bytes_per_second.value);
-      add_offload("nvme", rate, hw.nvme_read_latency_seconds() + (hw.gpu ? hw.link_latency_seconds.value : 0));
+      double load = hw.nvme_read_bytes_per_second(), store = hw.nvme_write_bytes_per_second();
+      if (hw.gpu) {
+        load = std::min(load, hw.host_to_device_bytes_per_second.value);
+        store = std::min(store, hw.device_to_host_bytes_per_second.value);
+      }
+      add_offload("nvme", load, store, hw.nvme_read_latency_seconds() + (hw.gpu ? hw.link_latency_seconds.value : 0));
     }
     p.blocks.push_back(std::move(cb));
   }
