@@ -77,9 +77,8 @@ PolicyResult evaluate(const std::string& name, const StepTrace& t, SimPlan plan,
                       uint64_t budget, const PlannerOptions& o) {
   PolicyResult r;
   r.name = name;
-  r.predicted = simulate(t, plan, hw);
+  r.predicted = simulate(t, plan, hw, /*curve=*/false);
   r.fits = budgeted_peak(r.predicted, o) <= budget;
-  r.block_summary = summarize(t, plan);
   r.plan = std::move(plan);
   return r;
 }
@@ -321,6 +320,15 @@ PlannerResult plan_step(const StepTrace& t, const HardwareProfile& hw, uint64_t 
   }
   res.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
+  // The chosen plans again, with their activation curves and block summaries.
+  for (PolicyResult* p : [&] {
+         std::vector<PolicyResult*> v{&res.plan};
+         for (auto& b : res.baselines) v.push_back(&b);
+         return v;
+       }()) {
+    p->predicted = simulate(t, p->plan, hw, /*curve=*/true);
+    p->block_summary = summarize(t, p->plan);
+  }
   const double keep_time = res.baselines[0].predicted.step_seconds;
   char buf[512];
   if (res.plan.fits) {

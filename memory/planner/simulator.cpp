@@ -59,7 +59,8 @@ enum class TState : uint8_t { None, Resident, Storing, Stored, Loading, Loaded, 
 
 class Replay {
  public:
-  Replay(const StepTrace& tr, const SimPlan& plan, const HardwareProfile& hw) : tr_(tr), plan_(plan), hw_(hw) {}
+  Replay(const StepTrace& tr, const SimPlan& plan, const HardwareProfile& hw, bool curve)
+      : tr_(tr), plan_(plan), hw_(hw), curve_(curve) {}
 
   SimResult run();
 
@@ -90,7 +91,7 @@ class Replay {
     res_.host_pool_peak = std::max(res_.host_pool_peak, uint64_t(pool_));
     uint64_t step = tr_.resident_bytes + uint64_t(act_) + uint64_t(temp_) + (hw_.gpu ? 0 : uint64_t(pool_));
     res_.step_peak = std::max(res_.step_peak, step);
-    if (act != 0) {
+    if (act != 0 && curve_) {
       if (!res_.activation_curve.empty() && res_.activation_curve.back().first == t)
         res_.activation_curve.back().second = uint64_t(act_);
       else
@@ -124,6 +125,7 @@ class Replay {
   const StepTrace& tr_;
   const SimPlan& plan_;
   const HardwareProfile& hw_;
+  const bool curve_;
   SimResult res_;
   double t_ = 0;
   int64_t act_ = 0, temp_ = 0, pool_ = 0;
@@ -368,9 +370,9 @@ SimPlan sim_plan_from(const StepTrace& trace, const Plan& plan) {
   return p;
 }
 
-SimResult simulate(const StepTrace& trace, const SimPlan& plan, const HardwareProfile& hw) {
+SimResult simulate(const StepTrace& trace, const SimPlan& plan, const HardwareProfile& hw, bool curve) {
   trace.validate();
-  return Replay(trace, plan, hw).run();
+  return Replay(trace, plan, hw, curve).run();
 }
 
 }  // namespace strata::memory::planner

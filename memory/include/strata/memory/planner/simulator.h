@@ -46,6 +46,7 @@ struct SimResult {
 
 // Throws ValueError when the plan does not fit the trace (sizes, or op-level recompute of a
 // tensor without a recipe) or asks for a tier the profile lacks (NVMe without drives).
-SimResult simulate(const StepTrace& trace, const SimPlan& plan, const HardwareProfile& hw);
+// `curve`: record activation_curve (the planner's inner loop skips it).
+SimResult simulate(const StepTrace& trace, const SimPlan& plan, const HardwareProfile& hw, bool curve = true);
 
 }  // namespace strata::memory::planner
