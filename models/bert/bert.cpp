@@ -101,7 +101,8 @@ Tensor BertEmbeddings::forward(const Tensor& input_ids, const Tensor& token_type
   // nn.Embedding(padding_idx=pad): the padding row gets no gradient from the lookup. Where the
   // batch has padding, those positions take a detached copy of the row instead.
   Tensor is_pad = ops::eq(input_ids, double(pad_token_id_));
-  if (ops::sum(is_pad).item() > 0) {
+  // (Meta tensors, shapes only: no padding.)
+  if (!input_ids.device().is_meta() && ops::sum(is_pad).item() > 0) {
     Tensor pad_row;
     {
       NoGradGuard ng;
@@ -210,7 +211,7 @@ Tensor BertModel::forward(const Tensor& input_ids, const Tensor& token_type_ids,
                       ? attention_mask
                       : ops::ne(attention_mask,
                                 ops::zeros({}, TensorOptions(attention_mask.dtype()).device(attention_mask.device())));
-    if (ops::sum(keep).item() < double(keep.numel()))
+    if (attention_mask.device().is_meta() || ops::sum(keep).item() < double(keep.numel()))
       mask = ops::reshape(keep, {input_ids.size(0), 1, 1, input_ids.size(1)});
   }
   Tensor x = embeddings->call(&BertEmbeddings::forward, input_ids, token_type_ids);
