@@ -10,4 +10,5 @@
 #include "strata/models/layers/layer_norm.h"
 #include "strata/models/layers/linear.h"
 #include "strata/models/layers/pooling.h"
+#include "strata/nn/meta_init.h"
 #include "strata/nn/module.h"
