@@ -80,6 +80,9 @@ bool conv2d_dnnl(const Tensor& out, const Tensor& x, const Tensor& weight, const
                  const Conv2dParams& p);
 bool conv2d_backward_dnnl(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
                           const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Conv2dParams& p);
+// Checks that every defined tensor of an NCHW kernel (conv, batch norm, pooling) is contiguous
+// with dtype `dt`, and that `dt` is f32 or f64; TypeError naming `op` otherwise.
+void check_nchw_kernel_inputs(const char* op, std::initializer_list<const Tensor*> ts, DType dt);
 // Checks that `t` is a contiguous tensor of a dtype the row kernels support.
 void check_row_kernel_input(const Tensor& t, const char* kernel);
 

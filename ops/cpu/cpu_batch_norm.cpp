@@ -117,20 +117,12 @@ void bn_backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Ten
   }
 }
 
-void check_bn(const char* op, std::initializer_list<const Tensor*> ts, DType dt) {
-  STRATA_CHECK(dt == DType::f32 || dt == DType::f64, TypeError, op, ": computes in f32 or f64, got ",
-               dtype_name(dt));
-  for (const Tensor* t : ts)
-    STRATA_CHECK(!t->defined() || (t->is_contiguous() && t->dtype() == dt), TypeError, op,
-                 ": expects contiguous tensors of one dtype, got ", t->str());
-}
-
 }  // namespace
 
 void CpuBackend::batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x,
                             const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                             const Tensor& running_var, bool training, double momentum, double eps) {
-  check_bn("batch_norm", {&out, &mean, &invstd, &x, &weight, &bias, &running_mean, &running_var}, x.dtype());
+  check_nchw_kernel_inputs("batch_norm", {&out, &mean, &invstd, &x, &weight, &bias, &running_mean, &running_var}, x.dtype());
   if (x.dtype() == DType::f32)
     bn_forward<float>(out, mean, invstd, x, weight, bias, running_mean, running_var, training, momentum, eps);
   else
@@ -140,7 +132,7 @@ void CpuBackend::batch_norm(const Tensor& out, const Tensor& mean, const Tensor&
 void CpuBackend::batch_norm_backward(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
                                      const Tensor& grad_out, const Tensor& x, const Tensor& weight,
                                      const Tensor& mean, const Tensor& invstd, bool training) {
-  check_bn("batch_norm_backward", {&grad_x, &grad_weight, &grad_bias, &grad_out, &x, &weight, &mean, &invstd},
+  check_nchw_kernel_inputs("batch_norm_backward", {&grad_x, &grad_weight, &grad_bias, &grad_out, &x, &weight, &mean, &invstd},
            x.dtype());
   if (x.dtype() == DType::f32)
     bn_backward<float>(grad_x, grad_weight, grad_bias, grad_out, x, weight, mean, invstd, training);

@@ -91,22 +91,26 @@ bool is_pointwise(const Geometry& g) {
   return g.R == 1 && g.S == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
 }
 
+// The column matrix [CRS, PQ] of group `gi` of image `n`: the input itself for pointwise
+// convolutions, else im2col'ed into `col`.
+template <class T>
+const T* columns(const Geometry& g, const T* x, int64_t n, int64_t gi, std::vector<T>& col) {
+  const T* xg = x + (n * g.C + gi * g.Cg) * g.H * g.W;
+  if (is_pointwise(g)) return xg;
+  im2col(g, xg, col.data());
+  return col.data();
+}
+
 template <class T>
 void conv_forward(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p) {
   const Geometry g = geometry(x, w, out, p);
   const T* xp = x.data<T>();
   const T* wp = w.data<T>();
   T* yp = out.data<T>();
-  const bool direct = is_pointwise(g);
-  std::vector<T> col(direct ? 0 : size_t(g.crs() * g.pq()));
+  std::vector<T> col(is_pointwise(g) ? 0 : size_t(g.crs() * g.pq()));
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t gi = 0; gi < g.G; ++gi) {
-      const T* xg = xp + (n * g.C + gi * g.Cg) * g.H * g.W;
-      const T* cm = xg;
-      if (!direct) {
-        im2col(g, xg, col.data());
-        cm = col.data();
-      }
+      const T* cm = columns(g, xp, n, gi, col);
       // y[n, group] [Kg, PQ] = w[group] [Kg, CRS] @ col [CRS, PQ]
       gemm<T>(false, false, g.Kg, g.pq(), g.crs(), wp + gi * g.Kg * g.crs(), g.crs(), cm, g.pq(), T(0),
               yp + (n * g.K + gi * g.Kg) * g.pq(), g.pq());
@@ -146,12 +150,7 @@ void conv_backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const T
     T* wp = gw.data<T>();
     for (int64_t n = 0; n < g.N; ++n)
       for (int64_t gi = 0; gi < g.G; ++gi) {
-        const T* xg = xp + (n * g.C + gi * g.Cg) * g.H * g.W;
-        const T* cm = xg;
-        if (!direct) {
-          im2col(g, xg, col.data());
-          cm = col.data();
-        }
+        const T* cm = columns(g, xp, n, gi, col);
         // gw[group] [Kg, CRS] (+)= gy[n, group] [Kg, PQ] @ col^T [PQ, CRS]
         gemm<T>(false, true, g.Kg, g.crs(), g.pq(), gyp + (n * g.K + gi * g.Kg) * g.pq(), g.pq(), cm, g.pq(),
                 n == 0 ? T(0) : T(1), wp + gi * g.Kg * g.crs(), g.crs());
@@ -172,19 +171,19 @@ void conv_backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const T
   }
 }
 
-void check_conv_inputs(const char* op, std::initializer_list<const Tensor*> ts, DType dt) {
+}  // namespace
+
+void check_nchw_kernel_inputs(const char* op, std::initializer_list<const Tensor*> ts, DType dt) {
+  STRATA_CHECK(dt == DType::f32 || dt == DType::f64, TypeError, op, ": computes in f32 or f64, got ",
+               dtype_name(dt));
   for (const Tensor* t : ts)
     STRATA_CHECK(!t->defined() || (t->is_contiguous() && t->dtype() == dt), TypeError, op,
                  ": expects contiguous tensors of one dtype, got ", t->str());
-  STRATA_CHECK(dt == DType::f32 || dt == DType::f64, TypeError, op, ": computes in f32 or f64, got ",
-               dtype_name(dt));
 }
-
-}  // namespace
 
 void conv2d_direct(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
                    const Conv2dParams& p) {
-  check_conv_inputs("conv2d", {&out, &x, &weight, &bias}, out.dtype());
+  check_nchw_kernel_inputs("conv2d", {&out, &x, &weight, &bias}, out.dtype());
   if (out.numel() == 0) return;
   if (out.dtype() == DType::f32)
     conv_forward<float>(out, x, weight, bias, p);
@@ -194,7 +193,7 @@ void conv2d_direct(const Tensor& out, const Tensor& x, const Tensor& weight, con
 
 void conv2d_backward_direct(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
                             const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Conv2dParams& p) {
-  check_conv_inputs("conv2d_backward", {&grad_x, &grad_weight, &grad_bias, &grad_out, &x, &weight},
+  check_nchw_kernel_inputs("conv2d_backward", {&grad_x, &grad_weight, &grad_bias, &grad_out, &x, &weight},
                     grad_out.dtype());
   if (grad_out.numel() == 0) {  // nothing flows back
     for (const Tensor* t : {&grad_x, &grad_weight, &grad_bias})

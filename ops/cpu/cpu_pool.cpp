@@ -121,18 +121,10 @@ void pool_backward(const Tensor& gx, const Tensor& gy, const Tensor& indices, co
   }
 }
 
-void check_pool(const char* op, std::initializer_list<const Tensor*> ts, DType dt) {
-  STRATA_CHECK(dt == DType::f32 || dt == DType::f64, TypeError, op, ": computes in f32 or f64, got ",
-               dtype_name(dt));
-  for (const Tensor* t : ts)
-    STRATA_CHECK(!t->defined() || (t->is_contiguous() && t->dtype() == dt), TypeError, op,
-                 ": expects contiguous tensors of one dtype, got ", t->str());
-}
-
 }  // namespace
 
 void CpuBackend::pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p) {
-  check_pool("pool2d", {&out, &x}, x.dtype());
+  check_nchw_kernel_inputs("pool2d", {&out, &x}, x.dtype());
   STRATA_CHECK(p.kind != PoolKind::Max || (indices.defined() && indices.is_contiguous()), ValueError,
                "pool2d: max pooling needs a contiguous i64 indices tensor");
   if (x.dtype() == DType::f32)
@@ -143,7 +135,7 @@ void CpuBackend::pool2d(const Tensor& out, const Tensor& indices, const Tensor& 
 
 void CpuBackend::pool2d_backward(const Tensor& grad_x, const Tensor& grad_out, const Tensor& indices,
                                  const Pool2dParams& p) {
-  check_pool("pool2d_backward", {&grad_x, &grad_out}, grad_x.dtype());
+  check_nchw_kernel_inputs("pool2d_backward", {&grad_x, &grad_out}, grad_x.dtype());
   if (grad_x.dtype() == DType::f32)
     pool_backward<float>(grad_x, grad_out, indices, p);
   else

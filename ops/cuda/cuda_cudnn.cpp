@@ -176,18 +176,11 @@ struct Scalars {
   const void* beta() const { return dbl ? static_cast<const void*>(&d[1]) : &f[1]; }
 };
 
-void check_float(const char* op, std::initializer_list<const Tensor*> ts, DType dt) {
-  STRATA_CHECK(dt == DType::f32 || dt == DType::f64, TypeError, op, ": computes in f32 or f64, got ", dtype_name(dt));
-  for (const Tensor* t : ts)
-    STRATA_CHECK(!t->defined() || (t->is_contiguous() && t->dtype() == dt), TypeError, op,
-                 ": expects contiguous tensors of one dtype, got ", t->str());
-}
-
 }  // namespace
 
 void CudaBackend::conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
                          const Conv2dParams& p) {
-  check_float("conv2d", {&out, &x, &w, &bias}, x.dtype());
+  check_nchw_kernel_inputs("conv2d", {&out, &x, &w, &bias}, x.dtype());
   const int dev = check_on_device("conv2d", {&out, &x, &w, &bias});
   if (out.numel() == 0) return;
   context(dev);
@@ -209,7 +202,7 @@ void CudaBackend::conv2d(const Tensor& out, const Tensor& x, const Tensor& w, co
 
 void CudaBackend::conv2d_backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& gy,
                                   const Tensor& x, const Tensor& w, const Conv2dParams& p) {
-  check_float("conv2d_backward", {&gx, &gw, &gb, &gy, &x, &w}, x.dtype());
+  check_nchw_kernel_inputs("conv2d_backward", {&gx, &gw, &gb, &gy, &x, &w}, x.dtype());
   const int dev = check_on_device("conv2d_backward", {&gx, &gw, &gb, &gy, &x, &w});
   if (gy.numel() == 0 || x.numel() == 0) {
     for (const Tensor* t : {&gx, &gw, &gb})
@@ -264,7 +257,7 @@ Tensor or_fill(CudaBackend& b, const Tensor& t, int64_t C, DType dt, int dev, do
 void CudaBackend::batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x,
                              const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                              const Tensor& running_var, bool training, double momentum, double eps) {
-  check_float("batch_norm", {&out, &mean, &invstd, &x, &weight, &bias, &running_mean, &running_var}, x.dtype());
+  check_nchw_kernel_inputs("batch_norm", {&out, &mean, &invstd, &x, &weight, &bias, &running_mean, &running_var}, x.dtype());
   const int dev = check_on_device("batch_norm", {&out, &mean, &invstd, &x, &weight, &bias, &running_mean, &running_var});
   STRATA_CHECK(eps >= CUDNN_BN_MIN_EPSILON, ValueError, "batch_norm: cuDNN needs eps >= ", CUDNN_BN_MIN_EPSILON,
                ", got ", eps);
@@ -298,7 +291,7 @@ void CudaBackend::batch_norm(const Tensor& out, const Tensor& mean, const Tensor
 void CudaBackend::batch_norm_backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& gy,
                                       const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& invstd,
                                       bool training) {
-  check_float("batch_norm_backward", {&gx, &gw, &gb, &gy, &x, &weight, &mean, &invstd}, x.dtype());
+  check_nchw_kernel_inputs("batch_norm_backward", {&gx, &gw, &gb, &gy, &x, &weight, &mean, &invstd}, x.dtype());
   const int dev = check_on_device("batch_norm_backward", {&gx, &gw, &gb, &gy, &x, &weight, &mean, &invstd});
   if (x.numel() == 0) return;
   context(dev);

@@ -158,17 +158,17 @@ T* ptr(const Tensor& t) {
   return t.defined() ? static_cast<T*>(t.data_ptr()) : nullptr;
 }
 
-void check_float(const char* op, std::initializer_list<const Tensor*> ts, DType dt) {
+}  // namespace
+
+void check_nchw_kernel_inputs(const char* op, std::initializer_list<const Tensor*> ts, DType dt) {
   STRATA_CHECK(dt == DType::f32 || dt == DType::f64, TypeError, op, ": computes in f32 or f64, got ", dtype_name(dt));
   for (const Tensor* t : ts)
     STRATA_CHECK(!t->defined() || (t->is_contiguous() && t->dtype() == dt), TypeError, op,
                  ": expects contiguous tensors of one dtype, got ", t->str());
 }
 
-}  // namespace
-
 void CudaBackend::pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p) {
-  check_float("pool2d", {&out, &x}, x.dtype());
+  check_nchw_kernel_inputs("pool2d", {&out, &x}, x.dtype());
   const int dev = check_on_device("pool2d", {&out, &indices, &x});
   STRATA_CHECK(p.kind != PoolKind::Max || (indices.defined() && indices.is_contiguous()), ValueError,
                "pool2d: max pooling needs a contiguous i64 indices tensor");
@@ -186,7 +186,7 @@ void CudaBackend::pool2d(const Tensor& out, const Tensor& indices, const Tensor&
 
 void CudaBackend::pool2d_backward(const Tensor& grad_x, const Tensor& grad_out, const Tensor& indices,
                                   const Pool2dParams& p) {
-  check_float("pool2d_backward", {&grad_x, &grad_out}, grad_x.dtype());
+  check_nchw_kernel_inputs("pool2d_backward", {&grad_x, &grad_out}, grad_x.dtype());
   const int dev = check_on_device("pool2d_backward", {&grad_x, &grad_out, &indices});
   if (grad_x.numel() == 0) return;
   context(dev);

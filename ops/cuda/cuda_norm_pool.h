@@ -2,9 +2,14 @@
 // cover (statistics written in inference, the eval-mode backward).
 #pragma once
 
+#include <initializer_list>
+
 #include "strata/core/tensor.h"
 
 namespace strata::gpu {
+
+// Every defined tensor contiguous with dtype `dt`, and `dt` f32 or f64; TypeError naming `op`.
+void check_nchw_kernel_inputs(const char* op, std::initializer_list<const Tensor*> ts, DType dt);
 
 // mean = running_mean, invstd = 1 / sqrt(running_var + eps)   ([C], f32 or f64)
 void launch_bn_eval_stats(const Tensor& mean, const Tensor& invstd, const Tensor& running_mean,
