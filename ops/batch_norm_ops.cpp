@@ -25,7 +25,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   Device dev = detail::common_device(op, {&x, &running_mean, &running_var, &weight, &bias});
   STRATA_CHECK(x.dim() >= 2, ShapeError, op, ": expects x [N, C, ...], got ", shape_str(x.shape()));
   STRATA_CHECK(is_floating(x.dtype()), TypeError, op, ": needs a floating tensor, got ", x.str());
-  const int64_t N = x.size(0), C = x.size(1);
+  const int64_t C = x.size(1);
   for (const Tensor* t : {&running_mean, &running_var, &weight, &bias})
     STRATA_CHECK(!t->defined() || t->shape() == Shape{C}, ShapeError, op, ": per-channel tensors must be [", C,
                  "] for x ", shape_str(x.shape()), ", got ", shape_str(t->shape()));
@@ -40,7 +40,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   // The running statistics are updated in place: the kernel writes a compute-dtype contiguous
   // copy when they are not one already, copied back below. A recompute segment re-running its
   // forward must not update them a second time.
-  const bool update = running_mean.defined() && (training ? !autograd::in_recompute() : false);
+  const bool update = running_mean.defined() && training && !autograd::in_recompute();
   Tensor rm = running_mean.defined() ? prepared(running_mean, dt) : Tensor();
   Tensor rv = running_var.defined() ? prepared(running_var, dt) : Tensor();
   if (training && !update) rm = rv = Tensor();
@@ -53,7 +53,6 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   }
   detail::record(op, dev, (training ? 7.0 : 2.0) * double(x.numel()), double(x.nbytes()), double(y.nbytes()));
   Tensor out = detail::raw_cast(y, x.dtype());
-  (void)N;
 
   if (auto node = make_node("BatchNormBackward", {x, weight, bias})) {
     node->save(xc);

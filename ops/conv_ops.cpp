@@ -59,7 +59,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
   if (auto node = make_node("Conv2dBackward", {x, weight, bias})) {
     node->save(xc);
     node->save(wc);
-    node->backward = [p, macs, xdt = x.dtype(), wdt = weight.dtype(), has_bias = bias.defined()](
+    node->backward = [p, macs, xdt = x.dtype(), wdt = weight.dtype(), bdt = bias.defined() ? bias.dtype() : weight.dtype(),
+                      has_bias = bias.defined()](
                          OpNode& nd, std::vector<Tensor>& g) -> std::vector<Tensor> {
       Tensor xc = nd.saved(0), wc = nd.saved(1);
       Device dev = xc.device();
@@ -73,7 +74,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
                      double(gy.nbytes() + xc.nbytes() + wc.nbytes()),
                      double((gx.defined() ? gx.nbytes() : 0) + (gw.defined() ? gw.nbytes() : 0)));
       auto back = [](const Tensor& t, DType to) { return t.defined() ? detail::raw_cast(t, to) : Tensor(); };
-      return {back(gx, xdt), back(gw, wdt), back(gb, wdt)};
+      return {back(gx, xdt), back(gw, wdt), back(gb, bdt)};
     };
     set_outputs(node, {&out});
   }
