@@ -55,7 +55,6 @@ struct ConvProblem {
 
 struct ConvCache {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
   std::mutex mu;
   std::map<Key, std::unique_ptr<ConvProblem>> problems;
 };
@@ -63,6 +62,13 @@ struct ConvCache {
 ConvCache& cache() {
   static ConvCache* c = new ConvCache();  // process-wide like the CPU itself; leaked on purpose
   return *c;
+}
+
+// One stream per calling thread (the data-parallel tests run a rank per thread): primitives
+// and reorders are shared, streams are not.
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream s(cache().engine);
+  return s;
 }
 
 memory::desc plain(const memory::dims& d, Tag tag) { return memory::desc(d, memory::data_type::f32, tag); }
@@ -155,7 +161,7 @@ Scratch scratch(const memory::desc& md, const dnnl::engine& eng) {
 memory into(const Reorder& r, memory user, const memory::desc& md, Scratch& keep, ConvCache& c) {
   if (!r.prim) return user;
   keep = scratch(md, c.engine);
-  r.prim->execute(c.stream, user, keep.mem);
+  r.prim->execute(thread_stream(), user, keep.mem);
   return keep.mem;
 }
 
@@ -167,7 +173,7 @@ memory outof(const Reorder& r, memory user, const memory::desc& md, Scratch& kee
   return keep.mem;
 }
 void finish(const Reorder& r, Scratch& keep, memory user, ConvCache& c) {
-  if (r.prim) r.prim->execute(c.stream, keep.mem, user);
+  if (r.prim) r.prim->execute(thread_stream(), keep.mem, user);
 }
 
 }  // namespace
@@ -185,9 +191,9 @@ bool conv2d_dnnl(const Tensor& out, const Tensor& x, const Tensor& weight, const
   memory my = outof(pr->dst_out, uy, pr->fwd_pd->dst_desc(), sy, c);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mx}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, my}};
   if (bias.defined()) args.emplace(DNNL_ARG_BIAS, memory(pr->bias, c.engine, bias.data_ptr()));
-  pr->fwd->execute(c.stream, args);
+  pr->fwd->execute(thread_stream(), args);
   finish(pr->dst_out, sy, uy, c);
-  c.stream.wait();
+  thread_stream().wait();
   return true;
 }
 
@@ -210,7 +216,7 @@ bool conv2d_backward_dnnl(const Tensor& grad_x, const Tensor& grad_weight, const
     memory mdy = into(pr->bd_ddst_in, udy, pr->bwd_data_pd->diff_dst_desc(), sdy, c);
     memory mw = into(pr->bd_wei_in, uw, pr->bwd_data_pd->weights_desc(), sw, c);
     memory mdx = outof(pr->bd_dsrc_out, udx, pr->bwd_data_pd->diff_src_desc(), sdx, c);
-    pr->bwd_data->execute(c.stream, {{DNNL_ARG_DIFF_DST, mdy}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DIFF_SRC, mdx}});
+    pr->bwd_data->execute(thread_stream(), {{DNNL_ARG_DIFF_DST, mdy}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DIFF_SRC, mdx}});
     finish(pr->bd_dsrc_out, sdx, udx, c);
   }
   if (grad_weight.defined()) {
@@ -221,10 +227,10 @@ bool conv2d_backward_dnnl(const Tensor& grad_x, const Tensor& grad_weight, const
     memory mdw = outof(pr->bw_dwei_out, udw, pr->bwd_wei_pd->diff_weights_desc(), sdw, c);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mx}, {DNNL_ARG_DIFF_DST, mdy}, {DNNL_ARG_DIFF_WEIGHTS, mdw}};
     if (grad_bias.defined()) args.emplace(DNNL_ARG_DIFF_BIAS, memory(pr->bias, c.engine, grad_bias.data_ptr()));
-    pr->bwd_wei->execute(c.stream, args);
+    pr->bwd_wei->execute(thread_stream(), args);
     finish(pr->bw_dwei_out, sdw, udw, c);
   }
-  c.stream.wait();
+  thread_stream().wait();
   return true;
 }
 
