@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
     PlannerOptions opt;
     opt.activations_only = !step_budget;
     const SimResult keep = simulate(trace, SimPlan::keep_all(trace), hw);
-    const uint64_t keep_peak = budgeted_peak(keep, opt);
+    const uint64_t keep_peak = budgeted_peak(keep, opt, hw);
     uint64_t budget = 0;
     if (!budget_text.empty() && budget_text.back() == '%')
       budget = uint64_t(double(keep_peak) * std::stod(budget_text.substr(0, budget_text.size() - 1)) / 100.0);

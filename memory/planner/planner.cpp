@@ -78,7 +78,7 @@ PolicyResult evaluate(const std::string& name, const StepTrace& t, SimPlan plan,
   PolicyResult r;
   r.name = name;
   r.predicted = simulate(t, plan, hw, /*curve=*/false);
-  r.fits = budgeted_peak(r.predicted, o) <= budget;
+  r.fits = budgeted_peak(r.predicted, o, hw) <= budget;
   r.plan = std::move(plan);
   return r;
 }
@@ -100,7 +100,7 @@ PolicyResult solve_at(const std::string& name, const StepTrace& t, const Hardwar
     choice = sol.choice;
     best = std::move(r);
     if (best.fits) break;
-    const uint64_t over = budgeted_peak(best.predicted, o) - budget;
+    const uint64_t over = budgeted_peak(best.predicted, o, hw) - budget;
     if (over + sol.unit_bytes >= dp_budget) break;
     dp_budget -= over + sol.unit_bytes;
   }
@@ -119,7 +119,7 @@ PolicyResult solve_at(const std::string& name, const StepTrace& t, const Hardwar
         c[j] = int(k);
         PolicyResult r = evaluate(name, t, sim_plan_for(t, problem, c, depth), hw, budget, o);
         const bool better = r.fits && (!best.fits || r.predicted.step_seconds < best.predicted.step_seconds - 1e-12);
-        const bool closer = !best.fits && !r.fits && budgeted_peak(r.predicted, o) < budgeted_peak(best.predicted, o);
+        const bool closer = !best.fits && !r.fits && budgeted_peak(r.predicted, o, hw) < budgeted_peak(best.predicted, o, hw);
         if (better || closer) {
           best = std::move(r);
           choice = std::move(c);
@@ -143,7 +143,7 @@ PolicyResult solve(const std::string& name, const StepTrace& t, const HardwarePr
   for (size_t d : depths) {
     PolicyResult r = solve_at(name, t, hw, budget, o, d, /*local_search=*/true);
     const bool better = !have || (r.fits && (!best.fits || r.predicted.step_seconds < best.predicted.step_seconds)) ||
-                        (!r.fits && !best.fits && budgeted_peak(r.predicted, o) < budgeted_peak(best.predicted, o));
+                        (!r.fits && !best.fits && budgeted_peak(r.predicted, o, hw) < budgeted_peak(best.predicted, o, hw));
     if (better) {
       best = std::move(r);
       have = true;
@@ -177,8 +177,9 @@ SimPlan ssdtrain_plan(const StepTrace& t, const HardwareProfile& hw, const std::
 
 }  // namespace
 
-uint64_t budgeted_peak(const SimResult& r, const PlannerOptions& options) {
-  return options.activations_only ? r.activation_peak : r.step_peak;
+uint64_t budgeted_peak(const SimResult& r, const PlannerOptions& options, const HardwareProfile& hw) {
+  if (!options.activations_only) return r.step_peak;
+  return hw.gpu ? r.activation_peak : r.activation_and_pool_peak;
 }
 
 ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64_t budget, const PlannerOptions& o,
@@ -188,7 +189,8 @@ ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64
   ChainProblem p;
   p.budget_bytes = budget;
   p.base_bytes = outside_bytes(t) + (o.activations_only ? 0 : t.resident_bytes);
-  const bool host = o.allow_host && hw.to_host_bytes_per_second() > 0 && hw.from_host_bytes_per_second() > 0;
+  // On a CPU the host pool is the same RAM: offloading there saves nothing.
+  const bool host = o.allow_host && hw.gpu && hw.to_host_bytes_per_second() > 0 && hw.from_host_bytes_per_second() > 0;
   std::vector<double> forward_after(f.size() + 1, 0.0);  // forward time of the blocks after b
   for (size_t b = f.size(); b-- > 0;) forward_after[b] = forward_after[b + 1] + (b + 1 < f.size() ? f[b + 1].forward : 0.0);
   const bool nvme = o.allow_nvme && !hw.drives.empty();
@@ -335,13 +337,13 @@ PlannerResult plan_step(const StepTrace& t, const HardwareProfile& hw, uint64_t 
     std::snprintf(buf, sizeof buf, "budget %.1f MB held: %s, predicted step %.4g s (%+.1f%% over keep-all), peak %.1f MB",
                   double(budget) / 1e6, res.plan.block_summary.c_str(), res.plan.predicted.step_seconds,
                   100.0 * (res.plan.predicted.step_seconds / keep_time - 1.0),
-                  double(budgeted_peak(res.plan.predicted, o)) / 1e6);
+                  double(budgeted_peak(res.plan.predicted, o, hw)) / 1e6);
   } else {
-    uint64_t lowest = budgeted_peak(res.plan.predicted, o);
+    uint64_t lowest = budgeted_peak(res.plan.predicted, o, hw);
     std::string who = "strata";
     for (const auto& b : res.baselines)
-      if (budgeted_peak(b.predicted, o) < lowest) {
-        lowest = budgeted_peak(b.predicted, o);
+      if (budgeted_peak(b.predicted, o, hw) < lowest) {
+        lowest = budgeted_peak(b.predicted, o, hw);
         who = b.name;
       }
     std::snprintf(buf, sizeof buf, "budget %.1f MB cannot be met: the lowest predicted peak is %.1f MB (%s)",

@@ -89,6 +89,7 @@ class Replay {
       throw Error("simulate: memory bookkeeping went negative at t=" + std::to_string(t) + " (a bug)");
     res_.activation_peak = std::max(res_.activation_peak, uint64_t(act_));
     res_.host_pool_peak = std::max(res_.host_pool_peak, uint64_t(pool_));
+    res_.activation_and_pool_peak = std::max(res_.activation_and_pool_peak, uint64_t(act_ + pool_));
     uint64_t step = tr_.resident_bytes + uint64_t(act_) + uint64_t(temp_) + (hw_.gpu ? 0 : uint64_t(pool_));
     res_.step_peak = std::max(res_.step_peak, step);
     if (act != 0 && curve_) {

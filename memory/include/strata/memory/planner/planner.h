@@ -17,8 +17,9 @@
 namespace strata::memory::planner {
 
 struct PlannerOptions {
-  // What the budget bounds: saved activations only (true), or the whole step peak (resident
-  // state, activations, workspace, and on a CPU the host pool).
+  // What the budget bounds: saved activations only (true; on a CPU with the host pool, which is
+  // the same RAM), or the whole step peak (resident state, activations, workspace, and on a CPU
+  // the host pool).
   bool activations_only = true;
   bool allow_recompute = true;  // segments
   bool allow_selective = true;  // op-level recompute of cheap ops' outputs
@@ -61,7 +62,7 @@ Plan cache_plan_for(const StepTrace& trace, const SimPlan& plan);
 PlannerResult plan_step(const StepTrace& trace, const HardwareProfile& hw, uint64_t budget,
                         const PlannerOptions& options = {});
 
-// The measured figure the budget bounds, from a simulation.
-uint64_t budgeted_peak(const SimResult& r, const PlannerOptions& options);
+// The figure the budget bounds, from a simulation on `hw`.
+uint64_t budgeted_peak(const SimResult& r, const PlannerOptions& options, const HardwareProfile& hw);
 
 }  // namespace strata::memory::planner

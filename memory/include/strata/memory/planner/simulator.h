@@ -38,6 +38,7 @@ struct SimResult {
   uint64_t activation_peak = 0;  // saved tensors resident (recompute transients included)
   uint64_t step_peak = 0;        // + resident state + op workspace (+ the host pool on a CPU)
   uint64_t host_pool_peak = 0;
+  uint64_t activation_and_pool_peak = 0;  // both at once (on a CPU they share the RAM)
   uint64_t host_bytes_written = 0, host_bytes_read = 0;
   uint64_t nvme_bytes_written = 0, nvme_bytes_read = 0;
   // Resident saved-tensor bytes after each change: (seconds from the step's start, bytes).
