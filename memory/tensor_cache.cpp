@@ -82,7 +82,11 @@ struct TensorCache::Impl {
   std::unique_ptr<HostTier> host;
   std::unique_ptr<NvmeTier> nvme;
   std::unique_ptr<IoChannel> store_ch, load_ch;
-  std::string io_backend;
+  // The GPU's direct path (device staging buffers), when it runs; else its chunks use the above.
+  std::unique_ptr<IoChannel> device_store_ch, device_load_ch;
+  std::string io_backend, device_io;
+  IoChannel& store_channel(const Record& rec) const;
+  IoChannel& load_channel(const Record& rec) const;
   // Declared after the tiers so they stop (joining their threads) before the tiers go.
   std::unique_ptr<Worker> store_worker, load_worker;
 
@@ -191,6 +195,7 @@ std::shared_ptr<TensorCache> TensorCache::create(TensorCacheOptions options,
     device_backend = &backend_for(m.opt.device);
     if (m.host) m.host->pin_for(*device_backend);
   }
+  std::string direct_refusal;  // DeviceIo::Direct asked for and not possible: an error
   if (!m.opt.spill_dir.empty() && m.opt.nvme_arena_bytes > 0) {
     try {
       m.nvme = std::make_unique<NvmeTier>(m.opt.spill_dir, m.opt.nvme_arena_bytes);
@@ -202,21 +207,51 @@ std::shared_ptr<TensorCache> TensorCache::create(TensorCacheOptions options,
                                        m.opt.faults, counters, &why);
       m.io_backend = m.store_ch->engine_name();
       if (device_backend) {
-        m.store_ch->pin_staging(*device_backend);
-        m.load_ch->pin_staging(*device_backend);
+        m.device_io = std::string("staged (") + m.io_backend + ")";
+        std::string direct_why;
+        if (m.opt.device_io != DeviceIo::Staged) {
+          try {
+            m.device_store_ch = m.nvme->open_device_channel(*device_backend, m.opt.device.index, m.opt.direct_engine,
+                                                            m.opt.io_chunk_bytes, m.opt.io_queue_depth, m.opt.faults,
+                                                            counters);
+            m.device_load_ch = m.nvme->open_device_channel(*device_backend, m.opt.device.index, m.opt.direct_engine,
+                                                           m.opt.io_chunk_bytes, m.opt.io_queue_depth, m.opt.faults,
+                                                           counters);
+            m.device_io = std::string("direct (") + m.device_store_ch->engine_name() + ")";
+          } catch (const IoUringRefused& e) {
+            m.device_store_ch.reset();
+            direct_why = e.why;
+          } catch (const Error& e) {  // e.g. no device memory for the staging buffers
+            m.device_store_ch.reset();
+            direct_why = e.what();
+          }
+        }
+        if (m.opt.device_io == DeviceIo::Direct && !m.device_store_ch) direct_refusal = direct_why;
+        if (!m.device_store_ch || !m.device_load_ch) {  // staged: the host buffers carry device chunks
+          m.device_store_ch.reset();
+          m.device_load_ch.reset();
+          m.store_ch->pin_staging(*device_backend);
+          m.load_ch->pin_staging(*device_backend);
+        }
       }
       if (!why.empty()) m.setup_warnings.push_back(why);
     } catch (const IoError& e) {
+      m.device_store_ch.reset();
+      m.device_load_ch.reset();
       m.store_ch.reset();
       m.load_ch.reset();
       m.nvme.reset();
+      m.device_io.clear();
       m.setup_warnings.push_back(std::string("NVMe tier off: ") + e.what());
     }
+    STRATA_CHECK(direct_refusal.empty(), IoError, "tensor cache: the direct GPU-to-NVMe path (",
+                 m.opt.direct_engine, ") was asked for but ", direct_refusal);
     for (const auto& w : m.setup_warnings) m.warn(w);
   }
   m.store_worker = std::make_unique<Worker>();
   m.load_worker = std::make_unique<Worker>();
   m.stats.io_backend = m.io_backend;
+  m.stats.device_io = m.device_io;
   return c;
 }
 
@@ -435,7 +470,7 @@ void TensorCache::Impl::run_store(const std::shared_ptr<Record>& rec) {
     st = store_ch->write(src->data(), rec->nbytes, rec->extent, crcs, &rec->cancel);
   } else {
     ChunkCopy copy = [this, &rec](void* dst, const void* from, size_t n) { copy_out(*rec, dst, from, n); };
-    st = store_ch->write(src->data(), rec->nbytes, rec->extent, crcs, &rec->cancel, &copy);
+    st = store_channel(*rec).write(src->data(), rec->nbytes, rec->extent, crcs, &rec->cancel, &copy);
   }
   double busy = seconds_since(t0);
   bool stored = false;
@@ -471,6 +506,14 @@ void TensorCache::Impl::run_store(const std::shared_ptr<Record>& rec) {
   } else if (st.ok) {
     ++stats.cancelled_stores;
   }
+}
+
+IoChannel& TensorCache::Impl::store_channel(const Record& rec) const {
+  return rec.device.type != DeviceType::CPU && device_store_ch ? *device_store_ch : *store_ch;
+}
+
+IoChannel& TensorCache::Impl::load_channel(const Record& rec) const {
+  return rec.device.type != DeviceType::CPU && device_load_ch ? *device_load_ch : *load_ch;
 }
 
 void TensorCache::Impl::copy_out(Record& rec, void* host_dst, const void* src, size_t n) const {
@@ -524,11 +567,12 @@ void TensorCache::Impl::run_load(const std::shared_ptr<Record>& rec) {
       copy_in(*rec, to, from, n, after.get());
     };
     const ChunkCopy* cp = on_cpu ? nullptr : &copy;
-    st = load_ch->read(dst->data(), rec->nbytes, rec->extent, rec->crcs, cp);
+    IoChannel& ch = load_channel(*rec);
+    st = ch.read(dst->data(), rec->nbytes, rec->extent, rec->crcs, cp);
     if (!st.ok) {
       warn("read from " + nvme->describe() + " failed (" + st.what + " at offset " +
            std::to_string(st.file_offset) + "): retrying once");
-      st = load_ch->read(dst->data(), rec->nbytes, rec->extent, rec->crcs, cp);
+      st = ch.read(dst->data(), rec->nbytes, rec->extent, rec->crcs, cp);
     }
   }
   std::string lost_msg;
@@ -694,6 +738,7 @@ void TensorCache::begin_step() {
   std::lock_guard<std::mutex> sl(m.stats_mu);
   m.stats = CacheStats{};
   m.stats.io_backend = m.io_backend;
+  m.stats.device_io = m.device_io;
   m.stats.warnings = m.setup_warnings;
   m.store_busy_seconds = 0;
   m.lost.clear();

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "core/tensor/crc32c.h"
+
 namespace strata {
 
 std::unique_ptr<Event> Backend::copy_bytes_async(void* dst, const void* src, size_t bytes, int, Event* after) {
@@ -9,6 +11,8 @@ std::unique_ptr<Event> Backend::copy_bytes_async(void* dst, const void* src, siz
   std::memcpy(dst, src, bytes);
   return nullptr;
 }
+
+uint32_t Backend::crc32c_of(const void* ptr, size_t bytes, int) { return crc32c(ptr, bytes); }
 
 void Backend::attention(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                         const Tensor&, bool, double) {

@@ -1,5 +1,6 @@
 #include "core/tensor/crc32c.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -77,7 +78,55 @@ bool have_sse42() {
 }
 #endif
 
+// Polynomial arithmetic modulo the CRC polynomial, in the CRC's reflected bit order (x^0 is the
+// top bit): the GF(2) algebra behind zlib's crc32_combine (Mark Adler's derivation).
+uint32_t mult_mod_poly(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (uint32_t m = 1u << 31; m != 0; m >>= 1) {
+    if (a & m) product ^= b;
+    b = (b & 1u) ? (b >> 1) ^ kPoly : b >> 1;
+  }
+  return product;
+}
+
+// x^(2^k) mod P for k = 0..63.
+struct PowersOfX {
+  std::array<uint32_t, 64> x2k{};
+  PowersOfX() {
+    uint32_t p = 1u << 30;  // x^1
+    for (auto& v : x2k) {
+      v = p;
+      p = mult_mod_poly(p, p);
+    }
+  }
+};
+
+// x^(8 * bytes) mod P: multiplying a CRC by it appends `bytes` zero bytes' worth of shift.
+uint32_t shift_for_bytes(uint64_t bytes) {
+  static const PowersOfX powers;
+  uint32_t p = 1u << 31;  // x^0
+  for (unsigned k = 3; bytes != 0; bytes >>= 1, ++k)
+    if (bytes & 1u) p = mult_mod_poly(powers.x2k[k & 63u], p);
+  return p;
+}
+
 }  // namespace
+
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  return mult_mod_poly(shift_for_bytes(len_b), crc_a) ^ crc_b;
+}
+
+uint32_t crc32c_from_segments(const uint32_t* segment_crcs, uint64_t segment, uint64_t total) {
+  if (total == 0) return 0;
+  const uint64_t count = (total + segment - 1) / segment;
+  const uint32_t full_shift = shift_for_bytes(segment);
+  uint32_t c = segment_crcs[0];
+  for (uint64_t i = 1; i < count; ++i) {
+    const uint64_t len = std::min(segment, total - i * segment);
+    c = mult_mod_poly(len == segment ? full_shift : shift_for_bytes(len), c) ^ segment_crcs[i];
+  }
+  return c;
+}
 
 uint32_t crc32c(const void* data, size_t bytes, uint32_t crc) {
 #if defined(__x86_64__)

@@ -104,6 +104,36 @@ std::unique_ptr<IoChannel> NvmeTier::open_channel(IoBackend backend, size_t chun
   return ch;
 }
 
+std::unique_ptr<IoChannel> NvmeTier::open_device_channel(Backend& backend, int device_index, const std::string& engine,
+                                                          size_t chunk, size_t depth, const IoFaults& faults,
+                                                          std::shared_ptr<FaultCounters> counters) {
+  chunk = round_block(std::max<size_t>(chunk, kBlock));
+  depth = std::max<size_t>(depth, 1);
+  if (engine == "cufile") {
+    std::string why;
+    if (!cufile_available(&why)) throw IoUringRefused{"GPUDirect Storage unavailable: " + why};
+  } else if (engine != "threads") {
+    throw IoUringRefused{"unknown direct engine '" + engine + "' (cufile or threads)"};
+  }
+  auto ch = std::make_unique<IoChannel>(*this, nullptr, chunk, 0);
+  ch->device_backend_ = &backend;
+  ch->device_index_ = device_index;
+  Allocator& alloc = backend.allocator(device_index);
+  std::vector<iovec> iov;
+  for (size_t i = 0; i < depth; ++i) {
+    void* block = alloc.allocate(chunk + kBlock, MemoryCategory::CacheStaging);  // freed by the channel
+    ch->device_blocks_.push_back(block);
+    auto at = (reinterpret_cast<uintptr_t>(block) + kBlock - 1) / kBlock * kBlock;
+    ch->staging_.push_back(reinterpret_cast<void*>(at));
+    iov.push_back({ch->staging_.back(), chunk});
+  }
+  std::unique_ptr<IoEngine> eng = engine == "cufile" ? make_cufile_engine(fd_, iov, depth)
+                                                     : make_thread_engine(fd_, std::min<size_t>(depth, 2), depth);
+  if (!faults.faults.empty()) eng = make_faulty_engine(std::move(eng), faults, std::move(counters));
+  ch->engine_ = std::move(eng);
+  return ch;
+}
+
 IoChannel::IoChannel(NvmeTier& tier, std::unique_ptr<IoEngine> engine, size_t chunk, size_t)
     : tier_(tier), engine_(std::move(engine)), chunk_(chunk) {}
 
@@ -122,8 +152,17 @@ void IoChannel::pin_staging(Backend& backend) {
   pinned_for_ = &backend;
 }
 
+uint32_t IoChannel::checksum(const void* buf, size_t n) const {
+  return device_backend_ ? device_backend_->crc32c_of(buf, n, device_index_) : crc32c(buf, n);
+}
+
 IoChannel::~IoChannel() {
   engine_.reset();  // joins threads / closes the ring before the buffers go
+  if (device_backend_) {
+    Allocator& alloc = device_backend_->allocator(device_index_);
+    for (void* b : device_blocks_) alloc.deallocate(b, chunk_ + kBlock, MemoryCategory::CacheStaging);
+    return;
+  }
   for (void* p : staging_) {
     if (pinned_for_) pinned_for_->unregister_host_memory(p);
     ::munmap(p, chunk_);
@@ -177,8 +216,18 @@ IoStatus IoChannel::write(const void* src, uint64_t bytes, uint64_t offset,
       } else {
         std::memcpy(buf, s + next * chunk_, n);
       }
-      if (padded > n) std::memset(buf + n, 0, padded - n);
-      crcs[next] = crc32c(buf, n);
+      // The padding past n is never read back; on the host it is zeroed so stale memory stays
+      // out of the file (a device buffer's padding holds earlier chunks of the same stream).
+      if (padded > n && !device_backend_) std::memset(buf + n, 0, padded - n);
+      try {
+        crcs[next] = checksum(buf, n);
+      } catch (const std::exception& e) {
+        free_bufs.push_back(b);
+        st.ok = false;
+        st.what = std::string("checksum of the staging buffer: ") + e.what();
+        st.file_offset = offset + next * chunk_;
+        continue;
+      }
       want[size_t(b)] = padded;
       where[size_t(b)] = offset + next * chunk_;
       engine_->submit({IoKind::Write, where[size_t(b)], size_t(padded), buf, b, uint64_t(b)});
@@ -241,7 +290,15 @@ IoStatus IoChannel::read(void* dst, uint64_t bytes, uint64_t offset,
     }
     uint64_t n = std::min<uint64_t>(chunk_, bytes - k * chunk_);
     const auto* buf = static_cast<const unsigned char*>(staging_[b]);
-    uint32_t crc = crc32c(buf, n);
+    uint32_t crc = 0;
+    try {
+      crc = checksum(buf, n);
+    } catch (const std::exception& e) {
+      st.ok = false;
+      st.what = std::string("checksum of the staging buffer: ") + e.what();
+      st.file_offset = at;
+      continue;
+    }
     if (crc != crcs[k]) {
       st.ok = false;
       st.what = "checksum mismatch (CRC-32C " + std::to_string(crc) + ", stored " +

@@ -46,6 +46,8 @@ class IoChannel {
   IoStatus read(void* dst, uint64_t bytes, uint64_t offset, const std::vector<uint32_t>& crcs,
                 const ChunkCopy* copy = nullptr);
   const char* engine_name() const { return engine_->name(); }
+  // True when the staging buffers are device memory (the direct, GPUDirect Storage path).
+  bool on_device() const { return device_backend_ != nullptr; }
   void adopt_staging(std::vector<void*> staging);
   // Page-locks the staging buffers for `backend`'s transfers (a GPU's chunks go through them);
   // undone when the channel closes.
@@ -55,12 +57,21 @@ class IoChannel {
   std::vector<int> all_buffers() const;  // every staging buffer, as free
   // Waits for a completion and frees its staging buffer.
   IoCompletion reap(std::vector<int>& free_bufs, size_t& in_flight);
+  // CRC-32C of a staging buffer's first n bytes: on the host, or where a device buffer lives.
+  uint32_t checksum(const void* buf, size_t n) const;
+
+  friend class NvmeTier;
 
   NvmeTier& tier_;
   std::unique_ptr<IoEngine> engine_;
   size_t chunk_;
   std::vector<void*> staging_;
   Backend* pinned_for_ = nullptr;
+  // Direct path: staging_ are 4 KiB-aligned pointers into device_blocks_, memory of
+  // device_backend_'s device `device_index_`.
+  Backend* device_backend_ = nullptr;
+  int device_index_ = 0;
+  std::vector<void*> device_blocks_;
 };
 
 class NvmeTier {
@@ -76,6 +87,15 @@ class NvmeTier {
                                           const IoFaults& faults,
                                           std::shared_ptr<FaultCounters> counters,
                                           std::string* fallback_reason);
+  // The direct path for a GPU's tensors: staging buffers in `backend`'s device memory, moved to
+  // and from the file by `engine` without touching host memory: "cufile" (GPUDirect Storage;
+  // libcufile loaded at run time) or "threads" (pread/pwrite straight into device memory, for a
+  // device whose memory the host can address, such as the tests' stand-in GPU). Chunks are
+  // checksummed on the device (Backend::crc32c_of). Throws IoUringRefused with the reason where
+  // the engine cannot run.
+  std::unique_ptr<IoChannel> open_device_channel(Backend& backend, int device_index, const std::string& engine,
+                                                 size_t chunk, size_t depth, const IoFaults& faults,
+                                                 std::shared_ptr<FaultCounters> counters);
   ExtentAllocator& extents() { return extents_; }
   int fd() const { return fd_; }
   // "<dir>/<unlinked spill file>": for messages.

@@ -59,6 +59,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Event> record_compute(int device_index) override;
   std::unique_ptr<Event> copy_bytes_async(void* dst, const void* src, size_t bytes, int device_index,
                                           Event* after) override;
+  uint32_t crc32c_of(const void* ptr, size_t bytes, int device_index) override;  // cuda_crc32c.cu
 
   void copy(const Tensor& dst, const Tensor& src) override;
   void fill(const Tensor& dst, double value) override;

@@ -4,9 +4,12 @@
 #include <cuda_runtime_api.h>
 
 #include <mutex>
+#include <vector>
 
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/cuda_crc32c.h"
+#include "core/tensor/crc32c.h"
 
 namespace strata::gpu {
 
@@ -95,6 +98,31 @@ std::unique_ptr<Event> CudaBackend::copy_bytes_async(void* dst, const void* src,
   STRATA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream), "copying ", bytes,
                     " bytes between host and cuda:", ctx.index, " (tensor cache)");
   return std::make_unique<TransferEvent>(ctx.index, stream);
+}
+
+uint32_t CudaBackend::crc32c_of(const void* ptr, size_t bytes, int device_index) {
+  if (bytes == 0) return 0;
+  DeviceContext& ctx = context(device_index);
+  cudaStream_t stream = copy_stream(ctx);  // after the transfers that filled `ptr`
+  DeviceGuard guard(ctx.index);
+  const uint64_t segments = (uint64_t(bytes) + kCrcSegmentBytes - 1) / kCrcSegmentBytes;
+  void* scratch = nullptr;
+  STRATA_CUDA_CHECK(cudaMallocAsync(&scratch, segments * sizeof(uint32_t), stream), "CRC-32C scratch for ", bytes,
+                    " bytes on cuda:", ctx.index);
+  std::vector<uint32_t> crcs(segments);
+  cudaError_t e = cudaSuccess;
+  try {
+    launch_crc32c_segments(ptr, bytes, static_cast<uint32_t*>(scratch), stream);
+    e = cudaMemcpyAsync(crcs.data(), scratch, segments * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream);
+  } catch (...) {
+    (void)cudaFreeAsync(scratch, stream);
+    throw;
+  }
+  (void)cudaFreeAsync(scratch, stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess)
+    throw_cuda_error(e, "cudaMemcpyAsync", detail::concat("CRC-32C of ", bytes, " bytes on cuda:", ctx.index));
+  return crc32c_from_segments(crcs.data(), kCrcSegmentBytes, bytes);
 }
 
 }  // namespace strata::gpu

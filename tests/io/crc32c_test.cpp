@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <string>
@@ -62,6 +63,35 @@ TEST(Crc32c, MatchesTheBitwiseDefinitionAtEveryLengthAndAlignment) {
     for (size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 4096}) {
       EXPECT_EQ(crc32c(buf.data() + start, n), crc32c_bitwise(buf.data() + start, n))
           << "start " << start << " n " << n;
+    }
+  }
+}
+
+// crc(A || B) from crc(A), crc(B) and |B|: every split of an odd-length buffer, including empty
+// halves, and a length past 2^16 so several powers of x are combined.
+TEST(Crc32c, CombineEqualsTheCrcOfTheConcatenation) {
+  std::vector<unsigned char> buf(70001);
+  uint32_t x = 777;
+  for (auto& b : buf) b = static_cast<unsigned char>((x = x * 1664525u + 1013904223u) >> 24);
+  const uint32_t whole = crc32c(buf.data(), buf.size());
+  for (size_t split : {size_t(0), size_t(1), size_t(4095), size_t(4096), size_t(65536), size_t(69999), buf.size()}) {
+    const uint32_t a = crc32c(buf.data(), split), b = crc32c(buf.data() + split, buf.size() - split);
+    EXPECT_EQ(strata::crc32c_combine(a, b, buf.size() - split), whole) << "split " << split;
+  }
+}
+
+// How a GPU checksums a chunk: CRCs of fixed-size segments computed independently, folded on the
+// host. Exact for whole and ragged last segments.
+TEST(Crc32c, FromSegmentsEqualsTheWholeCrc) {
+  std::vector<unsigned char> buf(3 * 4096 + 777);
+  uint32_t x = 99;
+  for (auto& b : buf) b = static_cast<unsigned char>((x = x * 1664525u + 1013904223u) >> 24);
+  for (size_t total : {size_t(1), size_t(4096), size_t(8192), size_t(8193), buf.size()}) {
+    for (size_t seg : {size_t(512), size_t(4096)}) {
+      std::vector<uint32_t> crcs;
+      for (size_t at = 0; at < total; at += seg) crcs.push_back(crc32c(buf.data() + at, std::min(seg, total - at)));
+      EXPECT_EQ(strata::crc32c_from_segments(crcs.data(), seg, total), crc32c(buf.data(), total))
+          << "total " << total << " segment " << seg;
     }
   }
 }

@@ -2,7 +2,8 @@
 // whose copies run asynchronously on a stream thread with real events. Asserts that the host pool
 // and staging buffers are page-locked once, that stores wait for the compute mark taken when the
 // tensor was saved, that loads land in device memory from the device's allocator, and that the
-// bytes survive the round trip through the host and NVMe tiers.
+// bytes survive the round trip through the host and NVMe tiers, staged through host buffers or
+// on the direct (GPUDirect Storage-shaped) path with device staging buffers and device checksums.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "memory/tiers/io_engine.h"
 #include "support/spill_room.h"
 #include "strata/strata.h"
 
@@ -100,6 +102,11 @@ class StandInGpu final : public Backend {
     return std::make_unique<FlagEvent>(done);
   }
 
+  uint32_t crc32c_of(const void* ptr, size_t bytes, int device_index) override {
+    ++checksums;
+    return Backend::crc32c_of(ptr, bytes, device_index);  // the stand-in's memory is the host's
+  }
+
   void copy(const Tensor&, const Tensor&) override STAND_IN_UNUSED()
   void fill(const Tensor&, double) override STAND_IN_UNUSED()
   void elementwise(EwOp, const Tensor&, std::span<const Tensor>, const EwParams&) override STAND_IN_UNUSED()
@@ -123,7 +130,7 @@ class StandInGpu final : public Backend {
   void random_normal(const Tensor&, RngState, double, double) override STAND_IN_UNUSED()
 
   StandInAllocator alloc;
-  std::atomic<int> registered{0}, unregistered{0}, compute_marks{0}, copies{0}, copies_after_mark{0};
+  std::atomic<int> registered{0}, unregistered{0}, compute_marks{0}, copies{0}, copies_after_mark{0}, checksums{0};
   std::atomic<size_t> registered_bytes{0}, copy_bytes{0};
 
  private:
@@ -220,9 +227,11 @@ TEST_F(StandInGpuTest, NvmeTierStagesDeviceChunksThroughPinnedBuffers) {
   o.nvme_arena_bytes = 4 << 20;
   o.io_chunk_bytes = 64 << 10;
   o.io_queue_depth = 3;
+  o.device_io = DeviceIo::Staged;
   {
     auto cache = TensorCache::create(o, parse_cache_policy("rules:b*=nvme", 0));
     EXPECT_EQ(gpu_->registered.load(), 6) << "both channels' staging buffers are page-locked at creation";
+    EXPECT_EQ(cache->end_step().device_io.rfind("staged (", 0), 0u);
     cache->begin_step();
     const int64_t n = 100000;  // 400000 bytes: 7 chunks of 64 KiB
     autograd::Packed p = cache->pack(device_tensor(n), info("b0"));
@@ -237,8 +246,81 @@ TEST_F(StandInGpuTest, NvmeTierStagesDeviceChunksThroughPinnedBuffers) {
     EXPECT_EQ(s.nvme.bytes_written, size_t(n) * 4);
     EXPECT_EQ(s.nvme.bytes_read, size_t(n) * 4);
     EXPECT_EQ(s.fallbacks, 0u);
+    EXPECT_EQ(gpu_->checksums.load(), 0) << "staged chunks are checksummed on the host";
   }
   EXPECT_EQ(gpu_->unregistered.load(), 6);
+  std::filesystem::remove_all(dir);
+}
+
+// The direct path: device staging buffers (from the device's allocator, freed with the cache)
+// written to and read from the file without host staging; each chunk copied within the device
+// and checksummed where it lives. The stand-in's memory is host memory, so pread/pwrite play
+// cuFile's part.
+TEST_F(StandInGpuTest, DirectPathMovesDeviceChunksThroughDeviceStagingBuffers) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  auto dir = std::filesystem::temp_directory_path() / ("strata_gpu_direct_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  TensorCacheOptions o;
+  o.device = cuda(0);
+  o.min_bytes = 0;
+  o.spill_dir = dir.string();
+  o.nvme_arena_bytes = 4 << 20;
+  o.io_chunk_bytes = 64 << 10;
+  o.io_queue_depth = 3;
+  o.device_io = DeviceIo::Direct;
+  o.direct_engine = "threads";
+  const int64_t staging_before = gpu_->alloc.stats().snapshot().current_of(MemoryCategory::CacheStaging);
+  {
+    auto cache = TensorCache::create(o, parse_cache_policy("rules:b*=nvme", 0));
+    EXPECT_EQ(gpu_->registered.load(), 0) << "no host staging buffer carries device chunks";
+    EXPECT_EQ(gpu_->alloc.stats().snapshot().current_of(MemoryCategory::CacheStaging) - staging_before,
+              int64_t(6) * ((64 << 10) + 4096))
+        << "three device staging buffers per direction, allocated once at creation";
+    cache->begin_step();
+    const int64_t n = 100000;  // 400000 bytes: 7 chunks of 64 KiB
+    autograd::Packed p = cache->pack(device_tensor(n), info("b0"));
+    ASSERT_FALSE(p.tensor.defined());
+    cache->wait_for_stores();
+    Tensor back = cache->unpack(p, info("b0"));
+    expect_same_values(back, n);
+    EXPECT_EQ(gpu_->copies.load(), 14) << "one device-to-device copy per chunk each way";
+    EXPECT_EQ(gpu_->checksums.load(), 14) << "every chunk checksummed on the device, written and read";
+    back = Tensor();
+    p = {};
+    CacheStats s = cache->end_step();
+    EXPECT_EQ(s.device_io, "direct (threads)");
+    EXPECT_EQ(s.nvme.bytes_written, size_t(n) * 4);
+    EXPECT_EQ(s.nvme.bytes_read, size_t(n) * 4);
+    EXPECT_EQ(s.fallbacks, 0u);
+  }
+  EXPECT_EQ(gpu_->alloc.stats().snapshot().current_of(MemoryCategory::CacheStaging), staging_before)
+      << "the device staging buffers go with the cache";
+  std::filesystem::remove_all(dir);
+}
+
+// GPUDirect Storage cannot run here (no nvidia-fs, no GPU): Auto stages through the host and
+// says so; Direct refuses to create the cache, naming the cause.
+TEST_F(StandInGpuTest, DirectPathWhereGdsCannotRunIsStagedUnderAutoAndAnErrorUnderDirect) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  std::string why;
+  if (cufile_available(&why)) GTEST_SKIP() << "GPUDirect Storage works on this machine: needs a GPU session";
+  auto dir = std::filesystem::temp_directory_path() / ("strata_gpu_gds_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  TensorCacheOptions o;
+  o.device = cuda(0);
+  o.spill_dir = dir.string();
+  o.nvme_arena_bytes = 1 << 20;
+  {
+    auto cache = TensorCache::create(o, parse_cache_policy("nvme", 0));
+    EXPECT_EQ(cache->end_step().device_io.rfind("staged (", 0), 0u);
+  }
+  o.device_io = DeviceIo::Direct;
+  try {
+    TensorCache::create(o, parse_cache_policy("nvme", 0));
+    ADD_FAILURE() << "DeviceIo::Direct without GPUDirect Storage must fail";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("GPUDirect Storage unavailable"), std::string::npos) << e.what();
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -94,13 +94,17 @@ class Backend {
   // An event recorded now on `device`'s compute stream, for a transfer to wait for; null when
   // the device computes synchronously (CPU: everything issued has finished).
   virtual std::unique_ptr<Event> record_compute(int device_index) { return nullptr; }
-  // Copies `bytes` from `src` to `dst` (one of them host memory, the other this device's) on a
+  // Copies `bytes` from `src` to `dst` (host and device memory either way, or both this device's) on a
   // copy stream of the backend's own, once `after` (may be null) has completed, overlapping the
   // compute stream. Returns the event that completes with the copy; neither range may be reused
   // before then. Null when the copy is already done (the default: a memcpy on the caller's
   // thread, which is what the CPU does).
   virtual std::unique_ptr<Event> copy_bytes_async(void* dst, const void* src, size_t bytes,
                                                   int device_index, Event* after);
+  // The CRC-32C (crc32c() of core) of `bytes` at `ptr` in `device`'s memory, computed where the
+  // data lives: the tensor cache checksums chunks that go from a GPU straight to NVMe
+  // (GPUDirect Storage). Waits for the device's copy work. The default reads host memory.
+  virtual uint32_t crc32c_of(const void* ptr, size_t bytes, int device_index);
 
   // dst = src, any strides; dtypes may differ (converted); both on this backend's device,
   // or one of them on the CPU (host <-> device copy).

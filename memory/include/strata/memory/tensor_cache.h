@@ -23,6 +23,11 @@
 namespace strata::memory {
 
 enum class IoBackend : uint8_t { Auto, Uring, Threads };
+// How a GPU's tensors reach the NVMe tier: Staged (copied through page-locked host staging
+// buffers, then io_uring), Direct (GPUDirect Storage: device staging buffers to the file and back,
+// checksummed on the device; creating the cache fails where it cannot run), or Auto (Direct where
+// it runs, else Staged; CacheStats::device_io says which).
+enum class DeviceIo : uint8_t { Auto, Staged, Direct };
 
 struct TensorCacheOptions {
   // The device whose activations the cache moves besides the CPU's (a GPU: its stores and loads
@@ -40,6 +45,10 @@ struct TensorCacheOptions {
   IoBackend io_backend = IoBackend::Auto;
   size_t io_chunk_bytes = size_t(4) << 20;  // one I/O request (and one staging buffer)
   size_t io_queue_depth = 4;                // requests in flight per direction
+  DeviceIo device_io = DeviceIo::Auto;
+  // The direct path's engine: "cufile", or "threads" (pread/pwrite straight into device memory:
+  // only for a device the host can address, such as the tests' stand-in GPU).
+  std::string direct_engine = "cufile";
   // Blocks ahead (in backward order) whose tensors are loaded when backward enters a block.
   size_t prefetch_blocks = 1;
   // Waits for every store at the start of backward (tests: deterministic counters).
@@ -79,6 +88,8 @@ struct CacheStats {
   uint64_t nvme_arena_used = 0;
   std::vector<std::string> warnings;  // each cause once
   std::string io_backend;             // "io_uring", "threads", or "" (no NVMe tier)
+  // A GPU's path to NVMe: "direct (cufile)", "staged (io_uring)", ...; "" without a GPU or tier.
+  std::string device_io;
 };
 
 class TensorCache final : public autograd::SavePolicy,
