@@ -2,6 +2,7 @@
 // bandwidth and latency by request size, GEMM rates, streaming bandwidth) and writes a hardware
 // profile whose every figure names the measurement that produced it.
 #include <fcntl.h>
+#include <omp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/tensor/crc32c.h"  // the checksum the NVMe tier computes (exported by libstrata)
 #include "strata/core/error.h"
 #include "strata/memory/planner/hardware.h"
 #include "strata/strata.h"
@@ -64,6 +66,23 @@ double memcpy_rate(size_t bytes, int reps) {
       }
     }
   });
+  return double(bytes) / t;
+}
+
+// One thread copying into a 4 MiB staging buffer and checksumming it (CRC-32C): the CPU work the
+// tensor cache's I/O threads do per offloaded byte (memory/tiers/nvme_tier.cpp).
+double staging_rate(size_t bytes, int reps) {
+  const size_t chunk = size_t(4) << 20;
+  std::vector<char> src(bytes, 3), staging(chunk);
+  uint32_t sink = 0;
+  double t = best_of(reps, [&] {
+    for (size_t at = 0; at < bytes; at += chunk) {
+      const size_t n = std::min(chunk, bytes - at);
+      std::memcpy(staging.data(), src.data() + at, n);
+      sink ^= crc32c(staging.data(), n);
+    }
+  });
+  if (sink == 0x12345678) std::fprintf(stderr, " ");  // keeps the checksums from being optimised away
   return double(bytes) / t;
 }
 
@@ -145,6 +164,19 @@ int main(int argc, char** argv) {
     double mc = memcpy_rate(memcpy_mib << 20, reps);
     h.host_memcpy_bytes_per_second = {mc, "strata_calibrate: memcpy of " + std::to_string(memcpy_mib) +
                                               " MiB split over the OpenMP threads, best of " + std::to_string(reps) + when};
+    std::fprintf(stderr, "calibrate: staging copy + CRC-32C on one thread ...\n");
+    const double io = staging_rate(memcpy_mib << 20, reps);
+    h.io_cpu_bytes_per_second = {io, "strata_calibrate: one thread copying " + std::to_string(memcpy_mib) +
+                                         " MiB through a 4 MiB staging buffer with CRC-32C, best of " +
+                                         std::to_string(reps) + when};
+    {
+      const int threads = omp_get_max_threads(), cores = int(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+      const double steal = std::clamp(double(threads + 1 - cores), 0.0, 1.0);
+      h.io_compute_steal = {std::max(steal, 1e-9),
+                            "strata_calibrate: " + std::to_string(threads) + " OpenMP threads on " + std::to_string(cores) +
+                                " cores; assumption: an I/O thread's CPU time is lost to compute when compute occupies "
+                                "every core (a preempted thread holds up its op's barrier), else nothing" + when};
+    }
     std::fprintf(stderr, "calibrate: sgemm ...\n");
     double g1 = gemm_rate(1024, 1024, 1024, false, reps), g2 = gemm_rate(4096, 768, 768, false, reps);
     h.matmul_flops_fp32 = {std::max(g1, g2), "strata_calibrate: ops::matmul f32, best of 1024^3 (" +
@@ -183,6 +215,7 @@ int main(int argc, char** argv) {
     d.read_latency_seconds = {d.reads.front().latency_seconds, io_src + ", 4 KiB requests"};
     h.drives.push_back(d);
     save_hardware_profile(h, out);
+    std::printf("staging copy + CRC-32C %.2f GB/s (compute loses %.0f%%), ", io / 1e9, 100.0 * h.io_compute_steal.value);
     std::printf("memcpy %.1f GB/s, sgemm %.0f GFLOP/s, bf16 %.0f GFLOP/s, stream %.1f GB/s, O_DIRECT write %.2f / read %.2f GB/s\n",
                 mc / 1e9, h.matmul_flops_fp32.value / 1e9, h.matmul_flops_bf16.value / 1e9, st / 1e9,
                 d.write_bytes_per_second.value / 1e9, d.read_bytes_per_second.value / 1e9);

@@ -2,8 +2,9 @@
 // prints each policy's predicted step time and peaks, the chosen plan per block or per tensor,
 // and draws every policy's activation memory over the step as an SVG.
 //
-//   strata-plan --model gpt2-xl --batch 8 --seq 1024 --hardware tools/hardware/h100-sxm-pcie5-1xgen4.textproto \
+//   strata-plan --model gpt2-xl --batch 8 --seq 1024 --hardware tools/hardware/h100-sxm-pcie5-1xgen4.textproto
 //               --budget 50% --svg gpt2xl.svg --save-plan gpt2xl.plan
+//   strata-plan --model gpt2-xl ... --budget 50%,25% --markdown    (the README's relative-throughput rows)
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/memory/planner/cost_model.h"
 #include "strata/memory/planner/planner.h"
 #include "strata/memory/planner/tracer.h"
 #include "strata/models/bert.h"
@@ -152,19 +154,55 @@ void write_svg(const std::string& path, const std::vector<const PolicyResult*>& 
   f << "</svg>\n";
 }
 
+// What-if: tensors made by ops of these classes (op_class: "layer_norm", "matmul", ...) counted as
+// op-level recomputable from their producer's inputs at the producer's time. The cache can only
+// run op-level recompute where the op offers it (Node::can_recompute), so such plans are for
+// deciding which ops should, never for --save-plan.
+size_t assume_recomputable(StepTrace& trace, const std::vector<std::string>& classes) {
+  size_t n = 0;
+  for (TraceTensor& x : trace.tensors) {
+    if (x.op_recomputable || x.block_input || x.first_backward_use < 0) continue;
+    const TraceOp& producer = trace.ops[size_t(x.producer)];
+    if (std::find(classes.begin(), classes.end(), op_class(producer.kind)) == classes.end()) continue;
+    x.op_recomputable = true;
+    x.recompute_seconds = producer.seconds;
+    ++n;
+  }
+  return n;
+}
+
+// Where a plan's time goes beyond keep-all, and how busy the copy channel was.
+void print_breakdown(const PolicyResult& p, const SimResult& keep) {
+  const SimResult& s = p.predicted;
+  std::printf("%s: step %.4g s = keep-all %.4g s + segments re-run %.4g s + op-level recompute %.4g s + stalls %.4g s\n",
+              p.name.c_str(), s.step_seconds, keep.step_seconds, s.segment_recompute_seconds,
+              s.recompute_seconds - s.segment_recompute_seconds, s.stall_seconds);
+  if (s.store_busy_seconds > 0)
+    std::printf("  forward %.4g s; stores busy %.4g s (%.0f%% of forward), %s GB stored by forward's end; loads busy %.4g s\n",
+                s.forward_seconds, s.store_busy_seconds, 100.0 * s.store_busy_seconds / std::max(s.forward_seconds, 1e-12),
+                gb(s.stored_by_forward_end).c_str(), s.load_busy_seconds);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"strata-plan: the tensor cache's plan for a memory budget, beside the baseline policies"};
   std::string model = "gpt2", hardware, budget_text = "50%", trace_in, trace_out, svg, plan_out;
   int64_t batch = 8, seq = 1024, image = 224;
-  bool step_budget = false, tensors = false, bf16 = false;
+  bool step_budget = false, tensors = false, bf16 = false, markdown = false;
+  std::vector<std::string> what_if;
   app.add_option("--model", model, "gpt2 / gpt2-medium / gpt2-large / gpt2-xl, bert-base / bert-large, resnet18 ... resnet152[-cifar]");
   app.add_option("--batch", batch, "batch size");
   app.add_option("--seq", seq, "sequence length (GPT, BERT)");
   app.add_option("--image", image, "image side (ResNet)");
   app.add_option("--hardware", hardware, "hardware profile (tools/hardware/*.textproto)")->required();
-  app.add_option("--budget", budget_text, "bytes (e.g. 20G) or a percentage of the keep-all peak (e.g. 50%)");
+  app.add_option("--budget", budget_text,
+                 "bytes (e.g. 20G) or a percentage of the keep-all peak (e.g. 50%); several, comma-separated, plan each");
+  app.add_flag("--markdown", markdown, "end with one markdown row per budget: each policy's throughput relative to keep-all");
+  app.add_option("--what-if-recomputable", what_if,
+                 "what-if: outputs of these op classes (layer_norm, matmul, ...) count as op-level recomputable "
+                 "(the cache cannot run such plans until the ops offer it)")
+      ->delimiter(',');
   app.add_flag("--step-budget", step_budget, "bound the step peak (resident state + activations + workspace), not activations only");
   app.add_option("--trace", trace_in, "plan a recorded trace (binary or .textproto) instead of a shape-only run");
   app.add_option("--save-trace", trace_out, "write the trace");
@@ -179,59 +217,96 @@ int main(int argc, char** argv) {
     StepTrace trace = trace_in.empty() ? meta_trace(model, batch, seq, image, hw, bf16) : load_trace(trace_in);
     const double trace_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!trace_out.empty()) save_trace(trace, trace_out);
+    if (!what_if.empty()) {
+      STRATA_CHECK(plan_out.empty(), ValueError, "strata-plan: --save-plan with --what-if-recomputable: the cache cannot run that plan");
+      const size_t n = assume_recomputable(trace, what_if);
+      std::printf("WHAT-IF: %zu saved tensors made by ", n);
+      for (const auto& c : what_if) std::printf("%s ", c.c_str());
+      std::printf("counted as op-level recomputable (the cache cannot run this plan)\n");
+    }
     PlannerOptions opt;
     opt.activations_only = !step_budget;
     const SimResult keep = simulate(trace, SimPlan::keep_all(trace), hw);
     const uint64_t keep_peak = budgeted_peak(keep, opt, hw);
-    uint64_t budget = 0;
-    if (!budget_text.empty() && budget_text.back() == '%')
-      budget = uint64_t(double(keep_peak) * std::stod(budget_text.substr(0, budget_text.size() - 1)) / 100.0);
-    else
-      budget = parse_bytes(budget_text);
     std::printf("strata-plan: %s on %s (%s), %zu ops, %zu saved tensors, %zu blocks, traced in %.1f s\n",
                 trace.model.c_str(), hw.name.c_str(), trace.source.c_str(), trace.ops.size(), trace.tensors.size(),
                 trace.blocks.size(), trace_s);
-    std::printf("keep-all: step %.4g s, activation peak %s GB, step peak %s GB; budget (%s) %s GB = %s of keep-all\n",
-                keep.step_seconds, gb(keep.activation_peak).c_str(), gb(keep.step_peak).c_str(),
-                opt.activations_only ? "activations" : "step peak", gb(budget).c_str(), budget_text.c_str());
-    PlannerResult r = plan_step(trace, hw, budget, opt);
-    std::printf("\n%-14s %-5s %10s %9s %10s %10s %9s %10s %9s %9s  %s\n", "policy", "fits", "step (s)", "vs ideal",
-                "act (GB)", "step (GB)", "stall (s)", "recomp (s)", "host GB", "nvme GB", "blocks");
-    std::vector<const PolicyResult*> all{&r.plan};
-    for (const auto& b : r.baselines) all.push_back(&b);
-    for (const PolicyResult* p : all) {
-      const SimResult& s = p->predicted;
-      std::printf("%-14s %-5s %10.4g %8.1f%% %10s %10s %9.3g %10.3g %9s %9s  %s\n", p->name.c_str(), p->fits ? "yes" : "no",
-                  s.step_seconds, 100.0 * keep.step_seconds / s.step_seconds, gb(s.activation_peak).c_str(),
-                  gb(s.step_peak).c_str(), s.stall_seconds, s.recompute_seconds, gb(s.host_bytes_written).c_str(),
-                  gb(s.nvme_bytes_written).c_str(), p->block_summary.c_str());
+    std::vector<std::string> budgets;
+    for (size_t a = 0; a <= budget_text.size();) {
+      size_t comma = budget_text.find(',', a);
+      if (comma == std::string::npos) comma = budget_text.size();
+      if (comma > a) budgets.push_back(budget_text.substr(a, comma - a));
+      a = comma + 1;
     }
-    std::printf("\n%s\nplanner time: %.3f s (DP, repair, local search, baselines)\n", r.explanation.c_str(), r.solve_seconds);
-    if (tensors) {
-      std::printf("\n%-48s %12s  %s\n", "saved tensor", "bytes", "action");
-      for (size_t k = 0; k < trace.tensors.size(); ++k) {
-        const TraceTensor& x = trace.tensors[k];
-        const bool seg = x.block >= 0 && r.plan.plan.segments[size_t(x.block)];
-        std::string a = seg ? (x.block_input ? "keep (segment input)" : "recompute (segment)")
-                            : cache_action_name(r.plan.plan.tensors[k]);
-        std::printf("%-48s %12llu  %s\n", x.key.c_str(), (unsigned long long)x.bytes, a.c_str());
+    STRATA_CHECK(!budgets.empty(), ValueError, "strata-plan: no --budget");
+    STRATA_CHECK(budgets.size() == 1 || (plan_out.empty() && svg.empty()), ValueError,
+                 "strata-plan: --save-plan and --svg take one --budget");
+    std::vector<std::string> rows;
+    int rc = 0;
+    for (const std::string& btext : budgets) {
+      uint64_t budget = 0;
+      if (btext.back() == '%')
+        budget = uint64_t(double(keep_peak) * std::stod(btext.substr(0, btext.size() - 1)) / 100.0);
+      else
+        budget = parse_bytes(btext);
+      std::printf("\nkeep-all: step %.4g s, activation peak %s GB, step peak %s GB; budget (%s) %s GB = %s of keep-all\n",
+                  keep.step_seconds, gb(keep.activation_peak).c_str(), gb(keep.step_peak).c_str(),
+                  opt.activations_only ? "activations" : "step peak", gb(budget).c_str(), btext.c_str());
+      PlannerResult r = plan_step(trace, hw, budget, opt);
+      std::printf("\n%-14s %-5s %10s %9s %10s %10s %9s %10s %9s %9s  %s\n", "policy", "fits", "step (s)", "vs ideal",
+                  "act (GB)", "step (GB)", "stall (s)", "recomp (s)", "host GB", "nvme GB", "blocks");
+      std::vector<const PolicyResult*> all{&r.plan};
+      for (const auto& b : r.baselines) all.push_back(&b);
+      for (const PolicyResult* p : all) {
+        const SimResult& s = p->predicted;
+        std::printf("%-14s %-5s %10.4g %8.1f%% %10s %10s %9.3g %10.3g %9s %9s  %s\n", p->name.c_str(), p->fits ? "yes" : "no",
+                    s.step_seconds, 100.0 * keep.step_seconds / s.step_seconds, gb(s.activation_peak).c_str(),
+                    gb(s.step_peak).c_str(), s.stall_seconds, s.recompute_seconds, gb(s.host_bytes_written).c_str(),
+                    gb(s.nvme_bytes_written).c_str(), p->block_summary.c_str());
+      }
+      std::printf("\n%s\nplanner time: %.3f s (DP, repair, local search, baselines)\n", r.explanation.c_str(), r.solve_seconds);
+      print_breakdown(r.plan, keep);
+      {
+        std::string row = "| " + trace.model + " | " + btext + " |";
+        for (const PolicyResult* p : all) {
+          char cell[32];
+          std::snprintf(cell, sizeof cell, " %.1f%% |", 100.0 * keep.step_seconds / p->predicted.step_seconds);
+          row += p->fits ? std::string(cell) : std::string(" over |");
+        }
+        rows.push_back(row);
+      }
+      if (!r.plan.fits) rc = 2;
+      if (tensors) {
+        std::printf("\n%-48s %12s  %s\n", "saved tensor", "bytes", "action");
+        for (size_t k = 0; k < trace.tensors.size(); ++k) {
+          const TraceTensor& x = trace.tensors[k];
+          const bool seg = x.block >= 0 && r.plan.plan.segments[size_t(x.block)];
+          std::string a = seg ? (x.block_input ? "keep (segment input)" : "recompute (segment)")
+                              : cache_action_name(r.plan.plan.tensors[k]);
+          std::printf("%-48s %12llu  %s\n", x.key.c_str(), (unsigned long long)x.bytes, a.c_str());
+        }
+      }
+      if (!svg.empty()) {
+        write_svg(svg, all, budget, trace.model + " on " + hw.name + ": saved activations over one step");
+        std::printf("wrote %s\n", svg.c_str());
+      }
+      if (!plan_out.empty()) {
+        Plan plan = cache_plan_for(trace, r.plan.plan);
+        plan.budget_bytes = budget;
+        plan.predicted_activation_peak = r.plan.predicted.activation_peak;
+        plan.predicted_step_peak = r.plan.predicted.step_peak;
+        plan.solver = "strata-plan";
+        plan.note = r.explanation;
+        save_plan(plan, plan_out);
+        std::printf("wrote %s\n", plan_out.c_str());
       }
     }
-    if (!svg.empty()) {
-      write_svg(svg, all, budget, trace.model + " on " + hw.name + ": saved activations over one step");
-      std::printf("wrote %s\n", svg.c_str());
+    if (markdown) {
+      std::printf("\n| model | budget | strata | keep-all | recompute-all | selective | rockmate | ssdtrain | swap |\n"
+                  "|---|---|---|---|---|---|---|---|---|\n");
+      for (const auto& row : rows) std::printf("%s\n", row.c_str());
     }
-    if (!plan_out.empty()) {
-      Plan plan = cache_plan_for(trace, r.plan.plan);
-      plan.budget_bytes = budget;
-      plan.predicted_activation_peak = r.plan.predicted.activation_peak;
-      plan.predicted_step_peak = r.plan.predicted.step_peak;
-      plan.solver = "strata-plan";
-      plan.note = r.explanation;
-      save_plan(plan, plan_out);
-      std::printf("wrote %s\n", plan_out.c_str());
-    }
-    return r.plan.fits ? 0 : 2;
+    return rc;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata-plan: %s\n", e.what());
     return 1;

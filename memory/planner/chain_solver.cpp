@@ -19,9 +19,33 @@ uint64_t pick_unit(const ChainProblem& p) {
 
 uint64_t units(uint64_t bytes, uint64_t unit) { return (bytes + unit - 1) / unit; }
 
-void check(const ChainProblem& p) {
+int groups_of(const ChainProblem& p) {
+  int g = 0;
   for (const auto& b : p.blocks)
+    for (const auto& o : b.options) g = std::max(g, o.prefix_group);
+  return g;
+}
+
+void check(const ChainProblem& p) {
+  for (const auto& b : p.blocks) {
     STRATA_CHECK(!b.options.empty(), ValueError, "solve_chain: block '", b.path, "' has no options");
+    STRATA_CHECK(b.options.size() < 255, ValueError, "solve_chain: block '", b.path, "' has ", b.options.size(),
+                 " options, at most 254");
+    for (const auto& o : b.options)
+      STRATA_CHECK(o.prefix_group >= 0 && o.prefix_group < 255, ValueError, "solve_chain: option '", o.name,
+                   "' of block '", b.path, "' has prefix group ", o.prefix_group, " (0..254)");
+  }
+}
+
+// Whether every block choosing a group-g option comes after blocks that all chose group g.
+bool prefixes_hold(const ChainProblem& p, const std::vector<int>& choice) {
+  int open = -1;  // the group of the prefix so far (-1: no block yet), 0 once it has ended
+  for (size_t j = 0; j < p.blocks.size(); ++j) {
+    const int g = p.blocks[j].options[size_t(choice[j])].prefix_group;
+    if (g != 0 && open != -1 && open != g) return false;
+    open = g;
+  }
+  return true;
 }
 
 // The peak of one assignment, with held bytes rounded up to units.
@@ -46,42 +70,51 @@ ChainSolution solve_chain(const ChainProblem& p) {
   const uint64_t room = (p.budget_bytes - p.base_bytes) / unit;  // units the held prefix may reach
   const size_t width = size_t(room) + 1;
   const size_t L = p.blocks.size();
-  // best[m]: least extra time over blocks 0..j-1 whose held prefix is m units.
-  std::vector<double> best(width, kInf), next(width);
-  best[0] = 0;
-  STRATA_CHECK(std::all_of(p.blocks.begin(), p.blocks.end(), [](const ChainBlock& b) { return b.options.size() < 255; }),
-               ValueError, "solve_chain: at most 254 options per block");
-  // arg[j][m]: the option of block j that reached prefix m (the previous prefix follows from it).
-  std::vector<std::vector<uint8_t>> arg(L, std::vector<uint8_t>(width, 255));
+  const size_t S = size_t(groups_of(p)) + 1;  // state 0: free; g > 0: every block so far chose group g
+  // best[s * width + m]: least extra time over blocks 0..j-1 in state s whose held prefix is m units.
+  // Before block 0 every state is open (an empty prefix belongs to every group).
+  std::vector<double> best(S * width, kInf), next(S * width);
+  for (size_t s = 0; s < S; ++s) best[s * width] = 0;
+  // arg[j][s * width + m]: the option of block j that reached (s, m); from[j][...]: the state before.
+  std::vector<std::vector<uint8_t>> arg(L, std::vector<uint8_t>(S * width, 255)), from(L, std::vector<uint8_t>(S * width, 0));
   for (size_t j = 0; j < L; ++j) {
     std::fill(next.begin(), next.end(), kInf);
     const auto& opts = p.blocks[j].options;
-    for (size_t m = 0; m < width; ++m) {
-      if (best[m] == kInf) continue;
-      for (size_t k = 0; k < opts.size(); ++k) {
-        const BlockOption& o = opts[k];
-        if (p.base_bytes + uint64_t(m) * unit + o.peak_bytes > p.budget_bytes) continue;
-        const uint64_t m2 = m + units(o.held_bytes, unit);
-        if (m2 > room) continue;
-        const double v = best[m] + o.extra_seconds;
-        if (v < next[m2]) {
-          next[m2] = v;
-          arg[j][m2] = uint8_t(k);
+    for (size_t s = 0; s < S; ++s) {
+      for (size_t m = 0; m < width; ++m) {
+        const double here = best[s * width + m];
+        if (here == kInf) continue;
+        for (size_t k = 0; k < opts.size(); ++k) {
+          const BlockOption& o = opts[k];
+          const size_t g = size_t(o.prefix_group);
+          if (g != 0 && g != s) continue;
+          if (p.base_bytes + uint64_t(m) * unit + o.peak_bytes > p.budget_bytes) continue;
+          const uint64_t m2 = m + units(o.held_bytes, unit);
+          if (m2 > room) continue;
+          const double v = here + o.extra_seconds;
+          const size_t at = g * width + size_t(m2);
+          if (v < next[at]) {
+            next[at] = v;
+            arg[j][at] = uint8_t(k);
+            from[j][at] = uint8_t(s);
+          }
         }
       }
     }
     best.swap(next);
   }
-  size_t end = width;
-  for (size_t m = 0; m < width; ++m)
-    if (best[m] < kInf && (end == width || best[m] < best[end])) end = m;
-  if (end == width) return sol;
+  size_t end = best.size();
+  for (size_t at = 0; at < best.size(); ++at)
+    if (best[at] < kInf && (end == best.size() || best[at] < best[end])) end = at;
+  if (end == best.size()) return sol;
   sol.feasible = true;
   sol.extra_seconds = best[end];
   sol.choice.assign(L, 0);
-  size_t m = end;
+  size_t s = end / width, m = end % width;
   for (size_t j = L; j-- > 0;) {
-    sol.choice[j] = arg[j][m];
+    const size_t at = s * width + m;
+    sol.choice[j] = arg[j][at];
+    s = from[j][at];
     m -= units(p.blocks[j].options[size_t(sol.choice[j])].held_bytes, unit);
   }
   sol.predicted_peak = peak_of(p, sol.choice, unit);
@@ -97,7 +130,7 @@ ChainSolution brute_force_chain(const ChainProblem& p) {
   double best = kInf;
   for (;;) {
     uint64_t peak = peak_of(p, c, sol.unit_bytes);
-    if (peak <= p.budget_bytes) {
+    if (peak <= p.budget_bytes && prefixes_hold(p, c)) {
       double t = 0;
       for (size_t j = 0; j < L; ++j) t += p.blocks[j].options[size_t(c[j])].extra_seconds;
       if (t < best) {

@@ -29,7 +29,7 @@ class ErrorCollector final : public google::protobuf::io::ErrorCollector {
   X(device_memory_bytes) X(host_memory_bytes) X(matmul_flops_fp32) X(matmul_flops_bf16)               \
   X(vector_flops_fp32) X(device_memory_bytes_per_second) X(host_to_device_bytes_per_second)           \
   X(device_to_host_bytes_per_second) X(link_latency_seconds) X(host_memcpy_bytes_per_second)          \
-  X(kernel_launch_seconds)
+  X(kernel_launch_seconds) X(io_cpu_bytes_per_second) X(io_compute_steal)
 
 #define STRATA_DRIVE_FIGURES(X) \
   X(read_bytes_per_second) X(write_bytes_per_second) X(read_latency_seconds) X(write_latency_seconds) X(capacity_bytes)
@@ -147,6 +147,8 @@ HardwareProfile hardware_profile_from_text(const std::string& text, const std::s
   } else {
     require(h.host_memcpy_bytes_per_second, origin, "host_memcpy_bytes_per_second", "host-pool transfers");
   }
+  STRATA_CHECK(h.io_compute_steal.value <= 1.0, ValueError, origin, ": io_compute_steal ", h.io_compute_steal.value,
+               " is a share of the I/O threads' CPU time, in [0, 1]");
   return h;
 }
 

@@ -42,6 +42,95 @@ std::vector<BlockFigures> figures(const StepTrace& t) {
   return f;
 }
 
+// Whether block-selective recompute drops tensor x (a cheap op's output, made again in backward).
+bool selective_drops(const TraceTensor& x) { return x.op_recomputable && !x.block_input; }
+
+// One way of offloading a prefix of blocks (a tier, with or without selective recompute): a
+// prefix group of the chain DP.
+struct OffloadVariant {
+  std::string name;
+  bool selective;
+  int group;
+  double load_rate, load_latency;
+  std::vector<uint64_t> held;  // per block: bytes still in memory when forward ends
+  std::vector<double> stall;   // per block: backward's wait for its load (see load_stalls)
+};
+
+// Per block: the bytes an offloaded block still holds when forward ends, when it and every block
+// before it store their tensors through one channel, first in first out, each store starting when
+// its producer finishes (G10: stores as early as possible) and the memory freed when it completes.
+std::vector<uint64_t> held_at_forward_end(const StepTrace& t, bool selective, double rate, double latency) {
+  std::vector<double> end_of(t.ops.size(), 0.0);
+  double clock = 0, forward_end = 0;
+  for (size_t i = 0; i < t.ops.size(); ++i) {
+    clock += t.ops[i].seconds;
+    end_of[i] = clock;
+    if (t.ops[i].phase == TracePhase::Forward) forward_end = clock;
+  }
+  std::vector<std::vector<const TraceTensor*>> by_block(t.blocks.size());
+  for (const TraceTensor& x : t.tensors)
+    if (x.block >= 0 && x.first_backward_use >= 0 && !(selective && selective_drops(x)))
+      by_block[size_t(x.block)].push_back(&x);
+  std::vector<uint64_t> held(t.blocks.size(), 0);
+  double channel = 0;
+  for (size_t b = 0; b < t.blocks.size(); ++b) {
+    auto& xs = by_block[b];
+    std::stable_sort(xs.begin(), xs.end(), [](const TraceTensor* a, const TraceTensor* c) { return a->producer < c->producer; });
+    for (const TraceTensor* x : xs) {
+      channel = std::max(channel, end_of[size_t(x->producer)]) + latency + double(x->bytes) / rate;
+      if (channel > forward_end) held[b] += x->bytes;
+    }
+  }
+  return held;
+}
+
+// Per block: how long backward waits for its load when blocks 0..K-1 are offloaded, K being the
+// blocks whose stores the forward pass can finish (the prefix the DP is likely to pick). Loads
+// share one channel, first in first out, in the order backward needs them: block b's is issued
+// when backward enters block b + depth (the last ones when backward starts), and each wait delays
+// everything after it. The backward times are the trace's, without recompute, so waits are
+// overestimated where segments re-run; blocks beyond K are charged their load alone.
+std::vector<double> load_stalls(const StepTrace& t, const std::vector<BlockFigures>& f, const OffloadVariant& v,
+                                size_t depth) {
+  const size_t L = t.blocks.size();
+  std::vector<double> stall(L, 0.0);
+  if (L == 0) return stall;
+  std::vector<double> enter(L + 1, 0.0);  // from backward's start, when backward enters block b
+  {
+    double clock = 0;
+    std::vector<double> start(t.ops.size(), 0.0);
+    bool started = false;
+    for (size_t i = 0; i < t.ops.size(); ++i) {
+      if (t.ops[i].phase == TracePhase::Backward) started = true;
+      start[i] = clock;
+      if (started) clock += t.ops[i].seconds;
+    }
+    for (size_t b = 0; b < L; ++b)
+      enter[b] = t.blocks[b].first_backward_op >= 0 ? start[size_t(t.blocks[b].first_backward_op)] : clock;
+  }
+  auto bytes_of = [&](size_t b) { return double(v.selective ? f[b].saved - f[b].recomputable : f[b].saved); };
+  size_t K = 0;
+  while (K < L && v.held[K] == 0) ++K;
+  K = std::min(L, K + 1);
+  double channel = 0, shift = 0;
+  for (size_t b = K; b-- > 0;) {
+    const double issue = (b + depth < L ? enter[b + depth] : 0.0) + shift;
+    const double end = std::max(issue, channel) + v.load_latency + bytes_of(b) / v.load_rate;
+    channel = end;
+    const double need = enter[b] + shift;
+    if (end > need) {
+      stall[b] = end - need;
+      shift += stall[b];
+    }
+  }
+  for (size_t b = K; b < L; ++b) {
+    double window = 0;
+    for (size_t i = 1; i <= depth && b + i < L; ++i) window += f[b + i].backward;
+    stall[b] = std::max(0.0, bytes_of(b) / v.load_rate + v.load_latency - window);
+  }
+  return stall;
+}
+
 uint64_t outside_bytes(const StepTrace& t) {
   uint64_t s = 0;
   for (const TraceTensor& x : t.tensors)
@@ -104,11 +193,16 @@ PolicyResult solve_at(const std::string& name, const StepTrace& t, const Hardwar
     if (over + sol.unit_bytes >= dp_budget) break;
     dp_budget -= over + sol.unit_bytes;
   }
-  if (choice.empty()) {  // no DP solution: the simulator's verdict on recomputing every block
-    SimPlan all = SimPlan::keep_all(t);
-    all.segments.assign(t.blocks.size(), o.allow_recompute);
-    best = evaluate(name, t, std::move(all), hw, budget, o);
-    return best;
+  if (choice.empty()) {
+    // No DP solution: start from the option that holds least in every block (the local search
+    // below then moves towards the lowest peak the simulator finds, which the explanation quotes).
+    choice.assign(problem.blocks.size(), 0);
+    for (size_t j = 0; j < problem.blocks.size(); ++j) {
+      const auto& opts = problem.blocks[j].options;
+      for (size_t k = 1; k < opts.size(); ++k)
+        if (opts[k].held_bytes < opts[size_t(choice[j])].held_bytes) choice[j] = int(k);
+    }
+    best = evaluate(name, t, sim_plan_for(t, problem, choice, depth), hw, budget, o);
   }
   for (int round = 0; local_search && round < o.local_search_rounds; ++round) {
     bool improved = false;
@@ -138,17 +232,22 @@ PolicyResult solve(const std::string& name, const StepTrace& t, const HardwarePr
   const bool offload = (o.allow_host && hw.to_host_bytes_per_second() > 0) || (o.allow_nvme && !hw.drives.empty());
   std::vector<size_t> depths = offload ? o.prefetch_depths : std::vector<size_t>{1};
   if (depths.empty()) depths = {1};
+  // The DP and its repair at every depth; the simulator-driven local search (most of the planner's
+  // time) at the best one only.
   PolicyResult best;
+  size_t best_depth = depths.front();
   bool have = false;
   for (size_t d : depths) {
-    PolicyResult r = solve_at(name, t, hw, budget, o, d, /*local_search=*/true);
+    PolicyResult r = solve_at(name, t, hw, budget, o, d, /*local_search=*/false);
     const bool better = !have || (r.fits && (!best.fits || r.predicted.step_seconds < best.predicted.step_seconds)) ||
                         (!r.fits && !best.fits && budgeted_peak(r.predicted, o, hw) < budgeted_peak(best.predicted, o, hw));
     if (better) {
       best = std::move(r);
+      best_depth = d;
       have = true;
     }
   }
+  if (o.local_search_rounds > 0) best = solve_at(name, t, hw, budget, o, best_depth, /*local_search=*/true);
   return best;
 }
 
@@ -191,9 +290,38 @@ ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64
   p.base_bytes = outside_bytes(t) + (o.activations_only ? 0 : t.resident_bytes);
   // On a CPU the host pool is the same RAM: offloading there saves nothing.
   const bool host = o.allow_host && hw.gpu && hw.to_host_bytes_per_second() > 0 && hw.from_host_bytes_per_second() > 0;
-  std::vector<double> forward_after(f.size() + 1, 0.0);  // forward time of the blocks after b
-  for (size_t b = f.size(); b-- > 0;) forward_after[b] = forward_after[b + 1] + (b + 1 < f.size() ? f[b + 1].forward : 0.0);
   const bool nvme = o.allow_nvme && !hw.drives.empty();
+  std::vector<OffloadVariant> variants;
+  // On a CPU the I/O threads' copies and checksums bound each transfer and take compute time.
+  const bool io_cpu = !hw.gpu && hw.io_cpu_bytes_per_second.set();
+  const double io_rate = io_cpu ? hw.io_cpu_bytes_per_second.value : 0.0;
+  const double io_steal = io_cpu ? hw.io_compute_steal.value * 2.0 / io_rate : 0.0;  // per byte, out and back
+  auto add_variant = [&](const std::string& tier, double store_rate, double store_latency, double load_rate,
+                         double load_latency) {
+    if (io_cpu) {
+      store_rate = std::min(store_rate, io_rate);
+      load_rate = std::min(load_rate, io_rate);
+    }
+    for (bool sel : {false, true}) {
+      if (sel && !o.allow_selective) continue;
+      OffloadVariant v{sel ? "selective+" + tier : tier, sel, int(variants.size()) + 1, load_rate, load_latency, {}};
+      v.held = held_at_forward_end(t, sel, store_rate, store_latency);
+      v.stall = load_stalls(t, f, v, k);
+      variants.push_back(std::move(v));
+    }
+  };
+  if (host)
+    add_variant("host", hw.to_host_bytes_per_second(), hw.gpu ? hw.link_latency_seconds.value : 0,
+                hw.from_host_bytes_per_second(), hw.gpu ? hw.link_latency_seconds.value : 0);
+  if (nvme) {
+    double load = hw.nvme_read_bytes_per_second(), store = hw.nvme_write_bytes_per_second();
+    if (hw.gpu) {
+      load = std::min(load, hw.host_to_device_bytes_per_second.value);
+      store = std::min(store, hw.device_to_host_bytes_per_second.value);
+    }
+    const double link = hw.gpu ? hw.link_latency_seconds.value : 0;
+    add_variant("nvme", store, hw.nvme_write_latency_seconds() + link, load, hw.nvme_read_latency_seconds() + link);
+  }
   for (size_t b = 0; b < t.blocks.size(); ++b) {
     const BlockFigures& x = f[b];
     const uint64_t work = o.activations_only ? 0 : x.workspace;
@@ -203,38 +331,16 @@ ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64
     if (o.allow_selective && x.recomputable > 0)
       cb.options.push_back({"selective", x.saved - x.recomputable, x.saved + work, x.recompute_ops});
     if (o.allow_recompute) cb.options.push_back({"recompute", x.inputs, x.saved + work, x.forward});
-    // Offloaded: nothing held between forward and backward; in backward the block is back in
-    // memory while the k blocks before it are being prefetched. Its load hides behind the
-    // backward of the k blocks after it (the last ones load when backward starts).
+    // Offloaded: in backward the block is back in memory while the k blocks before it are being
+    // prefetched; its extra time is its wait for its load (load_stalls). What it holds at the peak
+    // (forward's end) is what the shared store channel has not finished by then, with every block
+    // before it offloaded the same way.
     uint64_t ahead = 0;
     for (size_t i = 1; i <= k && i <= b; ++i) ahead += f[b - i].saved;
-    double window = 0;
-    for (size_t i = 1; i <= k && b + i < f.size(); ++i) window += f[b + i].backward;
-    const uint64_t offloaded = x.saved, offloaded_sel = x.saved - x.recomputable;
-    // What an offloaded block still holds when forward ends (the peak): the part of its store the
-    // rest of forward is too short for.
-    const double rest_of_forward = forward_after[b];
-    auto add_offload = [&](const char* name, double load_rate, double store_rate, double latency) {
-      auto stall = [&](uint64_t bytes) { return std::max(0.0, double(bytes) / load_rate + latency - window); };
-      auto held = [&](uint64_t bytes) {
-        const double store = double(bytes) / store_rate;
-        return store <= rest_of_forward ? uint64_t(0) : uint64_t(double(bytes) * (1.0 - rest_of_forward / store));
-      };
-      cb.options.push_back({name, held(offloaded), x.saved + ahead + work, stall(offloaded)});
-      if (o.allow_selective && x.recomputable > 0)
-        cb.options.push_back({std::string("selective+") + name, held(offloaded_sel), x.saved + ahead + work,
-                              x.recompute_ops + stall(offloaded_sel)});
-    };
-    if (host)
-      add_offload("host", hw.from_host_bytes_per_second(), hw.to_host_bytes_per_second(),
-                  hw.gpu ? hw.link_latency_seconds.value : 0);
-    if (nvme) {
-      double load = hw.nvme_read_bytes_per_second(), store = hw.nvme_write_bytes_per_second();
-      if (hw.gpu) {
-        load = std::min(load, hw.host_to_device_bytes_per_second.value);
-        store = std::min(store, hw.device_to_host_bytes_per_second.value);
-      }
-      add_offload("nvme", load, store, hw.nvme_read_latency_seconds() + (hw.gpu ? hw.link_latency_seconds.value : 0));
+    for (OffloadVariant& v : variants) {
+      const uint64_t bytes = v.selective ? x.saved - x.recomputable : x.saved;
+      cb.options.push_back({v.name, v.held[b], x.saved + ahead + work,
+                            (v.selective ? x.recompute_ops : 0.0) + v.stall[b] + io_steal * double(bytes), v.group});
     }
     p.blocks.push_back(std::move(cb));
   }
@@ -256,7 +362,7 @@ SimPlan sim_plan_for(const StepTrace& t, const ChainProblem& problem, const std:
     const TraceTensor& x = t.tensors[k];
     if (x.block < 0) continue;
     const std::string& w = what[size_t(x.block)];
-    const bool sel = w.rfind("selective", 0) == 0 && x.op_recomputable && !x.block_input;
+    const bool sel = w.rfind("selective", 0) == 0 && selective_drops(x);
     if (w == "host" || w == "selective+host") p.tensors[k] = CacheAction::Host;
     if (w == "nvme" || w == "selective+nvme") p.tensors[k] = CacheAction::Nvme;
     if (sel) p.tensors[k] = CacheAction::Recompute;

@@ -116,6 +116,19 @@ class Replay {
     return a == CacheAction::Host || a == CacheAction::Nvme;
   }
 
+  // On a CPU the I/O threads copy and checksum every offloaded byte on compute's cores: a transfer
+  // goes no faster than they do, and compute loses io_compute_steal of their CPU time (charged
+  // when the transfer is issued).
+  double io_limited(double rate) const {
+    return !hw_.gpu && hw_.io_cpu_bytes_per_second.set() ? std::min(rate, hw_.io_cpu_bytes_per_second.value) : rate;
+  }
+  void steal_compute(double bytes) {
+    if (hw_.gpu || !hw_.io_cpu_bytes_per_second.set()) return;
+    const double lost = hw_.io_compute_steal.value * bytes / hw_.io_cpu_bytes_per_second.value;
+    t_ += lost;
+    res_.io_cpu_seconds += lost;
+  }
+
   void store(int32_t i);
   void load(int32_t i);
   void wait_for(int32_t i);
@@ -145,11 +158,11 @@ void Replay::store(int32_t i) {
   const double bytes = double(x.bytes);
   std::pair<double, double> span;
   if (action(i) == CacheAction::Host) {
-    double dur = (hw_.gpu ? hw_.link_latency_seconds.value : 0) + bytes / hw_.to_host_bytes_per_second();
+    double dur = (hw_.gpu ? hw_.link_latency_seconds.value : 0) + bytes / io_limited(hw_.to_host_bytes_per_second());
     span = reserve({&to_host_}, t_, dur);
     at_now(0, 0, int64_t(x.bytes));  // the extent is taken when the tensor is saved
   } else {
-    double rate = hw_.nvme_write_bytes_per_second();
+    double rate = io_limited(hw_.nvme_write_bytes_per_second());
     double lat = hw_.nvme_write_latency_seconds();
     if (hw_.gpu) {
       rate = std::min(rate, hw_.device_to_host_bytes_per_second.value);
@@ -160,6 +173,8 @@ void Replay::store(int32_t i) {
     }
   }
   store_end_[size_t(i)] = span.second;
+  res_.store_busy_seconds += span.second - span.first;
+  steal_compute(bytes);
   state_[size_t(i)] = TState::Storing;
 }
 
@@ -179,11 +194,11 @@ void Replay::load(int32_t i) {
   const double bytes = double(x.bytes);
   std::pair<double, double> span;
   if (action(i) == CacheAction::Host) {
-    double dur = (hw_.gpu ? hw_.link_latency_seconds.value : 0) + bytes / hw_.from_host_bytes_per_second();
+    double dur = (hw_.gpu ? hw_.link_latency_seconds.value : 0) + bytes / io_limited(hw_.from_host_bytes_per_second());
     span = reserve({&from_host_}, t_, dur);
     res_.host_bytes_read += x.bytes;
   } else {
-    double rate = hw_.nvme_read_bytes_per_second();
+    double rate = io_limited(hw_.nvme_read_bytes_per_second());
     double lat = hw_.nvme_read_latency_seconds();
     if (hw_.gpu) {
       rate = std::min(rate, hw_.host_to_device_bytes_per_second.value);
@@ -197,6 +212,8 @@ void Replay::load(int32_t i) {
   later(span.first, int64_t(x.bytes), 0);  // the destination is allocated when the load starts
   if (action(i) == CacheAction::Host) later(span.second, 0, -int64_t(x.bytes));  // the extent is freed
   load_end_[size_t(i)] = span.second;
+  res_.load_busy_seconds += span.second - span.first;
+  steal_compute(bytes);
   state_[size_t(i)] = TState::Loading;
 }
 
@@ -244,6 +261,7 @@ void Replay::recompute_segment(int32_t b) {
     at_now(made, int64_t(o.temp_bytes), 0);
     t_ += o.seconds;
     res_.recompute_seconds += o.seconds;
+    res_.segment_recompute_seconds += o.seconds;
     at_now(0, -int64_t(o.temp_bytes), 0);
   }
 }
@@ -251,6 +269,12 @@ void Replay::recompute_segment(int32_t b) {
 void Replay::run_op(int32_t op) {
   const TraceOp& o = tr_.ops[size_t(op)];
   const bool fwd = o.phase == TracePhase::Forward;
+  if (!fwd && op > 0 && tr_.ops[size_t(op) - 1].phase == TracePhase::Forward) {
+    res_.forward_seconds = t_;
+    for (size_t k = 0; k < tr_.tensors.size(); ++k)
+      if (offloaded(int32_t(k)) && state_[k] != TState::None && store_end_[k] <= t_)
+        res_.stored_by_forward_end += tr_.tensors[k].bytes;
+  }
   if (!fwd) {
     if (segment_at_[size_t(op)] >= 0) recompute_segment(segment_at_[size_t(op)]);
     for (int32_t i : prefetch_[size_t(op)]) {

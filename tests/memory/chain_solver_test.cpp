@@ -116,3 +116,81 @@ TEST(ChainSolver, SplitsHugeBudgetsInto4096UnitsAndRefusesEmptyBlocks) {
   p.blocks[3].options.clear();
   EXPECT_THROW(solve_chain(p), ValueError);
 }
+
+TEST(ChainSolver, PrefixGroupsAreOnlyChosenAfterBlocksOfTheSameGroup) {
+  // Three identical blocks: keep (holds 100), offload-a (group 1, holds 0), offload-b (group 2,
+  // holds 0, cheaper). Offloads must form a prefix of one group: b on h.0 and h.1 with h.2 kept is
+  // allowed; b on h.2 alone is not.
+  auto b = [](const char* name) {
+    return block(name, {{"keep", 100 * MiB, 100 * MiB, 0.0},
+                        {"offload-a", 0, 100 * MiB, 1.0, 1},
+                        {"offload-b", 0, 100 * MiB, 0.5, 2}});
+  };
+  ChainProblem p;
+  p.blocks = {b("h.0"), b("h.1"), b("h.2")};
+  p.unit_bytes = MiB;
+  p.budget_bytes = 200 * MiB;  // one block offloaded: it must be h.0
+  ChainSolution s = solve_chain(p);
+  ASSERT_TRUE(s.feasible);
+  EXPECT_EQ(s.choice, (std::vector<int>{2, 0, 0}));
+  EXPECT_DOUBLE_EQ(s.extra_seconds, 0.5);
+  p.budget_bytes = 100 * MiB;  // two: h.0 and h.1, both of group 2
+  s = solve_chain(p);
+  ASSERT_TRUE(s.feasible);
+  EXPECT_EQ(s.choice, (std::vector<int>{2, 2, 0}));
+  // Group 2 may not follow group 1: with a-only on h.0, h.1 cannot take b.
+  p.blocks[0].options.erase(p.blocks[0].options.begin() + 2);
+  s = solve_chain(p);
+  ASSERT_TRUE(s.feasible);
+  EXPECT_EQ(s.choice, (std::vector<int>{1, 1, 0}));
+  EXPECT_DOUBLE_EQ(s.extra_seconds, 2.0);
+  p.blocks[0].options.resize(1);  // h.0 can only keep: no prefix can start, nothing fits
+  EXPECT_FALSE(solve_chain(p).feasible);
+  EXPECT_FALSE(brute_force_chain(p).feasible);
+}
+
+TEST(ChainSolver, PrefixGroupsMatchBruteForceOnRandomChains) {
+  std::mt19937 rng(19);
+  std::uniform_int_distribution<int> nblocks(1, 6), nopts(1, 5), mib(0, 120), centis(0, 300), group(0, 2);
+  int feasible = 0, with_groups = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    ChainProblem p;
+    const int L = nblocks(rng);
+    uint64_t keep_all = 0;
+    for (int j = 0; j < L; ++j) {
+      ChainBlock b;
+      b.path = "b" + std::to_string(j);
+      const int K = nopts(rng);
+      for (int k = 0; k < K; ++k) {
+        BlockOption o;
+        o.name = "o" + std::to_string(k);
+        o.held_bytes = uint64_t(mib(rng)) * MiB + uint64_t(mib(rng)) * 1000;
+        o.peak_bytes = o.held_bytes + uint64_t(mib(rng)) * MiB;
+        o.extra_seconds = k == 0 ? 0.0 : centis(rng) / 100.0;
+        o.prefix_group = k == 0 ? 0 : group(rng);
+        b.options.push_back(o);
+      }
+      keep_all += b.options[0].held_bytes;
+      p.blocks.push_back(b);
+    }
+    p.base_bytes = uint64_t(mib(rng)) * MiB;
+    p.budget_bytes = p.base_bytes + uint64_t(std::uniform_real_distribution<double>(0.2, 1.3)(rng) * double(keep_all + 50 * MiB));
+    ChainSolution dp = solve_chain(p), bf = brute_force_chain(p);
+    ASSERT_EQ(dp.feasible, bf.feasible) << "trial " << trial;
+    if (!dp.feasible) continue;
+    ++feasible;
+    EXPECT_NEAR(dp.extra_seconds, bf.extra_seconds, 1e-9) << "trial " << trial;
+    EXPECT_LE(dp.predicted_peak, p.budget_bytes) << "trial " << trial;
+    int open = -1;
+    bool grouped = false;
+    for (int j = 0; j < L; ++j) {
+      const int g = p.blocks[size_t(j)].options[size_t(dp.choice[size_t(j)])].prefix_group;
+      EXPECT_TRUE(g == 0 || open == -1 || open == g) << "trial " << trial << ": block " << j << " breaks its prefix";
+      grouped = grouped || g != 0;
+      open = g;
+    }
+    with_groups += grouped;
+  }
+  EXPECT_GT(feasible, 100);
+  EXPECT_GT(with_groups, 30) << "the random chains exercise the groups";
+}

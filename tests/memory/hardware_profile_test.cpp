@@ -107,3 +107,14 @@ TEST(HardwareProfile, BadInputNamesTheFileAndTheFigure) {
   }
   EXPECT_THROW(load_hardware_profile("/nonexistent/profile.textproto"), IoError);
 }
+
+TEST(HardwareProfile, IoThreadFiguresRoundTripAndTheStealIsAShare) {
+  HardwareProfile cpu = hardware_profile_from_text(kMinimalCpu);
+  cpu.io_cpu_bytes_per_second = {3e9, "test: staging copy + CRC-32C"};
+  cpu.io_compute_steal = {1.0, "test: compute on every core"};
+  HardwareProfile again = hardware_profile_from_text(hardware_profile_to_text(cpu), "round trip");
+  EXPECT_DOUBLE_EQ(again.io_cpu_bytes_per_second.value, 3e9);
+  EXPECT_EQ(again.io_compute_steal.source, "test: compute on every core");
+  cpu.io_compute_steal.value = 1.5;
+  EXPECT_THROW(hardware_profile_from_text(hardware_profile_to_text(cpu), "steal.textproto"), ValueError);
+}

@@ -242,3 +242,28 @@ TEST(Simulator, DeeperPrefetchLoadsEarlier) {
   EXPECT_EQ(sim_plan_from(t, plan).prefetch_blocks, 2u);
   EXPECT_EQ(plan_from_text(plan_to_text(plan)).prefetch_blocks, 2u);
 }
+
+TEST(Simulator, OnACpuTheIoThreadsCopiesAndChecksumsBoundTransfersAndTakeComputeTime) {
+  StepTrace t = chain();
+  SimPlan p = SimPlan::keep_all(t);
+  p.tensors[0] = CacheAction::Nvme;
+  HardwareProfile h = cpu(/*nvme_write=*/1e9);
+  h.io_cpu_bytes_per_second = {0.5e9, "test"};  // slower than the drive: it bounds both directions
+  h.io_compute_steal = {0.5, "test"};
+  SimResult r = simulate(t, p, h);
+  // Store issued at t=1: 1e8 B at 0.5 GB/s = 1.0 -> 1.2, and compute loses 0.5 x 0.2 s: op 1 runs
+  // 1.1 -> 2.1. The load (prefetched when backward enters block 1, t=2.1) runs 2.1 -> 2.3 and
+  // costs compute another 0.1 s: op 2 runs 2.2 -> 3.2, op 3 (T0 long loaded) 3.2 -> 4.2.
+  EXPECT_NEAR(r.step_seconds, 4.2, 1e-12);
+  EXPECT_NEAR(r.io_cpu_seconds, 0.2, 1e-12);
+  EXPECT_DOUBLE_EQ(r.stall_seconds, 0.0);
+  EXPECT_NEAR(r.forward_seconds, 2.1, 1e-12);
+  EXPECT_NEAR(r.store_busy_seconds, 0.2, 1e-12);
+  EXPECT_NEAR(r.load_busy_seconds, 0.2, 1e-12);
+  EXPECT_EQ(r.stored_by_forward_end, MB100);
+  expect_curve(r, {{0, MB100}, {1.1, 2 * MB100}, {1.2, MB100}, {2.1, 2 * MB100}, {3.2, MB100}, {4.2, 0}});
+  // Without the figures (a profile measured before they existed) transfers cost compute nothing.
+  SimResult base = simulate(t, p, cpu(1e9));
+  EXPECT_DOUBLE_EQ(base.io_cpu_seconds, 0.0);
+  EXPECT_NEAR(base.step_seconds, 4.0, 1e-12);
+}

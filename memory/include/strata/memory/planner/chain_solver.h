@@ -2,6 +2,13 @@
 // restricted to the schedules the tensor cache executes: each block keeps, recomputes once as a
 // segment, recomputes its cheap ops, or offloads) that picks one option per block minimising the
 // extra step time while the predicted peak stays under a budget.
+//
+// Offload options come in prefix groups: the stores of every offloading block share one copy
+// channel, first in first out, so what an offloaded block still holds when forward ends depends
+// on the blocks stored before it. The planner computes that for the case where the offloading
+// blocks are the first ones (they are produced first, so the channel is never idle, and read
+// last in backward, so their loads have the most time): an option of group g > 0 may be chosen
+// for block j only when every block before j chose an option of the same group.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +22,7 @@ struct BlockOption {
   uint64_t held_bytes = 0;    // device memory it holds from its forward until its backward
   uint64_t peak_bytes = 0;    // its own footprint while its backward runs (materialized + workspace)
   double extra_seconds = 0;   // step time over keeping it (recompute, expected stalls)
+  int prefix_group = 0;       // > 0: only after blocks that all chose this group (see above)
 };
 
 struct ChainBlock {
@@ -39,7 +47,7 @@ struct ChainSolution {
   uint64_t unit_bytes = 0;
 };
 
-// O(blocks x budget/unit x options). Held bytes are rounded up to units, so the plan's peak is
+// O(blocks x budget/unit x options x (groups + 1)). Held bytes are rounded up to units, so the plan's peak is
 // guaranteed but may overestimate by one unit per block. Ties go to the lower option index.
 ChainSolution solve_chain(const ChainProblem& problem);
 // Every combination (options^blocks): the reference for tests, with the same rounding.

@@ -31,10 +31,17 @@ struct SimPlan {
 SimPlan sim_plan_from(const StepTrace& trace, const Plan& plan);
 
 struct SimResult {
-  double step_seconds = 0;       // compute, recompute and stalls
+  double step_seconds = 0;       // compute, recompute, stalls and (on a CPU) compute lost to I/O threads
   double compute_seconds = 0;    // the trace's own ops
   double recompute_seconds = 0;  // segments re-run and op-level recomputes
   double stall_seconds = 0;      // backward waiting for loads
+  double segment_recompute_seconds = 0;  // ... of recompute_seconds: segments re-run
+  double forward_seconds = 0;    // when backward starts (the activation peak is usually here)
+  // Copy channel busy time (device to host or to the drive; back), and what forward's end left
+  // unstored: the offload's limit is bandwidth x forward time.
+  double store_busy_seconds = 0, load_busy_seconds = 0;
+  uint64_t stored_by_forward_end = 0;
+  double io_cpu_seconds = 0;  // compute time lost to the I/O threads' copies and checksums (a CPU)
   uint64_t activation_peak = 0;  // saved tensors resident (recompute transients included)
   uint64_t step_peak = 0;        // + resident state + op workspace (+ the host pool on a CPU)
   uint64_t host_pool_peak = 0;
