@@ -21,10 +21,13 @@ Configs with "classifier" also hold a BertForSequenceClassification (prefix "seq
 state dict, logits, loss and gradients against labels "seqcls.labels").
 Tensors are float32 (initial parameters exactly float32, outputs rounded), ids int64.
 """
-import argparse, json, math, os, struct
+import argparse, json, math, os, sys
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from golden_file import adamw_losses, as_f32_exact, write_safetensors  # noqa: E402
 
 CONFIGS = {
     # powers of two, no padding, both segments
@@ -208,32 +211,6 @@ class BertForSequenceClassification(nn.Module):
         return logits, F.cross_entropy(logits, labels)
 
 
-def write_safetensors(path, tensors, metadata):
-    """Writes `tensors` (name -> tensor, in the dict's order) as a safetensors file."""
-    header, blobs, off = {"__metadata__": metadata}, [], 0
-    for name, t in tensors.items():
-        t = t.detach().contiguous()
-        dt = {torch.float32: "F32", torch.int64: "I64", torch.bool: "BOOL"}[t.dtype]
-        b = t.numpy().tobytes()
-        header[name] = {"dtype": dt, "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
-
-
-def as_f32_exact(model):
-    with torch.no_grad():  # make the initial parameters exactly float32
-        for p in model.parameters():
-            p.copy_(p.float().double())
-    return model.double()
-
-
 def batch(c, g):
     B, T, V = c["B"], c["T"], c["vocab_size"]
     ids = torch.randint(1, V, (B, T), generator=g)  # 0 is [PAD]
@@ -271,19 +248,8 @@ def main():
         out["mlm_logits"] = logits.detach().float()
         for n, p in model.named_parameters():
             out["grad." + n] = p.grad.detach().float()
-        decay = [p for p in model.parameters() if p.dim() >= 2]
-        no_decay = [p for p in model.parameters() if p.dim() < 2]
-        opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
-                                lr=1e-3, betas=(0.9, 0.999), eps=1e-6)
-        losses = []
-        model.zero_grad(set_to_none=True)
-        for step in range(5):
-            _, _, l = model(ids, types, mask, labels)
-            losses.append(l.item())
-            opt.zero_grad(set_to_none=True)
-            l.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
+        losses = adamw_losses(model, lambda: model(ids, types, mask, labels)[2], 5, weight_decay=0.01,
+                              betas=(0.9, 0.999), eps=1e-6)
         meta = {"config": json.dumps(c), "loss": repr(loss.item()), "adamw_losses": json.dumps(losses)}
         if c["classifier"]:
             torch.manual_seed(4321)

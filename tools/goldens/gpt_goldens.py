@@ -11,10 +11,13 @@ lr 1e-3, weight decay 0.1 on >=2-D parameters only, grad clipping at 1.0, same b
 Tensors are stored as float32 (initial parameters are exactly float32; outputs are rounded),
 idx/targets as int64. The safetensors file is written by hand (no extra packages).
 """
-import argparse, json, math, os, struct
+import argparse, json, math, os, sys
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from golden_file import adamw_losses, as_f32_exact, write_safetensors  # noqa: E402
 
 CONFIGS = {
     "pow2": dict(n_layer=2, n_head=4, n_embd=64, block_size=32, vocab_size=128, B=2, T=32),
@@ -89,25 +92,6 @@ class GPT(nn.Module):
         return logits, F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
-def write_safetensors(path, tensors, metadata):
-    """Writes `tensors` (name -> tensor, in the dict's order) as a safetensors file."""
-    header, blobs, off = {"__metadata__": metadata}, [], 0
-    for name, t in tensors.items():
-        t = t.detach().contiguous()
-        dt = {torch.float32: "F32", torch.int64: "I64", torch.bool: "BOOL"}[t.dtype]
-        b = t.numpy().tobytes()
-        header[name] = {"dtype": dt, "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "..", "tests", "goldens", "gpt"))
@@ -116,11 +100,7 @@ def main():
     torch.set_num_threads(2)
     for name, c in CONFIGS.items():
         torch.manual_seed(1234)
-        model = GPT(c)
-        with torch.no_grad():  # make the initial parameters exactly float32
-            for p in model.parameters():
-                p.copy_(p.float().double())
-        model = model.double()
+        model = as_f32_exact(GPT(c))
         init = {n: p.detach().float().clone() for n, p in model.state_dict().items()}
         g = torch.Generator().manual_seed(99)
         idx = torch.randint(0, c["vocab_size"], (c["B"], c["T"]), generator=g)
@@ -132,19 +112,7 @@ def main():
         out["logits"] = logits.detach().float()
         for n, p in model.named_parameters():
             out["grad." + n] = p.grad.detach().float()
-        decay = [p for p in model.parameters() if p.dim() >= 2]
-        no_decay = [p for p in model.parameters() if p.dim() < 2]
-        opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                                lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
-        losses = []
-        model.zero_grad(set_to_none=True)
-        for step in range(10):
-            _, l = model(idx, targets)
-            losses.append(l.item())
-            opt.zero_grad(set_to_none=True)
-            l.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
+        losses = adamw_losses(model, lambda: model(idx, targets)[1], 10, weight_decay=0.1, betas=(0.9, 0.95), eps=1e-8)
         meta = {"config": json.dumps(c), "loss": repr(loss.item()), "adamw_losses": json.dumps(losses)}
         path = os.path.join(args.out, f"gpt_{name}.safetensors")
         write_safetensors(path, out, meta)

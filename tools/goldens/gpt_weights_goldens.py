@@ -33,7 +33,8 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpt_goldens import GPT, write_safetensors  # noqa: E402
+from golden_file import write_safetensors  # noqa: E402
+from gpt_goldens import GPT  # noqa: E402
 
 L, NH, C, V, T = 2, 4, 20, 97, 12
 SEED = 1234

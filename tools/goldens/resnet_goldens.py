@@ -19,8 +19,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(__file__))
-from gpt_goldens import write_safetensors  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from golden_file import write_safetensors  # noqa: E402
 
 CONFIGS = {
     # odd sizes everywhere: 17x13 images, widths 3 / 12 channels, 7 classes, the ImageNet stem
