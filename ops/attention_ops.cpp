@@ -1,4 +1,5 @@
-// scaled_dot_product_attention: shape rules, mask conversion, cost, dispatch, backward.
+// scaled_dot_product_attention and packed_self_attention: shape rules, mask conversion, cost,
+// dispatch, backward.
 #include <cmath>
 
 #include "ops/dispatch.h"
@@ -120,17 +121,28 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 }
 
 Tensor packed_self_attention(const Tensor& qkv, int64_t n_head, bool is_causal, double scale) {
+  return packed_self_attention(qkv, n_head, Tensor(), is_causal, scale);
+}
+
+Tensor packed_self_attention(const Tensor& qkv, int64_t n_head, const Tensor& attn_mask, bool is_causal,
+                             double scale) {
   const char* op = "packed_self_attention";
+  Device dev = detail::common_device(op, {&qkv, &attn_mask});
   STRATA_CHECK(qkv.dim() == 3 && n_head > 0 && qkv.size(2) % (3 * n_head) == 0, ShapeError, op,
                ": expects qkv [B, T, 3C] with C divisible by n_head, got ", shape_str(qkv.shape()), " and n_head ",
                n_head);
   STRATA_CHECK(is_floating(qkv.dtype()), TypeError, op, ": needs a floating input, got ", qkv.str());
+  STRATA_CHECK(!(is_causal && attn_mask.defined()), ValueError, op, ": pass either attn_mask or is_causal, not both");
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, H = n_head, D = C / H;
-  Device dev = qkv.device();
-  if (!dev.is_cpu()) {  // other backends take contiguous heads: the composite
+  const Shape bhts{B, H, T, T};
+  if (attn_mask.defined())
+    STRATA_CHECK(attn_mask.dim() <= 4 && broadcast_shapes(attn_mask.shape(), bhts, op) == bhts, ShapeError, op,
+                 ": attn_mask ", shape_str(attn_mask.shape()), " does not broadcast to [B, n_head, T, T] = ",
+                 shape_str(bhts), " (qkv ", shape_str(qkv.shape()), ")");
+  if (!dev.is_cpu()) {  // other backends (and Meta) take contiguous heads: the composite
     std::vector<Tensor> parts = split(qkv, C, 2);
     auto heads = [&](const Tensor& t) { return transpose(view(t, {B, T, H, D}), 1, 2); };
-    Tensor y = scaled_dot_product_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), Tensor(), 0.0,
+    Tensor y = scaled_dot_product_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), attn_mask, 0.0,
                                             is_causal, scale);
     return reshape(transpose(y, 1, 2), {B, T, C});
   }
@@ -138,12 +150,15 @@ Tensor packed_self_attention(const Tensor& qkv, int64_t n_head, bool is_causal, 
   const DType dt = qkv.dtype() == DType::f64 ? DType::f64 : DType::f32;
   Tensor p = detail::raw_cast(qkv, dt);
   if (!p.is_contiguous()) p = detail::raw_contiguous(p);
+  // The mask as an additive [B, H, T, T] view (stride 0 where it broadcasts: a key-padding
+  // mask stays [B, 1, 1, T] in memory).
+  Tensor mask = additive_mask(attn_mask, bhts, dt);
   // The three [B, H, T, D] head views of a contiguous [B, T, 3C] tensor.
   auto part = [B, H, T, D, C](const Tensor& t, int64_t i) {
     return detail::raw_view(t, {B, H, T, D}, {T * 3 * C, D, 3 * C, 1}, t.storage_offset() + i * C);
   };
   Tensor o = alloc_bthd(B, H, T, D, dt, dev), lse = detail::alloc({B, H, T}, dt, dev);
-  detail::kernels(dev).attention(o, lse, part(p, 0), part(p, 1), part(p, 2), Tensor(), is_causal, sc);
+  detail::kernels(dev).attention(o, lse, part(p, 0), part(p, 1), part(p, 2), mask, is_causal, sc);
   const double pairs = double(B * H) * double(T) * double(T) * (is_causal ? 0.5 : 1.0);
   detail::record(op, dev, 4.0 * pairs * double(D) + 5.0 * pairs, double(p.nbytes()),
                  double(o.nbytes() + lse.nbytes()));
@@ -152,13 +167,15 @@ Tensor packed_self_attention(const Tensor& qkv, int64_t n_head, bool is_causal, 
     node->save(p);
     node->save(o, true);
     node->save(lse, true);
+    const bool masked = mask.defined();
+    if (masked) node->save(mask);
     node->backward = [=, qdt = qkv.dtype()](OpNode& nd, std::vector<Tensor>& g) -> std::vector<Tensor> {
       Tensor p = nd.saved(0), o = nd.saved(1), lse = nd.saved(2);
       Tensor go = detail::raw_contiguous(detail::raw_cast(g[0], dt));
       Tensor go4 = detail::raw_view(go, {B, H, T, D}, {T * C, D, C, 1}, go.storage_offset());
       Tensor dp = detail::alloc({B, T, 3 * C}, dt, dev);
       detail::kernels(dev).attention_backward(part(dp, 0), part(dp, 1), part(dp, 2), go4, part(p, 0), part(p, 1),
-                                              part(p, 2), o, lse, Tensor(), is_causal, sc);
+                                              part(p, 2), o, lse, masked ? nd.saved(3) : Tensor(), is_causal, sc);
       detail::record("packed_self_attention_backward", dev, 8.0 * pairs * double(D) + 8.0 * pairs,
                      double(p.nbytes() + o.nbytes() + go.nbytes()), double(dp.nbytes()));
       return {detail::raw_cast(dp, qdt)};

@@ -57,21 +57,27 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
   Tensor out = detail::raw_cast(y, x.dtype());
 
   if (auto node = make_node("Conv2dBackward", {x, weight, bias})) {
-    node->save(xc);
-    node->save(wc);
-    node->backward = [p, macs, xdt = x.dtype(), wdt = weight.dtype(), bdt = bias.defined() ? bias.dtype() : weight.dtype(),
-                      has_bias = bias.defined()](
+    // Save only what backward reads (flashlight's habit): x for the weight gradient, the weight
+    // for the input gradient. The first convolution's image input, whose gradient nobody
+    // wants, is not kept alive. In backward the gradient buffer of the same shape stands in
+    // for the one not saved: the kernels read only its shape.
+    const bool want_x = node->needs_grad(0), want_w = node->needs_grad(1);
+    node->save(want_w || !want_x ? xc : Tensor());
+    node->save(want_x || !want_w ? wc : Tensor());
+    node->backward = [p, macs, dt, xs = xc.shape(), ws = wc.shape(), xdt = x.dtype(), wdt = weight.dtype(),
+                      bdt = bias.defined() ? bias.dtype() : weight.dtype(), has_bias = bias.defined()](
                          OpNode& nd, std::vector<Tensor>& g) -> std::vector<Tensor> {
       Tensor xc = nd.saved(0), wc = nd.saved(1);
-      Device dev = xc.device();
-      DType dt = xc.dtype();
       Tensor gy = prepared(g[0], dt);
-      Tensor gx = nd.needs_grad(0) ? detail::alloc(xc.shape(), dt, dev) : Tensor();
-      Tensor gw = nd.needs_grad(1) ? detail::alloc(wc.shape(), dt, dev) : Tensor();
-      Tensor gb = has_bias && nd.needs_grad(2) ? detail::alloc({wc.size(0)}, dt, dev) : Tensor();
+      Device dev = gy.device();
+      Tensor gx = nd.needs_grad(0) ? detail::alloc(xs, dt, dev) : Tensor();
+      Tensor gw = nd.needs_grad(1) ? detail::alloc(ws, dt, dev) : Tensor();
+      Tensor gb = has_bias && nd.needs_grad(2) ? detail::alloc({ws[0]}, dt, dev) : Tensor();
+      if (!xc.defined()) xc = gx;  // shape only: x is read for the weight gradient, not wanted here
+      if (!wc.defined()) wc = gw;  // likewise the weight, for the input gradient
       detail::kernels(dev).conv2d_backward(gx, gw, gb, gy, xc, wc, p);
       detail::record("conv2d_backward", dev, 2.0 * macs * (double(gx.defined()) + double(gw.defined())),
-                     double(gy.nbytes() + xc.nbytes() + wc.nbytes()),
+                     double(gy.nbytes() + (gw.defined() ? xc.nbytes() : 0) + (gx.defined() ? wc.nbytes() : 0)),
                      double((gx.defined() ? gx.nbytes() : 0) + (gw.defined() ? gw.nbytes() : 0)));
       auto back = [](const Tensor& t, DType to) { return t.defined() ? detail::raw_cast(t, to) : Tensor(); };
       return {back(gx, xdt), back(gw, wdt), back(gb, bdt)};

@@ -124,6 +124,55 @@ TEST(Attention, MetaReportsCost) {
   EXPECT_GT(c.total.flops, 2.0 * 2 * 12 * 256 * 256 * 64);
 }
 
+TEST(PackedSelfAttention, PaddingMaskMatchesScaledDotProductAttentionForwardAndBackward) {
+  // BERT's path: qkv [B, T, 3C] and a key-padding mask [B, 1, 1, T] against splitting the heads
+  // and running scaled_dot_product_attention, in f64, with both mask kinds; T > 64 so the kernel
+  // crosses key blocks, and batch 1 masks keys in both blocks.
+  manual_seed(17);
+  const int64_t B = 2, T = 70, H = 3, D = 4, C = H * D;
+  Tensor qkv = ops::randn({B, T, 3 * C}, TensorOptions(DType::f64).requires_grad(true));
+  std::vector<double> keep(size_t(B * T), 1.0);
+  for (int64_t t = 60; t < T; ++t) keep[size_t(t)] = 0.0;  // batch 0: the last 10 keys are padding
+  for (int64_t t : {3, 64, 69}) keep[size_t(T + t)] = 0.0;
+  Tensor bool_mask = ops::from_vector(keep, {B, 1, 1, T}, DType::boolean);
+  Tensor add_mask = ops::masked_fill(ops::zeros({B, 1, 1, T}, DType::f64),
+                                     ops::eq(bool_mask, 0.0), -std::numeric_limits<double>::infinity());
+  Tensor w = ops::randn({B, T, C}, DType::f64);
+  std::vector<Tensor> parts = ops::split(qkv, C, 2);
+  auto heads = [&](const Tensor& t) { return ops::transpose(ops::view(t, {B, T, H, D}), 1, 2); };
+  Tensor ref = ops::reshape(ops::transpose(ops::scaled_dot_product_attention(heads(parts[0]), heads(parts[1]),
+                                                                             heads(parts[2]), bool_mask),
+                                           1, 2),
+                            {B, T, C});
+  Tensor g_ref = autograd::grad({ops::sum(ref * w)}, {qkv})[0];
+  for (const Tensor& mask : {bool_mask, add_mask}) {
+    Tensor y = ops::packed_self_attention(qkv, H, mask);
+    EXPECT_EQ(y.shape(), (Shape{B, T, C}));
+    EXPECT_LT(max_abs_diff(y, ref), 1e-13);
+    EXPECT_LT(max_abs_diff(autograd::grad({ops::sum(y * w)}, {qkv})[0], g_ref), 1e-12);
+  }
+  // The padded keys get no gradient through k and v.
+  std::vector<double> g = g_ref.to_double_vector();
+  for (int64_t t = 60; t < T; ++t)
+    for (int64_t c = C; c < 3 * C; ++c) EXPECT_EQ(g[size_t(t * 3 * C + c)], 0.0) << "t " << t << " c " << c;
+}
+
+TEST(PackedSelfAttention, MaskShapesAreCheckedAndMetaGivesShapesAndCost) {
+  Tensor qkv = ops::zeros({2, 5, 12});
+  EXPECT_THROW(ops::packed_self_attention(qkv, 2, ops::ones({3, 1, 1, 5}, DType::boolean)), ShapeError);
+  EXPECT_THROW(ops::packed_self_attention(qkv, 2, ops::ones({2, 1, 1, 4}, DType::boolean)), ShapeError);
+  EXPECT_THROW(ops::packed_self_attention(qkv, 2, ops::ones({2, 1, 1, 5}, DType::boolean), true), ValueError);
+  Tensor m = ops::empty({8, 128, 3 * 768}, TensorOptions(DType::f32).device(kMeta).requires_grad(true));
+  CostCounter c;
+  {
+    OpObserverGuard g(&c);
+    Tensor o = ops::packed_self_attention(m, 12, ops::empty({8, 1, 1, 128}, TensorOptions(DType::boolean).device(kMeta)));
+    EXPECT_EQ(o.shape(), (Shape{8, 128, 768}));
+    EXPECT_EQ(autograd::grad({ops::sum(o)}, {m})[0].shape(), m.shape());
+  }
+  EXPECT_GT(c.total.flops, 4.0 * 8 * 12 * 128 * 128 * 64);
+}
+
 TEST(LinearCrossEntropy, MatchesUnfusedLossAndGradientsAcrossChunkSizes) {
   manual_seed(21);
   auto opts = TensorOptions(DType::f64).requires_grad(true);

@@ -374,10 +374,10 @@ std::vector<OpCase> build_table() {
                                                                                                      1, 1, 1, 1, 1, 1})},
           OP(sdpa(x[0], x[1], x[2], x[3], false, 0.3)), REF(R::attention(r[0], r[1], r[2], &r[3], true, false, 0.3)));
     // GPT's packed q|k|v projection [B, T, 3C] -> [B, T, C], heads read and written in place.
-    auto packed_ref = [](const Ref& p, int64_t H, bool causal) {
+    auto packed_ref = [](const Ref& p, int64_t H, bool causal, const Ref* mask = nullptr, bool bool_mask = false) {
       const int64_t B = p.shape[0], T = p.shape[1], C = p.shape[2] / 3, D = C / H;
       auto heads = [&](int64_t i) { return R::transpose(R::reshape(R::slice(p, 2, i * C, (i + 1) * C), {B, T, H, D}), 1, 2); };
-      Ref y = R::attention(heads(0), heads(1), heads(2), nullptr, false, causal, 1 / std::sqrt(double(D)));
+      Ref y = R::attention(heads(0), heads(1), heads(2), mask, bool_mask, causal, 1 / std::sqrt(double(D)));
       return R::reshape(R::transpose(y, 1, 2), {B, T, C});
     };
     t.add("attention.packed_causal", {in({2, 5, 12})}, OP(ops::packed_self_attention(x[0], 2, true)),
@@ -385,6 +385,11 @@ std::vector<OpCase> build_table() {
         .bf16();
     t.add("attention.packed_full_T", {in({3, 4, 6}).T()}, OP(ops::packed_self_attention(x[0], 1, false)),
           REF(packed_ref(r[0], 1, false)));
+    // BERT's packed projection with its key-padding mask [B, 1, 1, T] (bool), and an additive [T, T] one.
+    t.add("attention.packed_padding_mask", {in({2, 5, 12}).T(), mask({2, 1, 1, 5}, {1, 1, 1, 0, 0, 1, 1, 1, 1, 1})},
+          OP(ops::packed_self_attention(x[0], 2, x[1])), REF(packed_ref(r[0], 2, false, &r[1], true)));
+    t.add("attention.packed_additive_mask", {in({2, 4, 6}).step(), in({4, 4}).no_grad()},
+          OP(ops::packed_self_attention(x[0], 2, x[1])), REF(packed_ref(r[0], 2, false, &r[1], false)));
     // BERT's padding mask: [B, 1, 1, S] bool, broadcast over heads and queries.
     t.add("attention.padding_mask", {in({2, 2, 5, 4}), in({2, 2, 5, 4}).T(), in({2, 2, 5, 3}), mask({2, 1, 1, 5}, {1, 1, 1, 0, 0,
                                                                                                               1, 1, 1, 1, 1})},

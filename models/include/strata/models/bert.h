@@ -1,8 +1,8 @@
 // BERT encoder (Devlin et al. 2019) with Hugging Face's module layout and parameter names
 // (`bert.encoder.layer.3.attention.self.query.weight`), so a BertModel / BertForMaskedLM
 // safetensors state dict loads as is: token, position and segment embeddings + LayerNorm,
-// post-LN layers with bidirectional attention (padding mask through
-// ops::scaled_dot_product_attention), erf GELU; the masked-LM head (dense + GELU + LayerNorm,
+// post-LN layers with bidirectional attention (query, key and value projected by one GEMM on
+// their concatenated weights, then ops::packed_self_attention with the padding mask), erf GELU; the masked-LM head (dense + GELU + LayerNorm,
 // decoder tied to the word embeddings, plus a bias) runs only on the masked rows, through the
 // fused LM-head loss; an optional pooler + classifier. Scopes: `embeddings`, `layer.3`,
 // `layer.3.attention.self`, ..., `cls.predictions`; each layer is a planner block.

@@ -26,5 +26,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // writes dq, dk, dv straight into one [B, T, 3C] gradient. Saves qkv, the output and the lse.
 Tensor packed_self_attention(const Tensor& qkv, int64_t n_head, bool is_causal = true,
                              double scale = std::numeric_limits<double>::quiet_NaN());
+// The same with attn_mask broadcastable to [B, n_head, T, T], bool (true = attend) or additive
+// float, as scaled_dot_product_attention takes it: e.g. BERT's key-padding mask [B, 1, 1, T],
+// read in place, never expanded. The mask gets no gradient. Also saves the mask.
+Tensor packed_self_attention(const Tensor& qkv, int64_t n_head, const Tensor& attn_mask, bool is_causal = false,
+                             double scale = std::numeric_limits<double>::quiet_NaN());
 
 }  // namespace strata::ops
