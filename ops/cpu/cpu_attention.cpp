@@ -82,14 +82,7 @@ void attention_fwd(const Tensor& out, const Tensor& lse, const Tensor& q, const 
             continue;
           }
           T corr = exp_nonpos(m(r) - mx);
-          T sum = 0;
-          T* row = &Sc(r, 0);
-#pragma omp simd reduction(+ : sum)
-          for (int64_t c = 0; c < cols; ++c) {
-            T p = exp_nonpos(row[c] - mx);
-            row[c] = p;
-            sum += p;
-          }
+          const T sum = T(exp_shifted_sum(&Sc(r, 0), cols, mx));  // vectorized (cpu_vec_math.h)
           l(r) = l(r) * corr + sum;
           acc.row(r) *= corr;
           m(r) = mx;
@@ -146,8 +139,7 @@ void attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv, const T
             for (int64_t c = 0; c < cols; ++c) row[c] = T(0);
             continue;
           }
-#pragma omp simd
-          for (int64_t c = 0; c < cols; ++c) row[c] = exp_nonpos(row[c] - lr);  // exp(-inf) = 0
+          scaled_exp_shifted(row, row, cols, lr, T(1));  // exp(-inf) = 0
         }
         auto dOb = dO.middleRows(q0, rows);
         dV.noalias() += P.transpose() * dOb;

@@ -12,22 +12,13 @@ namespace strata::cpu {
 
 namespace {
 
-template <class T>
-T row_max(const T* x, int64_t n) {
-  T m = -std::numeric_limits<T>::infinity();
-  for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
-  return m;
-}
-
-// log(sum(exp(x))) with the max subtracted, accumulated in double for f32 rows.
+// log(sum(exp(x))) with the max subtracted, accumulated in double for f32 rows (row_max and
+// exp_shifted_total: cpu_vec_math.h, AVX-512 where compiled for it).
 template <class T>
 double row_logsumexp(const T* x, int64_t n) {
-  T m = row_max(x, n);
+  const T m = row_max(x, n);
   if (std::isinf(m)) return double(m);
-  double s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t i = 0; i < n; ++i) s += double(exp_nonpos(x[i] - m));
-  return double(m) + std::log(s);
+  return double(m) + std::log(exp_shifted_total(x, n, m));
 }
 
 template <class F>
@@ -211,8 +202,7 @@ void cross_entropy_backward_typed(const Tensor& gl, const Tensor& gloss, const T
       return;
     }
     const T g = gp[r], l = sp[r];
-#pragma omp simd
-    for (int64_t i = 0; i < V; ++i) dr[i] = g * exp_nonpos(T(xr[i] - l));
+    scaled_exp_shifted(dr, xr, V, l, g);
     dr[t[r]] -= g;
   });
 }
