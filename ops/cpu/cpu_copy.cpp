@@ -32,6 +32,10 @@ void copy_same(const Tensor& dst, const Tensor& src) {
 
 }  // namespace
 
+// Contiguous f32 <-> bf16, vectorized (cpu_bf16_convert.cpp).
+void convert_f32_to_bf16(uint16_t* dst, const float* src, int64_t n);
+void convert_bf16_to_f32(float* dst, const uint16_t* src, int64_t n);
+
 void CpuBackend::copy(const Tensor& dst, const Tensor& src) {
   STRATA_CHECK(dst.shape() == src.shape(), ShapeError, "copy: destination ", dst.str(),
                " and source ", src.str(), " differ in shape");
@@ -45,6 +49,12 @@ void CpuBackend::copy(const Tensor& dst, const Tensor& src) {
       case 4: return copy_same<4>(dst, src);
       default: return copy_same<8>(dst, src);
     }
+  }
+  if (dst.is_contiguous() && src.is_contiguous()) {
+    if (dst.dtype() == DType::bf16 && src.dtype() == DType::f32)
+      return convert_f32_to_bf16(static_cast<uint16_t*>(dst.data_ptr()), src.data<float>(), dst.numel());
+    if (dst.dtype() == DType::f32 && src.dtype() == DType::bf16)
+      return convert_bf16_to_f32(dst.data<float>(), static_cast<const uint16_t*>(src.data_ptr()), dst.numel());
   }
   dispatch_dtype(dst.dtype(), [&](auto d) {
     using D = decltype(d);
