@@ -51,7 +51,7 @@ struct OffloadVariant {
   std::string name;
   bool selective;
   int group;
-  double load_rate, load_latency;
+  double load_rate, load_latency, store_rate;
   std::vector<uint64_t> held;  // per block: bytes still in memory when forward ends
   std::vector<double> stall;   // per block: backward's wait for its load (see load_stalls)
 };
@@ -175,8 +175,8 @@ PolicyResult evaluate(const std::string& name, const StepTrace& t, SimPlan plan,
 // DP, then re-solves with a tighter DP budget while the simulator finds the plan above the
 // budget, then local search over single-block changes judged by the simulator.
 PolicyResult solve_at(const std::string& name, const StepTrace& t, const HardwareProfile& hw, uint64_t budget,
-                      const PlannerOptions& o, size_t depth, bool local_search) {
-  ChainProblem problem = chain_problem(t, hw, budget, o, depth);
+                      const PlannerOptions& o, size_t depth, bool prefix_offload, bool local_search) {
+  ChainProblem problem = chain_problem(t, hw, budget, o, depth, prefix_offload);
   PolicyResult best;
   best.name = name;
   std::vector<int> choice;
@@ -234,20 +234,30 @@ PolicyResult solve(const std::string& name, const StepTrace& t, const HardwarePr
   if (depths.empty()) depths = {1};
   // The DP and its repair at every depth; the simulator-driven local search (most of the planner's
   // time) at the best one only.
+  // Both views of offloading (prefix groups, blocks alone) when there is anything to offload: the
+  // DP and its repair at every depth, then the simulator-driven local search (most of the
+  // planner's time) from the best of those starts only.
+  auto better = [&](const PolicyResult& r, const PolicyResult& than) {
+    return (r.fits && (!than.fits || r.predicted.step_seconds < than.predicted.step_seconds)) ||
+           (!r.fits && !than.fits && budgeted_peak(r.predicted, o, hw) < budgeted_peak(than.predicted, o, hw));
+  };
   PolicyResult best;
   size_t best_depth = depths.front();
-  bool have = false;
+  bool best_prefix = true, have = false;
   for (size_t d : depths) {
-    PolicyResult r = solve_at(name, t, hw, budget, o, d, /*local_search=*/false);
-    const bool better = !have || (r.fits && (!best.fits || r.predicted.step_seconds < best.predicted.step_seconds)) ||
-                        (!r.fits && !best.fits && budgeted_peak(r.predicted, o, hw) < budgeted_peak(best.predicted, o, hw));
-    if (better) {
-      best = std::move(r);
-      best_depth = d;
-      have = true;
+    for (bool prefix : {true, false}) {
+      if (!prefix && !offload) continue;
+      PolicyResult r = solve_at(name, t, hw, budget, o, d, prefix, /*local_search=*/false);
+      if (!have || better(r, best)) {
+        best = std::move(r);
+        best_depth = d;
+        best_prefix = prefix;
+        have = true;
+      }
     }
   }
-  if (o.local_search_rounds > 0) best = solve_at(name, t, hw, budget, o, best_depth, /*local_search=*/true);
+  // The local search starts from that plan and accepts only improvements.
+  if (o.local_search_rounds > 0) best = solve_at(name, t, hw, budget, o, best_depth, best_prefix, /*local_search=*/true);
   return best;
 }
 
@@ -282,7 +292,7 @@ uint64_t budgeted_peak(const SimResult& r, const PlannerOptions& options, const 
 }
 
 ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64_t budget, const PlannerOptions& o,
-                           size_t prefetch_blocks) {
+                           size_t prefetch_blocks, bool prefix_offload) {
   const size_t k = std::max<size_t>(prefetch_blocks, 1);
   const std::vector<BlockFigures> f = figures(t);
   ChainProblem p;
@@ -291,6 +301,8 @@ ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64
   // On a CPU the host pool is the same RAM: offloading there saves nothing.
   const bool host = o.allow_host && hw.gpu && hw.to_host_bytes_per_second() > 0 && hw.from_host_bytes_per_second() > 0;
   const bool nvme = o.allow_nvme && !hw.drives.empty();
+  std::vector<double> forward_after(f.size() + 1, 0.0);  // forward time of the blocks after b
+  for (size_t b = f.size(); b-- > 0;) forward_after[b] = forward_after[b + 1] + (b + 1 < f.size() ? f[b + 1].forward : 0.0);
   std::vector<OffloadVariant> variants;
   // On a CPU the I/O threads' copies and checksums bound each transfer and take compute time.
   const bool io_cpu = !hw.gpu && hw.io_cpu_bytes_per_second.set();
@@ -304,7 +316,8 @@ ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64
     }
     for (bool sel : {false, true}) {
       if (sel && !o.allow_selective) continue;
-      OffloadVariant v{sel ? "selective+" + tier : tier, sel, int(variants.size()) + 1, load_rate, load_latency, {}};
+      OffloadVariant v{sel ? "selective+" + tier : tier, sel, prefix_offload ? int(variants.size()) + 1 : 0,
+                       load_rate, load_latency, store_rate, {}, {}};
       v.held = held_at_forward_end(t, sel, store_rate, store_latency);
       v.stall = load_stalls(t, f, v, k);
       variants.push_back(std::move(v));
@@ -335,12 +348,24 @@ ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64
     // prefetched; its extra time is its wait for its load (load_stalls). What it holds at the peak
     // (forward's end) is what the shared store channel has not finished by then, with every block
     // before it offloaded the same way.
+    // Without prefix groups (prefix_offload false) every block is judged alone, as if it had the
+    // channels to itself: optimistic where many blocks offload (the simulator and the repair
+    // loop correct it), but it reaches plans that offload later, smaller blocks (ResNet).
     uint64_t ahead = 0;
     for (size_t i = 1; i <= k && i <= b; ++i) ahead += f[b - i].saved;
+    double window = 0;
+    for (size_t i = 1; i <= k && b + i < f.size(); ++i) window += f[b + i].backward;
     for (OffloadVariant& v : variants) {
       const uint64_t bytes = v.selective ? x.saved - x.recomputable : x.saved;
-      cb.options.push_back({v.name, v.held[b], x.saved + ahead + work,
-                            (v.selective ? x.recompute_ops : 0.0) + v.stall[b] + io_steal * double(bytes), v.group});
+      uint64_t held = v.held[b];
+      double stall = v.stall[b];
+      if (!prefix_offload) {
+        const double store = double(bytes) / v.store_rate;
+        held = store <= forward_after[b] ? 0 : uint64_t(double(bytes) * (1.0 - forward_after[b] / store));
+        stall = std::max(0.0, double(bytes) / v.load_rate + v.load_latency - window);
+      }
+      cb.options.push_back({v.name, held, x.saved + ahead + work,
+                            (v.selective ? x.recompute_ops : 0.0) + stall + io_steal * double(bytes), v.group});
     }
     p.blocks.push_back(std::move(cb));
   }

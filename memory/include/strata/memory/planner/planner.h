@@ -51,8 +51,11 @@ struct PlannerResult {
 // The chain view of a trace: one option list per block (keep, selective, recompute, host, NVMe,
 // and selective+host / selective+nvme, as allowed and as the profile has tiers), with held bytes,
 // backward-time peak and extra seconds for a cache that loads `prefetch_blocks` blocks ahead.
+// prefix_offload: offload options form prefix groups (ChainBlock), their held bytes and load
+// waits following from the blocks offloaded before and after them on the shared channels; else
+// each block's offload is judged as if it had the channels to itself.
 ChainProblem chain_problem(const StepTrace& trace, const HardwareProfile& hw, uint64_t budget,
-                           const PlannerOptions& options, size_t prefetch_blocks = 1);
+                           const PlannerOptions& options, size_t prefetch_blocks = 1, bool prefix_offload = true);
 // The SimPlan that executes one option per block.
 SimPlan sim_plan_for(const StepTrace& trace, const ChainProblem& problem, const std::vector<int>& choice,
                      size_t prefetch_blocks = 1);
