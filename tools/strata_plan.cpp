@@ -158,10 +158,18 @@ void write_svg(const std::string& path, const std::vector<const PolicyResult*>& 
 // op-level recomputable from their producer's inputs at the producer's time. The cache can only
 // run op-level recompute where the op offers it (Node::can_recompute), so such plans are for
 // deciding which ops should, never for --save-plan.
+// Only an op's largest saved output counts (a layer norm's mean and rstd are by-products of
+// the same run, not worth a run of their own).
 size_t assume_recomputable(StepTrace& trace, const std::vector<std::string>& classes) {
+  std::vector<int32_t> largest(trace.ops.size(), -1);
+  for (size_t k = 0; k < trace.tensors.size(); ++k) {
+    int32_t& l = largest[size_t(trace.tensors[k].producer)];
+    if (l < 0 || trace.tensors[size_t(l)].bytes < trace.tensors[k].bytes) l = int32_t(k);
+  }
   size_t n = 0;
-  for (TraceTensor& x : trace.tensors) {
-    if (x.op_recomputable || x.block_input || x.first_backward_use < 0) continue;
+  for (size_t k = 0; k < trace.tensors.size(); ++k) {
+    TraceTensor& x = trace.tensors[k];
+    if (x.op_recomputable || x.block_input || x.first_backward_use < 0 || largest[size_t(x.producer)] != int32_t(k)) continue;
     const TraceOp& producer = trace.ops[size_t(x.producer)];
     if (std::find(classes.begin(), classes.end(), op_class(producer.kind)) == classes.end()) continue;
     x.op_recomputable = true;
