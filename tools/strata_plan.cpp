@@ -182,9 +182,10 @@ size_t assume_recomputable(StepTrace& trace, const std::vector<std::string>& cla
 // Where a plan's time goes beyond keep-all, and how busy the copy channel was.
 void print_breakdown(const PolicyResult& p, const SimResult& keep) {
   const SimResult& s = p.predicted;
-  std::printf("%s: step %.4g s = keep-all %.4g s + segments re-run %.4g s + op-level recompute %.4g s + stalls %.4g s\n",
+  std::printf("%s: step %.4g s = keep-all %.4g s + segments re-run %.4g s + op-level recompute %.4g s + stalls %.4g s"
+              " + I/O threads' CPU %.4g s\n",
               p.name.c_str(), s.step_seconds, keep.step_seconds, s.segment_recompute_seconds,
-              s.recompute_seconds - s.segment_recompute_seconds, s.stall_seconds);
+              s.recompute_seconds - s.segment_recompute_seconds, s.stall_seconds, s.io_cpu_seconds);
   if (s.store_busy_seconds > 0)
     std::printf("  forward %.4g s; stores busy %.4g s (%.0f%% of forward), %s GB stored by forward's end; loads busy %.4g s\n",
                 s.forward_seconds, s.store_busy_seconds, 100.0 * s.store_busy_seconds / std::max(s.forward_seconds, 1e-12),

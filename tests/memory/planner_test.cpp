@@ -96,3 +96,33 @@ TEST(Planner, AnImpossibleBudgetIsExplained) {
   EXPECT_FALSE(r.plan.fits);
   EXPECT_NE(r.explanation.find("cannot be met: the lowest predicted peak is"), std::string::npos) << r.explanation;
 }
+
+TEST(Planner, OffloadOptionsArePrefixGroupsWhoseHeldBytesGrowAsTheSharedChannelFallsBehind) {
+  StepTrace t = traced_chain();
+  for (TraceOp& o : t.ops) o.seconds = 1e-3;  // fixed times: the test does not depend on the clock
+  HardwareProfile hw = cpu();
+  hw.drives[0].write_bytes_per_second.value = 0.1e9;  // slower than the blocks are produced
+  const ChainProblem p = chain_problem(t, hw, 1ull << 40, {}, /*prefetch_blocks=*/1);
+  std::vector<uint64_t> held;
+  for (const ChainBlock& b : p.blocks) {
+    for (const BlockOption& o : b.options) {
+      if (o.name == "nvme") {
+        EXPECT_EQ(o.prefix_group, 1) << b.path;
+        held.push_back(o.held_bytes);
+      }
+      if (o.name == "selective+nvme") EXPECT_EQ(o.prefix_group, 2) << b.path;
+      if (o.name == "keep" || o.name == "selective" || o.name == "recompute") EXPECT_EQ(o.prefix_group, 0) << b.path;
+    }
+  }
+  ASSERT_EQ(held.size(), t.blocks.size());
+  for (size_t b = 1; b < held.size(); ++b) EXPECT_GE(held[b], held[b - 1]) << "block " << b;
+  EXPECT_LT(held.front(), held.back()) << "the channel falls further behind with every block it carries";
+  // Judged alone, no block is held back by the others' stores.
+  const ChainProblem alone = chain_problem(t, hw, 1ull << 40, {}, 1, /*prefix_offload=*/false);
+  for (const ChainBlock& b : alone.blocks)
+    for (const BlockOption& o : b.options) EXPECT_EQ(o.prefix_group, 0) << b.path << " " << o.name;
+  // The planner's plan holds a tight budget on the simulator with this slow drive too.
+  const uint64_t keep_peak = simulate(t, SimPlan::keep_all(t), hw).activation_peak;
+  PlannerResult r = plan_step(t, hw, uint64_t(0.5 * double(keep_peak)));
+  EXPECT_TRUE(r.plan.fits) << r.explanation;
+}
