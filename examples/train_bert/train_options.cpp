@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "examples/common/cache_flags.h"
 #include "train_bert.pb.h"  // generated into <build>/examples/train_bert/generated
 
 namespace strata::examples {
@@ -24,7 +25,6 @@ namespace {
 // Every setting, as an optional: set by the config file first, then by flags.
 struct Overrides {
   std::optional<std::string> preset, train_data, val_data, text, out_dir;
-  std::optional<std::string> cache_policy, memory_budget, spill_dir, spill_arena, host_pool, cache_min, save_plan;
   std::optional<int64_t> num_hidden_layers, hidden_size, num_attention_heads, intermediate_size,
       max_position_embeddings, batch_size, seq_len, max_steps, warmup_steps, lr_decay_steps, eval_every, eval_batches,
       ckpt_every, log_every;
@@ -32,6 +32,7 @@ struct Overrides {
       beta2, grad_clip;
   std::optional<uint64_t> seed;
   std::optional<bool> two_segments, shuffle, resume, bf16;
+  CacheFlags cache;
 };
 
 void from_proto(const TrainBertConfig& c, Overrides* o) {
@@ -44,10 +45,9 @@ void from_proto(const TrainBertConfig& c, Overrides* o) {
   STRATA_TAKE(seq_len) STRATA_TAKE(max_steps) STRATA_TAKE(max_seconds) STRATA_TAKE(lr) STRATA_TAKE(min_lr)
   STRATA_TAKE(warmup_steps) STRATA_TAKE(weight_decay) STRATA_TAKE(beta1) STRATA_TAKE(beta2) STRATA_TAKE(grad_clip)
   STRATA_TAKE(seed) STRATA_TAKE(shuffle) STRATA_TAKE(lr_decay_steps) STRATA_TAKE(eval_every) STRATA_TAKE(eval_batches)
-  STRATA_TAKE(ckpt_every) STRATA_TAKE(resume) STRATA_TAKE(log_every) STRATA_TAKE(bf16) STRATA_TAKE(cache_policy)
-  STRATA_TAKE(memory_budget) STRATA_TAKE(spill_dir) STRATA_TAKE(spill_arena) STRATA_TAKE(host_pool)
-  STRATA_TAKE(cache_min) STRATA_TAKE(save_plan)
+  STRATA_TAKE(ckpt_every) STRATA_TAKE(resume) STRATA_TAKE(log_every) STRATA_TAKE(bf16)
 #undef STRATA_TAKE
+  o->cache.take(c);
 }
 
 template <class T>
@@ -97,17 +97,7 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
   app.add_flag("--resume{true}", f.resume, "continue from <out-dir>/checkpoint");
   app.add_option("--log-every", f.log_every);
   app.add_flag("--bf16{true},--autocast{true}", f.bf16, "bf16 mixed precision (bf16 GEMMs, f32 master weights)");
-  app.add_option("--cache-policy", f.cache_policy,
-                 "saved activations: keep (default), recompute, nvme, host, adaptive[:host], "
-                 "rules:<glob>[@op][>=size]=<action>;..., or plan:<file> (scopes: embeddings, layer.N.*, cls.*)");
-  app.add_option("--memory-budget", f.memory_budget,
-                 "keep the step's peak memory under this (e.g. 1.5G): step 1 profiles with every layer "
-                 "recomputed, then a plan is made (NVMe when --spill-dir is given, else recompute)");
-  app.add_option("--spill-dir", f.spill_dir, "directory for the NVMe tier's spill file (unlinked, O_DIRECT)");
-  app.add_option("--spill-arena", f.spill_arena, "size of the spill file (default 8G)");
-  app.add_option("--host-pool", f.host_pool, "size of the host tier's pool (default 0: none)");
-  app.add_option("--cache-min", f.cache_min, "tensors smaller than this are always kept (default 1M)");
-  app.add_option("--save-plan", f.save_plan, "write the --memory-budget plan to this file");
+  f.cache.add_to(app, "layer", " (scopes: embeddings, layer.N.*, cls.*)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -139,9 +129,7 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
   merge(o.grad_clip, f.grad_clip), merge(o.seed, f.seed), merge(o.shuffle, f.shuffle);
   merge(o.eval_every, f.eval_every), merge(o.eval_batches, f.eval_batches), merge(o.ckpt_every, f.ckpt_every);
   merge(o.resume, f.resume), merge(o.log_every, f.log_every), merge(o.bf16, f.bf16);
-  merge(o.cache_policy, f.cache_policy), merge(o.memory_budget, f.memory_budget), merge(o.spill_dir, f.spill_dir);
-  merge(o.spill_arena, f.spill_arena), merge(o.host_pool, f.host_pool), merge(o.cache_min, f.cache_min);
-  merge(o.save_plan, f.save_plan);
+  o.cache.merge(f.cache);
 
   BertTrainOptions& t = *out;
   t.preset = o.preset.value_or(t.preset);
@@ -167,13 +155,7 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
   t.eval_every = o.eval_every.value_or(t.eval_every), t.eval_batches = o.eval_batches.value_or(t.eval_batches);
   t.ckpt_every = o.ckpt_every.value_or(t.ckpt_every), t.log_every = o.log_every.value_or(t.log_every);
   t.out_dir = o.out_dir.value_or(t.out_dir), t.resume = o.resume.value_or(false), t.bf16 = o.bf16.value_or(false);
-  t.cache.policy = o.cache_policy.value_or(t.cache.policy);
-  if (o.memory_budget) t.cache.memory_budget = memory::parse_byte_size(*o.memory_budget, "--memory-budget");
-  t.cache.spill_dir = o.spill_dir.value_or("");
-  if (o.spill_arena) t.cache.spill_arena_bytes = memory::parse_byte_size(*o.spill_arena, "--spill-arena");
-  if (o.host_pool) t.cache.host_pool_bytes = memory::parse_byte_size(*o.host_pool, "--host-pool");
-  if (o.cache_min) t.cache.min_bytes = memory::parse_byte_size(*o.cache_min, "--cache-min");
-  t.cache.save_plan = o.save_plan.value_or("");
+  o.cache.apply(&t.cache);
 
   t.model.validate();
   STRATA_CHECK(t.batch_size > 0 && t.log_every > 0, ValueError, "train_bert: batch size and log interval must be positive");

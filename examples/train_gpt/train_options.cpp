@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "examples/common/cache_flags.h"
 #include "train_gpt/train_gpt.pb.h"
 
 namespace strata::examples {
@@ -24,13 +25,13 @@ namespace {
 // Every setting, as an optional: set by the config file first, then by flags.
 struct Overrides {
   std::optional<std::string> preset, train_data, val_data, text, out_dir;
-  std::optional<std::string> cache_policy, memory_budget, spill_dir, spill_arena, host_pool, cache_min, save_plan;
   std::optional<int64_t> n_layer, n_head, n_embd, block_size, vocab_size, batch_size, seq_len, grad_accum, max_steps,
       warmup_steps, lr_decay_steps, eval_every, eval_batches, ckpt_every, log_every, sample_tokens, top_k;
   std::optional<double> dropout, max_seconds, lr, min_lr, weight_decay, beta1, beta2, grad_clip, temperature,
       bucket_mb, collective_timeout;
   std::optional<uint64_t> seed;
   std::optional<bool> shuffle, resume, zero1, profile, bf16;
+  CacheFlags cache;
 };
 
 void from_proto(const TrainGptConfig& c, Overrides* o) {
@@ -44,9 +45,8 @@ void from_proto(const TrainGptConfig& c, Overrides* o) {
   STRATA_TAKE(max_seconds) STRATA_TAKE(lr) STRATA_TAKE(min_lr) STRATA_TAKE(weight_decay) STRATA_TAKE(beta1)
   STRATA_TAKE(beta2) STRATA_TAKE(grad_clip) STRATA_TAKE(temperature) STRATA_TAKE(seed) STRATA_TAKE(shuffle)
   STRATA_TAKE(resume) STRATA_TAKE(zero1) STRATA_TAKE(profile) STRATA_TAKE(bf16) STRATA_TAKE(bucket_mb) STRATA_TAKE(collective_timeout)
-  STRATA_TAKE(cache_policy) STRATA_TAKE(memory_budget) STRATA_TAKE(spill_dir) STRATA_TAKE(spill_arena)
-  STRATA_TAKE(host_pool) STRATA_TAKE(cache_min) STRATA_TAKE(save_plan)
 #undef STRATA_TAKE
+  o->cache.take(c);
 }
 
 template <class T>
@@ -100,17 +100,7 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   app.add_option("--bucket-mb", f.bucket_mb, "under mpirun: gradient all-reduce bucket size in MB (default 25)");
   app.add_option("--collective-timeout", f.collective_timeout,
                  "under mpirun: seconds a collective waits for the other ranks before failing (default 300)");
-  app.add_option("--cache-policy", f.cache_policy,
-                 "saved activations: keep (default), recompute, nvme, host, adaptive[:host], "
-                 "rules:<glob>[@op][>=size]=<action>;..., or plan:<file>");
-  app.add_option("--memory-budget", f.memory_budget,
-                 "keep the step's peak memory under this (e.g. 1.5G): step 1 profiles with every block "
-                 "recomputed, then a plan is made (NVMe when --spill-dir is given, else recompute)");
-  app.add_option("--spill-dir", f.spill_dir, "directory for the NVMe tier's spill file (unlinked, O_DIRECT)");
-  app.add_option("--spill-arena", f.spill_arena, "size of the spill file (default 8G)");
-  app.add_option("--host-pool", f.host_pool, "size of the host tier's pool (default 0: none)");
-  app.add_option("--cache-min", f.cache_min, "tensors smaller than this are always kept (default 1M)");
-  app.add_option("--save-plan", f.save_plan, "write the --memory-budget plan to this file");
+  f.cache.add_to(app);
   app.add_flag("--bf16{true},--autocast{true}", f.bf16,
                "bf16 mixed precision: linear and LM-head GEMMs in bf16 (oneDNN, AVX512-BF16), f32 master weights, "
                "activations and reductions (as torch.autocast(cpu, bfloat16))");
@@ -147,9 +137,7 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   merge(o.weight_decay, f.weight_decay), merge(o.beta1, f.beta1), merge(o.beta2, f.beta2);
   merge(o.grad_clip, f.grad_clip), merge(o.temperature, f.temperature), merge(o.seed, f.seed);
   merge(o.shuffle, f.shuffle), merge(o.resume, f.resume);
-  merge(o.cache_policy, f.cache_policy), merge(o.memory_budget, f.memory_budget), merge(o.spill_dir, f.spill_dir);
-  merge(o.spill_arena, f.spill_arena), merge(o.host_pool, f.host_pool), merge(o.cache_min, f.cache_min);
-  merge(o.save_plan, f.save_plan);
+  o.cache.merge(f.cache);
   merge(o.profile, f.profile), merge(o.bf16, f.bf16), merge(o.zero1, f.zero1), merge(o.bucket_mb, f.bucket_mb), merge(o.collective_timeout, f.collective_timeout);
 
   TrainOptions& t = *out;
@@ -179,13 +167,7 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   t.collective_timeout = o.collective_timeout.value_or(t.collective_timeout);
   t.profile = o.profile.value_or(t.profile);
   t.bf16 = o.bf16.value_or(t.bf16);
-  t.cache.policy = o.cache_policy.value_or(t.cache.policy);
-  if (o.memory_budget) t.cache.memory_budget = memory::parse_byte_size(*o.memory_budget, "--memory-budget");
-  t.cache.spill_dir = o.spill_dir.value_or("");
-  if (o.spill_arena) t.cache.spill_arena_bytes = memory::parse_byte_size(*o.spill_arena, "--spill-arena");
-  if (o.host_pool) t.cache.host_pool_bytes = memory::parse_byte_size(*o.host_pool, "--host-pool");
-  if (o.cache_min) t.cache.min_bytes = memory::parse_byte_size(*o.cache_min, "--cache-min");
-  t.cache.save_plan = o.save_plan.value_or("");
+  o.cache.apply(&t.cache);
 
   t.model.validate();
   STRATA_CHECK(t.batch_size > 0 && t.seq_len > 0 && t.grad_accum > 0, ValueError,

@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "examples/common/cache_flags.h"
 #include "train_resnet.pb.h"
 
 namespace strata::examples {
@@ -25,17 +26,16 @@ namespace {
 // Every setting, as an optional: set by the config file first, then by flags.
 struct Overrides {
   std::optional<std::string> model, layers, cifar10, image_folder, val_folder, optimizer, out_dir;
-  std::optional<std::string> cache_policy, memory_budget, spill_dir, spill_arena, host_pool, cache_min, save_plan;
   std::optional<int64_t> width, image_size, synthetic_classes, synthetic_train, synthetic_val, workers, prefetch,
       batch_size, max_steps, warmup_steps, lr_decay_steps, eval_every, eval_batches, ckpt_every, log_every;
   std::optional<double> synthetic_noise, max_seconds, lr, min_lr, momentum, weight_decay, grad_clip, target_accuracy;
   std::optional<uint64_t> seed;
   std::optional<bool> augment, nesterov, resume, profile;
+  CacheFlags cache;
 };
 
 #define STRATA_RESNET_FIELDS(X)                                                                                     \
-  X(model) X(layers) X(cifar10) X(image_folder) X(val_folder) X(optimizer) X(out_dir) X(cache_policy)              \
-  X(memory_budget) X(spill_dir) X(spill_arena) X(host_pool) X(cache_min) X(save_plan) X(width) X(image_size)        \
+  X(model) X(layers) X(cifar10) X(image_folder) X(val_folder) X(optimizer) X(out_dir) X(width) X(image_size)        \
   X(synthetic_classes) X(synthetic_train) X(synthetic_val) X(workers) X(prefetch) X(batch_size) X(max_steps)        \
   X(warmup_steps) X(lr_decay_steps) X(eval_every) X(eval_batches) X(ckpt_every) X(log_every) X(synthetic_noise)     \
   X(max_seconds) X(lr) X(min_lr) X(momentum) X(weight_decay) X(grad_clip) X(target_accuracy) X(seed) X(augment)     \
@@ -46,6 +46,7 @@ void from_proto(const TrainResNetConfig& c, Overrides* o) {
   if (c.has_##field()) o->field = c.field();
   STRATA_RESNET_FIELDS(STRATA_TAKE)
 #undef STRATA_TAKE
+  o->cache.take(c);
 }
 
 void merge(Overrides* into, const Overrides& from) {
@@ -53,6 +54,7 @@ void merge(Overrides* into, const Overrides& from) {
   if (from.field) into->field = from.field;
   STRATA_RESNET_FIELDS(STRATA_MERGE)
 #undef STRATA_MERGE
+  into->cache.merge(from.cache);
 }
 
 std::vector<int64_t> parse_layers(const std::string& text) {
@@ -118,17 +120,7 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
   app.add_option("--log-every", f.log_every);
   app.add_flag("--profile{true}", f.profile, "time every op kind from step 3 on; table at the end and "
                                              "<out-dir>/profile_trace.json (chrome://tracing)");
-  app.add_option("--cache-policy", f.cache_policy,
-                 "saved activations: keep (default), recompute, nvme, host, adaptive[:host], "
-                 "rules:<glob>[@op][>=size]=<action>;..., or plan:<file>");
-  app.add_option("--memory-budget", f.memory_budget,
-                 "keep the step's peak memory under this (e.g. 1.5G): step 1 profiles with every block "
-                 "recomputed, then a plan is made (NVMe when --spill-dir is given, else recompute)");
-  app.add_option("--spill-dir", f.spill_dir, "directory for the NVMe tier's spill file (unlinked, O_DIRECT)");
-  app.add_option("--spill-arena", f.spill_arena, "size of the spill file (default 8G)");
-  app.add_option("--host-pool", f.host_pool, "size of the host tier's pool (default 0: none)");
-  app.add_option("--cache-min", f.cache_min, "tensors smaller than this are always kept (default 1M)");
-  app.add_option("--save-plan", f.save_plan, "write the --memory-budget plan to this file");
+  f.cache.add_to(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -176,13 +168,7 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
   t.eval_every = o.eval_every.value_or(t.eval_every), t.eval_batches = o.eval_batches.value_or(t.eval_batches);
   t.ckpt_every = o.ckpt_every.value_or(t.ckpt_every), t.log_every = o.log_every.value_or(t.log_every);
   t.out_dir = o.out_dir.value_or(t.out_dir), t.resume = o.resume.value_or(false), t.profile = o.profile.value_or(false);
-  t.cache.policy = o.cache_policy.value_or(t.cache.policy);
-  if (o.memory_budget) t.cache.memory_budget = memory::parse_byte_size(*o.memory_budget, "--memory-budget");
-  t.cache.spill_dir = o.spill_dir.value_or("");
-  if (o.spill_arena) t.cache.spill_arena_bytes = memory::parse_byte_size(*o.spill_arena, "--spill-arena");
-  if (o.host_pool) t.cache.host_pool_bytes = memory::parse_byte_size(*o.host_pool, "--host-pool");
-  if (o.cache_min) t.cache.min_bytes = memory::parse_byte_size(*o.cache_min, "--cache-min");
-  t.cache.save_plan = o.save_plan.value_or("");
+  o.cache.apply(&t.cache);
 
   STRATA_CHECK(t.cifar10.empty() || t.image_folder.empty(), ValueError,
                "train_resnet: give --cifar10 or --image-folder, not both");
