@@ -180,18 +180,44 @@ PolicyResult solve_at(const std::string& name, const StepTrace& t, const Hardwar
   PolicyResult best;
   best.name = name;
   std::vector<int> choice;
-  uint64_t dp_budget = budget;
+  // The repair: while the simulator finds the DP's plan above the budget, lower the DP's budget by
+  // what the simulator found beyond the DP's own prediction (its peak model misses, e.g., loads
+  // arriving early), at least by the excess; once some DP budget fits, bisect between it and the
+  // lowest one that did not, keeping the fastest plan that fits.
+  uint64_t dp_budget = budget, fit = 0, too_high = 0;  // DP budgets that fit / did not (0: none yet)
   for (int round = 0; round <= o.repair_rounds; ++round) {
     problem.budget_bytes = dp_budget;
     ChainSolution sol = solve_chain(problem);
     if (!sol.feasible) break;
     PolicyResult r = evaluate(name, t, sim_plan_for(t, problem, sol.choice, depth), hw, budget, o);
-    choice = sol.choice;
-    best = std::move(r);
-    if (best.fits) break;
-    const uint64_t over = budgeted_peak(best.predicted, o, hw) - budget;
-    if (over + sol.unit_bytes >= dp_budget) break;
-    dp_budget -= over + sol.unit_bytes;
+    const uint64_t sim_peak = budgeted_peak(r.predicted, o, hw);
+    if (r.fits) {
+      if (fit == 0 || r.predicted.step_seconds < best.predicted.step_seconds) {
+        best = std::move(r);
+        choice = sol.choice;
+      }
+      fit = std::max(fit, dp_budget);
+      if (too_high == 0) break;  // it fits at the full budget
+    } else {
+      if (fit == 0) {
+        best = std::move(r);
+        choice = sol.choice;
+      }
+      too_high = too_high == 0 ? dp_budget : std::min(too_high, dp_budget);
+    }
+    uint64_t next = 0;
+    if (fit > 0) {
+      if (too_high <= fit + 2 * sol.unit_bytes) break;
+      next = fit + (too_high - fit) / 2;
+    } else {
+      const uint64_t over = sim_peak - budget;
+      const uint64_t gap = sim_peak > sol.predicted_peak ? sim_peak - sol.predicted_peak : 0;
+      if (over + sol.unit_bytes >= dp_budget) break;
+      next = budget > gap + sol.unit_bytes ? budget - gap - sol.unit_bytes : 0;
+      next = std::min(next, dp_budget - over - sol.unit_bytes);
+      if (next == 0) break;
+    }
+    dp_budget = next;
   }
   if (choice.empty()) {
     // No DP solution: start from the option that holds least in every block (the local search
