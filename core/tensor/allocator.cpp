@@ -12,8 +12,11 @@ namespace strata {
 namespace {
 size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
+// Blocks of 64 KiB and more start on a page: the tensor cache writes and reads them with
+// O_DIRECT straight from and into tensor memory (no staging copy), which needs 4 KiB alignment.
 void* system_alloc(size_t bytes) {
-  void* p = std::aligned_alloc(kAllocAlignment, round_up(bytes, kAllocAlignment));
+  const size_t align = bytes >= (size_t(64) << 10) ? size_t(4096) : kAllocAlignment;
+  void* p = std::aligned_alloc(align, round_up(bytes, align));
   STRATA_CHECK(p != nullptr, Error, "CPU allocator: out of memory allocating ", bytes, " bytes");
   return p;
 }

@@ -152,6 +152,11 @@ void IoChannel::pin_staging(Backend& backend) {
   pinned_for_ = &backend;
 }
 
+bool IoChannel::zero_copy_ok(const void* p, uint64_t n) const {
+  // Whole blocks at a block-aligned address in host memory: O_DIRECT takes them as they are.
+  return !device_backend_ && tier_.direct() && n % kBlock == 0 && reinterpret_cast<uintptr_t>(p) % kBlock == 0;
+}
+
 uint32_t IoChannel::checksum(const void* buf, size_t n) const {
   return device_backend_ ? device_backend_->crc32c_of(buf, n, device_index_) : crc32c(buf, n);
 }
@@ -203,6 +208,17 @@ IoStatus IoChannel::write(const void* src, uint64_t bytes, uint64_t offset,
       uint64_t n = std::min<uint64_t>(chunk_, bytes - next * chunk_);
       uint64_t padded = round_block(n);
       auto* buf = static_cast<unsigned char*>(staging_[size_t(b)]);
+      if (!copy && zero_copy_ok(s + next * chunk_, n)) {  // straight from tensor memory
+        auto* from = const_cast<unsigned char*>(s + next * chunk_);
+        crcs[next] = crc32c(from, n);
+        want[size_t(b)] = n;
+        where[size_t(b)] = offset + next * chunk_;
+        engine_->submit({IoKind::Write, where[size_t(b)], size_t(n), from, -1, uint64_t(b)});
+        ++zero_copy_chunks_;
+        ++next;
+        ++in_flight;
+        continue;
+      }
       if (copy) {
         try {  // a device copy that fails ends the transfer like a failed write
           (*copy)(buf, s + next * chunk_, n);
@@ -260,6 +276,7 @@ IoStatus IoChannel::read(void* dst, uint64_t bytes, uint64_t offset,
   }
   std::vector<int> free_bufs = all_buffers();
   std::vector<uint64_t> want(staging_.size(), 0), chunk_of(staging_.size(), 0);
+  std::vector<char> direct(staging_.size(), 0);  // the chunk went straight into `dst`
   uint64_t next = 0;
   size_t in_flight = 0;
   auto* d = static_cast<unsigned char*>(dst);
@@ -270,8 +287,14 @@ IoStatus IoChannel::read(void* dst, uint64_t bytes, uint64_t offset,
       uint64_t n = std::min<uint64_t>(chunk_, bytes - next * chunk_);
       want[size_t(b)] = round_block(n);
       chunk_of[size_t(b)] = next;
-      engine_->submit({IoKind::Read, offset + next * chunk_, size_t(want[size_t(b)]),
-                       staging_[size_t(b)], b, uint64_t(b)});
+      direct[size_t(b)] = !copy && zero_copy_ok(d + next * chunk_, n);
+      if (direct[size_t(b)]) {  // straight into tensor memory
+        engine_->submit({IoKind::Read, offset + next * chunk_, size_t(n), d + next * chunk_, -1, uint64_t(b)});
+        ++zero_copy_chunks_;
+      } else {
+        engine_->submit({IoKind::Read, offset + next * chunk_, size_t(want[size_t(b)]), staging_[size_t(b)], b,
+                         uint64_t(b)});
+      }
       ++next;
       ++in_flight;
       continue;
@@ -289,7 +312,7 @@ IoStatus IoChannel::read(void* dst, uint64_t bytes, uint64_t offset,
       continue;
     }
     uint64_t n = std::min<uint64_t>(chunk_, bytes - k * chunk_);
-    const auto* buf = static_cast<const unsigned char*>(staging_[b]);
+    const auto* buf = direct[b] ? d + k * chunk_ : static_cast<const unsigned char*>(staging_[b]);
     uint32_t crc = 0;
     try {
       crc = checksum(buf, n);
@@ -306,7 +329,9 @@ IoStatus IoChannel::read(void* dst, uint64_t bytes, uint64_t offset,
       st.file_offset = at;
       continue;
     }
-    if (copy) {
+    if (direct[b]) {
+      // already in place
+    } else if (copy) {
       try {
         (*copy)(d + k * chunk_, buf, n);
       } catch (const std::exception& e) {

@@ -48,6 +48,9 @@ class IoChannel {
   const char* engine_name() const { return engine_->name(); }
   // True when the staging buffers are device memory (the direct, GPUDirect Storage path).
   bool on_device() const { return device_backend_ != nullptr; }
+  // Chunks moved straight between host tensor memory and the file, without a staging copy
+  // (whole 4 KiB blocks at 4 KiB-aligned addresses; the allocator aligns large blocks so).
+  uint64_t zero_copy_chunks() const { return zero_copy_chunks_; }
   void adopt_staging(std::vector<void*> staging);
   // Page-locks the staging buffers for `backend`'s transfers (a GPU's chunks go through them);
   // undone when the channel closes.
@@ -59,6 +62,7 @@ class IoChannel {
   IoCompletion reap(std::vector<int>& free_bufs, size_t& in_flight);
   // CRC-32C of a staging buffer's first n bytes: on the host, or where a device buffer lives.
   uint32_t checksum(const void* buf, size_t n) const;
+  bool zero_copy_ok(const void* p, uint64_t n) const;
 
   friend class NvmeTier;
 
@@ -72,6 +76,7 @@ class IoChannel {
   Backend* device_backend_ = nullptr;
   int device_index_ = 0;
   std::vector<void*> device_blocks_;
+  uint64_t zero_copy_chunks_ = 0;  // one channel is used by one worker thread at a time
 };
 
 class NvmeTier {
