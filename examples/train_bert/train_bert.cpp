@@ -5,18 +5,17 @@
 // byte from its frequency alone: a model below it has learned to use the context).
 //
 // Byte-level vocabulary: bytes 0..255, then [PAD] 256, [CLS] 257, [SEP] 258, [MASK] 259.
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <optional>
 
+#include "examples/common/checkpointing.h"
+#include "examples/common/lr_schedule.h"
+#include "examples/common/run_report.h"
+#include "examples/common/text_data.h"
 #include "examples/train_bert/train_options.h"
-#include "examples/train_gpt/default_corpus.h"
 #include "strata/io/checkpoint.h"
 #include "strata/io/mlm_batches.h"
 #include "strata/io/token_shards.h"
@@ -28,33 +27,6 @@ using namespace strata;
 using strata::examples::BertTrainOptions;
 
 namespace {
-
-double peak_rss_mb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_maxrss) / 1024.0;
-}
-
-// Byte-level shards of `text` in <out>/data (every 10th 8 KiB chunk held out, as train_gpt).
-std::pair<std::string, std::string> shards_from_text(const std::string& text, const std::string& out_dir) {
-  io::ByteTokenizer tok;
-  std::vector<int32_t> ids = tok.encode(text), train_ids, val_ids;
-  constexpr size_t kChunk = 8192;
-  for (size_t at = 0, k = 0; at < ids.size(); at += kChunk, ++k) {
-    auto& dst = (k % 10 == 9) ? val_ids : train_ids;
-    dst.insert(dst.end(), ids.begin() + long(at), ids.begin() + long(std::min(ids.size(), at + kChunk)));
-  }
-  if (val_ids.empty()) {
-    const size_t split = ids.size() - ids.size() / 10;
-    val_ids.assign(ids.begin() + long(split), ids.end());
-    train_ids.resize(split);
-  }
-  const std::string dir = out_dir + "/data";
-  std::filesystem::create_directories(dir);
-  io::write_token_shard(dir + "/train_000000.bin", train_ids);
-  io::write_token_shard(dir + "/val_000000.bin", val_ids);
-  return {dir + "/train_*.bin", dir + "/val_*.bin"};
-}
 
 // Unigram entropy (nats) of every token in the shards.
 double corpus_unigram_entropy(const std::vector<std::string>& paths) {
@@ -81,29 +53,14 @@ double evaluate(models::BertForMaskedLM& model, io::MlmBatcher& val, int64_t bat
   return total / double(batches);
 }
 
-std::string bar(double frac) {
-  const int n = int(std::clamp(frac, 0.0, 1.0) * 20);
-  std::string s = "[";
-  s.append(size_t(n), '#').append(size_t(20 - n), '.').push_back(']');
-  return s;
-}
-
 int run(const BertTrainOptions& o) {
   std::filesystem::create_directories(o.out_dir);
   const std::string ckpt_dir = o.out_dir + "/checkpoint";
   // ---- data ----
   std::string train_glob = o.train_data, val_glob = o.val_data;
-  if (train_glob.empty()) {
-    std::string text;
-    if (o.text.empty()) {
-      text = examples::read_default_corpus();
-    } else {
-      std::ifstream in(o.text, std::ios::binary);
-      STRATA_CHECK(in.good(), IoError, "train_bert: cannot open --text '", o.text, "'");
-      text.assign(std::istreambuf_iterator<char>(in), {});
-    }
-    std::tie(train_glob, val_glob) = shards_from_text(text, o.out_dir);
-  }
+  if (train_glob.empty())
+    std::tie(train_glob, val_glob) =
+        examples::shards_from_text(examples::read_training_text(o.text, "train_bert"), o.out_dir);
   STRATA_CHECK(o.model.vocab_size >= 260, ValueError, "train_bert: the byte-level vocabulary needs vocab_size >= 260, got ",
                o.model.vocab_size);
   io::MlmOptions mo;
@@ -128,36 +85,20 @@ int run(const BertTrainOptions& o) {
   optim::AdamW opt({optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(o.weight_decay)),
                     optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))},
                    ao);
-  auto make_schedule = [&](int64_t total) {
-    total = std::max<int64_t>(total, 2);
-    return std::make_unique<optim::WarmupCosineSchedule>(o.lr, std::clamp<int64_t>(total / 10, 1, o.warmup_steps),
-                                                         total, o.min_lr);
-  };
-  const bool estimate_schedule = o.lr_decay_steps <= 0 && o.time_bounded();
-  constexpr int64_t kTimedSteps = 6;
-  std::unique_ptr<optim::WarmupCosineSchedule> sched =
-      make_schedule(o.lr_decay_steps > 0 ? o.lr_decay_steps : (estimate_schedule ? 10 * o.warmup_steps : o.max_steps));
-  double timed_seconds = 0;
+  examples::LrSchedule sched({.lr = o.lr, .min_lr = o.min_lr, .warmup_cap = o.warmup_steps,
+                              .lr_decay_steps = o.lr_decay_steps, .max_steps = o.max_steps,
+                              .warmup_steps = o.warmup_steps, .time_bounded = o.time_bounded(), .timed_steps = 6});
 
   int64_t step = 0;
   if (o.resume) {
-    io::CheckpointState st = io::load_checkpoint(ckpt_dir);
-    model.load_state_dict(st.model);
+    io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model);
     opt.load_state_dict(st.optimizer);
     step = st.step;
-    current_generator().set_state(st.rng);
     train.set_cursor(st.data);
     std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(step));
   }
   auto save = [&](int64_t at_step) {
-    io::CheckpointState st;
-    st.config = o.describe();
-    st.step = at_step;
-    st.rng = current_generator().state();
-    st.data = train.cursor();
-    st.model = model.state_dict();
-    st.optimizer = opt.state_dict();
-    io::save_checkpoint(ckpt_dir, st);
+    io::save_checkpoint(ckpt_dir, examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, opt.state_dict()));
   };
 
   const int64_t tokens_per_step = o.batch_size * o.seq_len;
@@ -172,17 +113,15 @@ int run(const BertTrainOptions& o) {
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
   double last_loss = NAN, last_val = NAN, step_seconds = 0;
   int64_t steps_run = 0, masked_total = 0;
-  memory::TrainerCache tcache(o.cache);
-  const bool report_cache = o.cache.policy != "keep" || o.cache.memory_budget > 0;
-  if (report_cache) std::printf("  %s\n", tcache.describe().c_str());
+  examples::CacheReport tcache(o.cache, /*print=*/true);
   while (step < o.max_steps && (o.max_seconds <= 0 || elapsed() < o.max_seconds)) {
     const auto t0 = std::chrono::steady_clock::now();
     alloc.stats().reset_peaks();
-    sched->apply(opt, step);
+    sched.apply(opt, step);
     opt.zero_grad();
     io::MlmBatch b = train.next();
     masked_total += b.num_masked;
-    std::optional<autograd::SavePolicyGuard> cache_guard(tcache.cache());
+    std::optional<autograd::SavePolicyGuard> cache_guard(tcache.tensor_cache());
     tcache.begin_step();
     std::optional<ops::AutocastGuard> amp;
     if (o.bf16) amp.emplace(DType::bf16);
@@ -193,22 +132,15 @@ int run(const BertTrainOptions& o) {
     const double norm = o.grad_clip > 0 ? optim::clip_grad_norm_(model.parameters(), o.grad_clip) : 0.0;
     opt.step();
     cache_guard.reset();
-    {
-      const std::string planned = tcache.end_step(alloc.stats().snapshot());
-      if (!planned.empty()) std::printf("  plan: %s\n", planned.c_str());
-    }
+    tcache.end_step(alloc.stats().snapshot());
     ++step;
     ++steps_run;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (steps_run > 1) step_seconds += secs;
-    if (estimate_schedule && steps_run > 1 && steps_run <= kTimedSteps + 1) {
-      timed_seconds += secs;
-      if (steps_run == kTimedSteps + 1) {
-        const double per_step = timed_seconds / double(kTimedSteps);
-        const int64_t total = step + int64_t((o.max_seconds - elapsed()) / per_step);
-        sched = make_schedule(total);
-        std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), per_step);
-      }
+    if (const std::optional<double> per_step = sched.time_step(steps_run, secs)) {
+      const int64_t total = step + int64_t((o.max_seconds - elapsed()) / *per_step);
+      sched.set_length(total);
+      std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), *per_step);
     }
     const MemorySnapshot m = alloc.stats().snapshot();
     const bool eval_now = val && o.eval_every > 0 && (step % o.eval_every == 0);
@@ -217,17 +149,15 @@ int run(const BertTrainOptions& o) {
       const double frac = o.max_seconds > 0 ? elapsed() / o.max_seconds : double(step) / double(o.max_steps);
       std::printf("%s step %5ld | mlm loss %.4f | val %.4f | lr %.2e | norm %.2f | %6.0f tok/s | act peak %7.1f MB | "
                   "step peak %7.1f MB | rss %6.0f MB\n",
-                  bar(frac).c_str(), long(step), last_loss, last_val, sched->lr_at(step - 1), norm,
+                  examples::progress_bar(frac).c_str(), long(step), last_loss, last_val, sched.lr_at(step - 1), norm,
                   double(tokens_per_step) / secs, double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6,
-                  double(m.total_peak) / 1e6, peak_rss_mb());
-      if (report_cache) std::printf("      %s\n", tcache.stats_line().c_str());
+                  double(m.total_peak) / 1e6, examples::peak_rss_mb());
+      tcache.log_step();
       std::fflush(stdout);
     }
     if (o.ckpt_every > 0 && step % o.ckpt_every == 0) save(step);
   }
-  if (tcache.budget_exceeded())
-    std::printf("warning: a step's peak went above --memory-budget %.1f MB (the plan's estimate was short)\n",
-                double(o.cache.memory_budget) / 1e6);
+  tcache.finish();
   if (val) {
     last_val = evaluate(model, *val, o.eval_batches);
     std::printf("final: step %ld, train mlm loss %.4f, held-out mlm loss %.4f nats/byte, unigram entropy %.4f: %s, "

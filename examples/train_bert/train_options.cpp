@@ -1,13 +1,11 @@
 #include "examples/train_bert/train_options.h"
 
 #include <CLI/CLI.hpp>
-#include <fstream>
-#include <google/protobuf/text_format.h>
-#include <iterator>
 #include <optional>
 #include <sstream>
 
 #include "examples/common/cache_flags.h"
+#include "examples/common/trainer_config.h"
 #include "train_bert.pb.h"  // generated into <build>/examples/train_bert/generated
 
 namespace strata::examples {
@@ -98,23 +96,12 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
   app.add_option("--log-every", f.log_every);
   app.add_flag("--bf16{true},--autocast{true}", f.bf16, "bf16 mixed precision (bf16 GEMMs, f32 master weights)");
   f.cache.add_to(app, "layer", " (scopes: embeddings, layer.N.*, cls.*)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    app.exit(e);
-    return false;
-  } catch (const CLI::ParseError& e) {
-    throw ValueError(std::string("train_bert: ") + e.what() + " (see --help)");
-  }
+  if (!parse_command_line(app, argc, argv, "train_bert")) return false;
 
   Overrides o;
   if (!config_path.empty()) {
-    std::ifstream in(config_path);
-    STRATA_CHECK(in.good(), IoError, "train_bert: cannot open config '", config_path, "'");
-    std::string textproto((std::istreambuf_iterator<char>(in)), {});
     TrainBertConfig c;
-    STRATA_CHECK(google::protobuf::TextFormat::ParseFromString(textproto, &c), ValueError, "train_bert: config '",
-                 config_path, "' is not a valid TrainBertConfig in protobuf text format");
+    read_config_file(config_path, "train_bert", &c);
     from_proto(c, &o);
   }
   merge(o.preset, f.preset), merge(o.train_data, f.train_data), merge(o.val_data, f.val_data), merge(o.text, f.text);

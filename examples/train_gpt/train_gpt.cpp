@@ -7,7 +7,6 @@
 // MPI environment): each rank reads its share of every global batch (B*T*grad_accum*N tokens
 // per step), gradients are averaged in buckets during backward, rank 0 alone logs, evaluates,
 // samples and writes checkpoints (which record the world size and resume on any).
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -17,10 +16,11 @@
 #include <cstdlib>
 #include <optional>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
-#include "examples/train_gpt/default_corpus.h"
+#include "examples/common/checkpointing.h"
+#include "examples/common/lr_schedule.h"
+#include "examples/common/run_report.h"
+#include "examples/common/text_data.h"
 #include "examples/train_gpt/train_options.h"
 #include "strata/io/checkpoint.h"
 #include "strata/io/token_shards.h"
@@ -51,35 +51,6 @@ void maybe_kill_self(int rank, int64_t step) {
   }
 }
 
-double peak_rss_mb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_maxrss) / 1024.0;
-}
-
-// Writes byte-level shards of `text` into <out>/data and returns their globs. Every 10th
-// 8 KiB chunk is held out, so the held-out text comes from the same documents as the training
-// text without overlapping it.
-std::pair<std::string, std::string> shards_from_text(const std::string& text, const std::string& out_dir) {
-  io::ByteTokenizer tok;
-  std::vector<int32_t> ids = tok.encode(text), train_ids, val_ids;
-  constexpr size_t kChunk = 8192;
-  for (size_t at = 0, k = 0; at < ids.size(); at += kChunk, ++k) {
-    auto& dst = (k % 10 == 9) ? val_ids : train_ids;
-    dst.insert(dst.end(), ids.begin() + long(at), ids.begin() + long(std::min(ids.size(), at + kChunk)));
-  }
-  if (val_ids.empty()) {  // short texts: hold out the last 10%
-    const size_t split = ids.size() - ids.size() / 10;
-    val_ids.assign(ids.begin() + long(split), ids.end());
-    train_ids.resize(split);
-  }
-  const std::string dir = out_dir + "/data";
-  std::filesystem::create_directories(dir);
-  io::write_token_shard(dir + "/train_000000.bin", train_ids);
-  io::write_token_shard(dir + "/val_000000.bin", val_ids);
-  return {dir + "/train_*.bin", dir + "/val_*.bin"};
-}
-
 double evaluate(models::GPT& model, io::TokenLoader& val, int64_t batches) {
   NoGradGuard ng;
   model.eval();
@@ -92,13 +63,6 @@ double evaluate(models::GPT& model, io::TokenLoader& val, int64_t batches) {
   }
   model.train();
   return total / double(batches);
-}
-
-std::string bar(double frac) {
-  const int n = int(std::clamp(frac, 0.0, 1.0) * 20);
-  std::string s = "[";
-  s.append(size_t(n), '#').append(size_t(20 - n), '.').push_back(']');
-  return s;
 }
 
 int run(const TrainOptions& o) {
@@ -116,16 +80,9 @@ int run(const TrainOptions& o) {
   std::string train_glob = o.train_data, val_glob = o.val_data;
   bool byte_level = false;
   if (train_glob.empty()) {
-    std::string text;
-    if (o.text.empty()) {
-      text = examples::read_default_corpus();
-    } else {
-      std::ifstream in(o.text, std::ios::binary);
-      STRATA_CHECK(in.good(), IoError, "train_gpt: cannot open --text '", o.text, "'");
-      text.assign(std::istreambuf_iterator<char>(in), {});
-    }
+    const std::string text = examples::read_training_text(o.text, "train_gpt");
     if (lead)
-      std::tie(train_glob, val_glob) = shards_from_text(text, o.out_dir);
+      std::tie(train_glob, val_glob) = examples::shards_from_text(text, o.out_dir);
     else
       std::tie(train_glob, val_glob) = std::pair(o.out_dir + "/data/train_*.bin", o.out_dir + "/data/val_*.bin");
     if (pg) pg->barrier_sync();  // rank 0 has written the shards
@@ -168,29 +125,20 @@ int run(const TrainOptions& o) {
   optim::Optimizer& opt = *opt_ptr;
   // ZeRO-1 checkpoints hold the consolidated (unsharded) state: one format for every world size.
   auto optimizer_state = [&] { return zero ? zero->consolidated_state_dict() : opt.state_dict(); };
-  // Warmup then cosine decay over `total` steps; a time-bounded run estimates `total` from the
-  // step time measured over its first steps (the schedule is rebuilt once).
-  auto make_schedule = [&](int64_t total) {
-    total = std::max<int64_t>(total, 2);
-    return std::make_unique<optim::WarmupCosineSchedule>(o.lr, std::clamp<int64_t>(total / 10, 1, o.warmup_steps),
-                                                         total, o.min_lr);
-  };
-  const bool estimate_schedule = o.lr_decay_steps <= 0 && o.time_bounded();
-  constexpr int64_t kTimedSteps = 6;  // steps measured before the estimate (the first is excluded)
-  std::unique_ptr<optim::WarmupCosineSchedule> sched =
-      make_schedule(o.lr_decay_steps > 0 ? o.lr_decay_steps : (estimate_schedule ? 10 * o.warmup_steps : o.max_steps));
-  double timed_seconds = 0;
+  // Warmup then cosine decay; a time-bounded run estimates the length from the step time
+  // measured over its first steps (the schedule is rebuilt once).
+  examples::LrSchedule sched({.lr = o.lr, .min_lr = o.min_lr, .warmup_cap = o.warmup_steps,
+                              .lr_decay_steps = o.lr_decay_steps, .max_steps = o.max_steps,
+                              .warmup_steps = o.warmup_steps, .time_bounded = o.time_bounded(), .timed_steps = 6});
 
   int64_t step = 0;
   if (o.resume) {
-    io::CheckpointState st = io::load_checkpoint(ckpt_dir);
-    model.load_state_dict(st.model);
+    io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model);
     if (zero)
       zero->load_consolidated_state_dict(st.optimizer);
     else
       opt.load_state_dict(st.optimizer);
     step = st.step;
-    current_generator().set_state(st.rng);
     // The cursor counts samples of the global order, so it is valid on any world size.
     train.set_cursor(st.data);
     if (lead) std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(step));
@@ -201,13 +149,8 @@ int run(const TrainOptions& o) {
                   saved_world->second.c_str(), world, world);
   }
   auto save = [&](int64_t at_step) {
-    io::CheckpointState st;
-    st.config = o.describe();
-    st.step = at_step;
-    st.rng = current_generator().state();
-    st.data = train.cursor();
-    st.model = model.state_dict();
-    st.optimizer = optimizer_state();  // collective with ZeRO-1: every rank calls save()
+    // optimizer_state() is collective with ZeRO-1: every rank calls save().
+    io::CheckpointState st = examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, optimizer_state());
     st.metadata["world_size"] = std::to_string(world);
     st.metadata["zero1"] = o.zero1 ? "true" : "false";
     if (lead) io::save_checkpoint(ckpt_dir, st);
@@ -238,21 +181,15 @@ int run(const TrainOptions& o) {
   };
   Profiler prof;  // --profile: steps after the first two
   // Every saved activation goes through the tensor cache (--cache-policy, --memory-budget).
-  memory::TrainerCache tcache(o.cache);
-  const bool report_cache = o.cache.policy != "keep" || o.cache.memory_budget > 0;
-  if (lead && report_cache) std::printf("  %s\n", tcache.describe().c_str());
+  examples::CacheReport tcache(o.cache, lead);
   while (keep_going()) {
     maybe_kill_self(rank, step);
-    std::optional<OpObserverGuard> profiling;
-    if (o.profile && steps_run >= 2) profiling.emplace(&prof);
-    auto phase = [&](const char* name) {
-      if (profiling) prof.phase(name);
-    };
+    examples::StepProfile profile(prof, o.profile && steps_run >= 2);
     const auto t0 = std::chrono::steady_clock::now();
     alloc.stats().reset_peaks();
-    sched->apply(opt, step);
+    sched.apply(opt, step);
     opt.zero_grad();
-    std::optional<autograd::SavePolicyGuard> cache_guard(tcache.cache());
+    std::optional<autograd::SavePolicyGuard> cache_guard(tcache.tensor_cache());
     tcache.begin_step();
     double loss_sum = 0;
     for (int64_t micro = 0; micro < o.grad_accum; ++micro) {
@@ -261,13 +198,13 @@ int run(const TrainOptions& o) {
       // Only the last micro-batch's backward all-reduces (the sums accumulated so far).
       std::optional<dist::NoSyncGuard> no_sync;
       if (ddp && micro + 1 < o.grad_accum) no_sync.emplace(*ddp);
-      phase("forward");
+      profile.phase("forward");
       std::optional<ops::AutocastGuard> amp;
       if (o.bf16) amp.emplace(DType::bf16);
       Tensor loss = model.loss(x, y);
       amp.reset();
       if (o.grad_accum > 1) loss = ops::mul(loss, 1.0 / double(o.grad_accum));
-      phase("backward");
+      profile.phase("backward");
       loss.backward();
       loss_sum += loss.item();
     }
@@ -279,32 +216,22 @@ int run(const TrainOptions& o) {
         exposed_seconds += ddp->last_sync_stats().exposed_seconds;
       }
     }
-    phase("optimizer");
+    profile.phase("optimizer");
     const double norm = o.grad_clip > 0 ? optim::clip_grad_norm_(model.parameters(), o.grad_clip) : 0.0;
     opt.step();
-    if (profiling) {
-      prof.end_phase();
-      prof.step_done();
-    }
+    profile.step_done();
     cache_guard.reset();
-    {
-      const std::string planned = tcache.end_step(alloc.stats().snapshot());
-      if (lead && !planned.empty()) std::printf("  plan: %s\n", planned.c_str());
-    }
+    tcache.end_step(alloc.stats().snapshot());
     ++step;
     ++steps_run;
     last_loss = loss_sum;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (steps_run > 1) step_seconds += secs;
-    if (estimate_schedule && steps_run > 1 && steps_run <= kTimedSteps + 1) {
-      timed_seconds += secs;
-      if (steps_run == kTimedSteps + 1) {
-        const double per_step = timed_seconds / double(kTimedSteps);
-        int64_t total = step + int64_t((o.max_seconds - elapsed()) / per_step);
-        if (pg) total = int64_t(pg->all_reduce_scalar(lead ? double(total) : 0.0));  // rank 0's estimate
-        sched = make_schedule(total);
-        if (lead) std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), per_step);
-      }
+    if (const std::optional<double> per_step = sched.time_step(steps_run, secs)) {
+      int64_t total = step + int64_t((o.max_seconds - elapsed()) / *per_step);
+      if (pg) total = int64_t(pg->all_reduce_scalar(lead ? double(total) : 0.0));  // rank 0's estimate
+      sched.set_length(total);
+      if (lead) std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), *per_step);
     }
     const MemorySnapshot m = alloc.stats().snapshot();
     const bool eval_now = val && o.eval_every > 0 && (step % o.eval_every == 0);
@@ -313,22 +240,16 @@ int run(const TrainOptions& o) {
       const double frac = o.max_seconds > 0 ? elapsed() / o.max_seconds : double(step) / double(o.max_steps);
       std::printf("%s step %5ld | loss %.4f | val %.4f | lr %.2e | norm %.2f | %6.0f tok/s | act peak %7.1f MB | "
                   "step peak %7.1f MB | rss %6.0f MB\n",
-                  bar(frac).c_str(), long(step), last_loss, last_val, sched->lr_at(step - 1), norm,
+                  examples::progress_bar(frac).c_str(), long(step), last_loss, last_val, sched.lr_at(step - 1), norm,
                   double(tokens_per_step) / secs, double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6,
-                  double(m.total_peak) / 1e6, peak_rss_mb());
-      if (report_cache) std::printf("      %s\n", tcache.stats_line().c_str());
+                  double(m.total_peak) / 1e6, examples::peak_rss_mb());
+      tcache.log_step();
       std::fflush(stdout);
     }
     if (o.ckpt_every > 0 && step % o.ckpt_every == 0) save(step);
   }
-  if (lead && tcache.budget_exceeded())
-    std::printf("warning: a step's peak went above --memory-budget %.1f MB (the plan's estimate was short)\n",
-                double(o.cache.memory_budget) / 1e6);
-  if (o.profile && lead) {
-    std::fputs(prof.table().c_str(), stdout);
-    prof.write_chrome_trace(o.out_dir + "/profile_trace.json");
-    std::printf("chrome trace: %s/profile_trace.json\n", o.out_dir.c_str());
-  }
+  tcache.finish();
+  if (o.profile && lead) examples::report_profile(prof, o.out_dir);
   if (val) {
     last_val = evaluate(model, *val, o.eval_batches);
     std::printf("final: step %ld, train loss %.4f, held-out loss %.4f%s, %.0f s\n", long(step), last_loss, last_val,

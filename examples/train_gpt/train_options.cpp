@@ -1,13 +1,11 @@
 #include "examples/train_gpt/train_options.h"
 
 #include <CLI/CLI.hpp>
-#include <fstream>
-#include <google/protobuf/text_format.h>
-#include <iterator>
 #include <optional>
 #include <sstream>
 
 #include "examples/common/cache_flags.h"
+#include "examples/common/trainer_config.h"
 #include "train_gpt/train_gpt.pb.h"
 
 namespace strata::examples {
@@ -107,23 +105,12 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   app.add_flag("--profile{true}", f.profile,
                "time every op kind (forward ops, backward nodes, optimizer) from step 3 on; prints a table at the "
                "end and writes <out-dir>/profile_trace.json (chrome://tracing)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    app.exit(e);
-    return false;
-  } catch (const CLI::ParseError& e) {
-    throw ValueError(std::string("train_gpt: ") + e.what() + " (see --help)");
-  }
+  if (!parse_command_line(app, argc, argv, "train_gpt")) return false;
 
   Overrides o;
   if (!config_path.empty()) {
-    std::ifstream in(config_path);
-    STRATA_CHECK(in.good(), IoError, "train_gpt: cannot open config '", config_path, "'");
-    std::string textproto((std::istreambuf_iterator<char>(in)), {});
     TrainGptConfig c;
-    STRATA_CHECK(google::protobuf::TextFormat::ParseFromString(textproto, &c), ValueError, "train_gpt: config '",
-                 config_path, "' is not a valid TrainGptConfig in protobuf text format");
+    read_config_file(config_path, "train_gpt", &c);
     from_proto(c, &o);
   }
   merge(o.preset, f.preset), merge(o.train_data, f.train_data), merge(o.val_data, f.val_data);

@@ -1,13 +1,11 @@
 #include "examples/train_resnet/train_options.h"
 
 #include <CLI/CLI.hpp>
-#include <fstream>
-#include <google/protobuf/text_format.h>
-#include <iterator>
 #include <optional>
 #include <sstream>
 
 #include "examples/common/cache_flags.h"
+#include "examples/common/trainer_config.h"
 #include "train_resnet.pb.h"
 
 namespace strata::examples {
@@ -121,23 +119,12 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
   app.add_flag("--profile{true}", f.profile, "time every op kind from step 3 on; table at the end and "
                                              "<out-dir>/profile_trace.json (chrome://tracing)");
   f.cache.add_to(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    app.exit(e);
-    return false;
-  } catch (const CLI::ParseError& e) {
-    throw ValueError(std::string("train_resnet: ") + e.what() + " (see --help)");
-  }
+  if (!parse_command_line(app, argc, argv, "train_resnet")) return false;
 
   Overrides o;
   if (!config_path.empty()) {
-    std::ifstream in(config_path);
-    STRATA_CHECK(in.good(), IoError, "train_resnet: cannot open config '", config_path, "'");
-    std::string textproto((std::istreambuf_iterator<char>(in)), {});
     TrainResNetConfig c;
-    STRATA_CHECK(google::protobuf::TextFormat::ParseFromString(textproto, &c), ValueError, "train_resnet: config '",
-                 config_path, "' is not a valid TrainResNetConfig in protobuf text format");
+    read_config_file(config_path, "train_resnet", &c);
     from_proto(c, &o);
   }
   merge(&o, f);

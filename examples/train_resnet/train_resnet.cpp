@@ -5,8 +5,6 @@
 // evaluating held-out accuracy, checkpointing, and reporting when --target-accuracy was reached.
 // Data come from io::ImageLoader: worker threads decode, augment and normalize batches ahead of
 // the training step (the same batches for any --workers). See --help.
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +12,9 @@
 #include <filesystem>
 #include <optional>
 
+#include "examples/common/checkpointing.h"
+#include "examples/common/lr_schedule.h"
+#include "examples/common/run_report.h"
 #include "examples/train_resnet/train_options.h"
 #include "strata/core/profiler.h"
 #include "strata/io/checkpoint.h"
@@ -28,19 +29,6 @@ using namespace strata;
 using strata::examples::ResNetTrainOptions;
 
 namespace {
-
-double peak_rss_mb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_maxrss) / 1024.0;
-}
-
-std::string bar(double frac) {
-  const int n = int(std::clamp(frac, 0.0, 1.0) * 20);
-  std::string s = "[";
-  s.append(size_t(n), '#').append(size_t(20 - n), '.').push_back(']');
-  return s;
-}
 
 // The training and held-out sets and how each is transformed.
 struct ImageData {
@@ -158,39 +146,23 @@ int run(const ResNetTrainOptions& opts) {
         ao);
   }
   optim::Optimizer& opt = *opt_ptr;
-  // Warmup then cosine decay over `total` steps; a time-bounded run estimates `total` from the
-  // step time of its first steps (the schedule is rebuilt once), as train_gpt does.
-  auto make_schedule = [&](int64_t total) {
-    total = std::max<int64_t>(total, 2);
-    return std::make_unique<optim::WarmupCosineSchedule>(o.lr, std::clamp<int64_t>(total / 10, 1, std::max<int64_t>(o.warmup_steps, 1)),
-                                                         total, o.min_lr);
-  };
-  const bool estimate_schedule = o.lr_decay_steps <= 0 && o.time_bounded();
-  constexpr int64_t kTimedSteps = 4;
-  std::unique_ptr<optim::WarmupCosineSchedule> sched =
-      make_schedule(o.lr_decay_steps > 0 ? o.lr_decay_steps : (estimate_schedule ? 10 * o.warmup_steps : o.max_steps));
-  double timed_seconds = 0;
+  // Warmup then cosine decay; a time-bounded run estimates the length from the step time of its
+  // first steps (the schedule is rebuilt once), as train_gpt does.
+  examples::LrSchedule sched({.lr = o.lr, .min_lr = o.min_lr, .warmup_cap = std::max<int64_t>(o.warmup_steps, 1),
+                              .lr_decay_steps = o.lr_decay_steps, .max_steps = o.max_steps,
+                              .warmup_steps = o.warmup_steps, .time_bounded = o.time_bounded(), .timed_steps = 4});
 
   int64_t step = 0;
   if (o.resume) {
-    io::CheckpointState st = io::load_checkpoint(ckpt_dir);
-    model.load_state_dict(st.model);
+    io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model);
     opt.load_state_dict(st.optimizer);
     step = st.step;
-    current_generator().set_state(st.rng);
     train.set_cursor(st.data);
     std::printf("resumed from %s at step %ld (epoch %ld, batch %ld)\n", ckpt_dir.c_str(), long(step), long(st.data.epoch),
                 long(st.data.sample));
   }
   auto save = [&](int64_t at_step) {
-    io::CheckpointState st;
-    st.config = o.describe();
-    st.step = at_step;
-    st.rng = current_generator().state();
-    st.data = train.cursor();
-    st.model = model.state_dict();
-    st.optimizer = opt.state_dict();
-    io::save_checkpoint(ckpt_dir, st);
+    io::save_checkpoint(ckpt_dir, examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, opt.state_dict()));
   };
 
   std::printf("train_resnet: %s\n  %ld parameters; data: %s\n  train transforms: %s\n  %ld batches/epoch, %ld loader "
@@ -213,39 +185,27 @@ int run(const ResNetTrainOptions& opts) {
   int64_t steps_run = 0, reached_step = -1;
   Accuracy last_val;
   Profiler prof;
-  memory::TrainerCache tcache(o.cache);
-  const bool report_cache = o.cache.policy != "keep" || o.cache.memory_budget > 0;
-  if (report_cache) std::printf("  %s\n", tcache.describe().c_str());
+  examples::CacheReport tcache(o.cache, /*print=*/true);
   while (step < o.max_steps && (o.max_seconds <= 0 || elapsed() < o.max_seconds)) {
-    std::optional<OpObserverGuard> profiling;
-    if (o.profile && steps_run >= 2) profiling.emplace(&prof);
-    auto phase = [&](const char* name) {
-      if (profiling) prof.phase(name);
-    };
+    examples::StepProfile profile(prof, o.profile && steps_run >= 2);
     const auto t0 = std::chrono::steady_clock::now();
     io::ImageBatch batch = train.next();
     alloc.stats().reset_peaks();
-    sched->apply(opt, step);
+    sched.apply(opt, step);
     opt.zero_grad();
-    std::optional<autograd::SavePolicyGuard> cache_guard(tcache.cache());
+    std::optional<autograd::SavePolicyGuard> cache_guard(tcache.tensor_cache());
     tcache.begin_step();
-    phase("forward");
+    profile.phase("forward");
     Tensor logits = model(batch.images);
     Tensor loss = ops::cross_entropy(logits, batch.labels);
-    phase("backward");
+    profile.phase("backward");
     loss.backward();
-    phase("optimizer");
+    profile.phase("optimizer");
     const double norm = o.grad_clip > 0 ? optim::clip_grad_norm_(model.parameters(), o.grad_clip) : 0.0;
     opt.step();
-    if (profiling) {
-      prof.end_phase();
-      prof.step_done();
-    }
+    profile.step_done();
     cache_guard.reset();
-    {
-      const std::string planned = tcache.end_step(alloc.stats().snapshot());
-      if (!planned.empty()) std::printf("  plan: %s\n", planned.c_str());
-    }
+    tcache.end_step(alloc.stats().snapshot());
     const MemorySnapshot m = alloc.stats().snapshot();
     ++step;
     ++steps_run;
@@ -259,14 +219,10 @@ int run(const ResNetTrainOptions& opts) {
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (steps_run > 1) step_seconds += secs;
-    if (estimate_schedule && steps_run > 1 && steps_run <= kTimedSteps + 1) {
-      timed_seconds += secs;
-      if (steps_run == kTimedSteps + 1) {
-        const double per_step = timed_seconds / double(kTimedSteps);
-        const int64_t total = step + int64_t((o.max_seconds - elapsed()) / per_step);
-        sched = make_schedule(total);
-        std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), per_step);
-      }
+    if (const std::optional<double> per_step = sched.time_step(steps_run, secs)) {
+      const int64_t total = step + int64_t((o.max_seconds - elapsed()) / *per_step);
+      sched.set_length(total);
+      std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), *per_step);
     }
     const bool eval_now = data.val && o.eval_every > 0 && step % o.eval_every == 0;
     if (eval_now) last_val = evaluate(model, data.val, data.eval_transforms, o, o.eval_batches).first;
@@ -275,11 +231,11 @@ int run(const ResNetTrainOptions& opts) {
       const std::string val = last_val.total ? detail::concat(int(std::lround(1000 * last_val.value())) / 10.0, "%") : "-";
       std::printf("%s step %5ld | epoch %ld | loss %.4f | acc %5.1f%% (batch %5.1f%%) | val %6s | lr %.2e | "
                   "%5.0f img/s | loader wait %.1f s | act peak %6.1f MB | step peak %6.1f MB | rss %5.0f MB\n",
-                  bar(frac).c_str(), long(step), long(batch.epoch), last_loss, 100 * in_window.value(), 100 * acc.value(),
-                  val.c_str(), sched->lr_at(step - 1), double(acc.total) / secs, train.wait_seconds(),
-                  double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6, double(m.total_peak) / 1e6, peak_rss_mb());
+                  examples::progress_bar(frac).c_str(), long(step), long(batch.epoch), last_loss, 100 * in_window.value(), 100 * acc.value(),
+                  val.c_str(), sched.lr_at(step - 1), double(acc.total) / secs, train.wait_seconds(),
+                  double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6, double(m.total_peak) / 1e6, examples::peak_rss_mb());
       if (o.grad_clip > 0) std::printf("      grad norm %.3f\n", norm);
-      if (report_cache) std::printf("      %s\n", tcache.stats_line().c_str());
+      tcache.log_step();
       std::fflush(stdout);
     }
     if (o.ckpt_every > 0 && step % o.ckpt_every == 0) save(step);
@@ -290,14 +246,8 @@ int run(const ResNetTrainOptions& opts) {
       break;
     }
   }
-  if (tcache.budget_exceeded())
-    std::printf("warning: a step's peak went above --memory-budget %.1f MB (the plan's estimate was short)\n",
-                double(o.cache.memory_budget) / 1e6);
-  if (o.profile) {
-    std::fputs(prof.table().c_str(), stdout);
-    prof.write_chrome_trace(o.out_dir + "/profile_trace.json");
-    std::printf("chrome trace: %s/profile_trace.json\n", o.out_dir.c_str());
-  }
+  tcache.finish();
+  if (o.profile) examples::report_profile(prof, o.out_dir);
   const double train_seconds = elapsed();
   // Eval-mode accuracy on training images (no augmentation) and on the held-out set.
   const auto [train_eval, train_eval_loss] = evaluate(model, data.train, data.eval_transforms, o, o.eval_batches);

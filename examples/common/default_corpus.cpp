@@ -1,4 +1,4 @@
-#include "examples/train_gpt/default_corpus.h"
+#include "examples/common/default_corpus.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,0 +1,21 @@
+// The trainers' checkpoints: what they save (run description, step, RNG, data position, weights,
+// optimizer state) and how --resume puts it back.
+#pragma once
+
+#include <string>
+
+#include "strata/io/checkpoint.h"
+#include "strata/nn/module.h"
+
+namespace strata::examples {
+
+// The state to save at `step`: the global RNG's state, `data` (the loader's cursor), the model's
+// weights and `optimizer_state`.
+io::CheckpointState checkpoint_state(const std::string& config, int64_t step, const io::DataCursor& data,
+                                     const nn::Module& model, nn::StateDict optimizer_state);
+
+// Loads the checkpoint in `dir` into `model` and the global RNG, and returns it for the rest
+// (optimizer state, step, data cursor, metadata).
+io::CheckpointState restore_checkpoint(const std::string& dir, nn::Module& model);
+
+}  // namespace strata::examples

@@ -1,0 +1,24 @@
+#include "examples/common/lr_schedule.h"
+
+#include <algorithm>
+
+namespace strata::examples {
+
+LrSchedule::LrSchedule(const LrScheduleOptions& o) : o_(o), estimate_(o.lr_decay_steps <= 0 && o.time_bounded) {
+  set_length(o.lr_decay_steps > 0 ? o.lr_decay_steps : (estimate_ ? 10 * o.warmup_steps : o.max_steps));
+}
+
+void LrSchedule::set_length(int64_t total) {
+  total = std::max<int64_t>(total, 2);
+  sched_ = std::make_unique<optim::WarmupCosineSchedule>(o_.lr, std::clamp<int64_t>(total / 10, 1, o_.warmup_cap),
+                                                         total, o_.min_lr);
+}
+
+std::optional<double> LrSchedule::time_step(int64_t steps_run, double seconds) {
+  if (!estimate_ || steps_run <= 1 || steps_run > o_.timed_steps + 1) return std::nullopt;
+  timed_seconds_ += seconds;
+  if (steps_run < o_.timed_steps + 1) return std::nullopt;
+  return timed_seconds_ / double(o_.timed_steps);
+}
+
+}  // namespace strata::examples

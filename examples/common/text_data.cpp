@@ -1,0 +1,43 @@
+#include "examples/common/text_data.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "examples/common/default_corpus.h"
+#include "strata/core/error.h"
+#include "strata/io/token_shards.h"
+#include "strata/io/tokenizer.h"
+
+namespace strata::examples {
+
+std::string read_training_text(const std::string& path, const std::string& program) {
+  if (path.empty()) return read_default_corpus();
+  std::ifstream in(path, std::ios::binary);
+  STRATA_CHECK(in.good(), IoError, program, ": cannot open --text '", path, "'");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::pair<std::string, std::string> shards_from_text(const std::string& text, const std::string& out_dir) {
+  io::ByteTokenizer tok;
+  std::vector<int32_t> ids = tok.encode(text), train_ids, val_ids;
+  constexpr size_t kChunk = 8192;
+  for (size_t at = 0, k = 0; at < ids.size(); at += kChunk, ++k) {
+    auto& dst = (k % 10 == 9) ? val_ids : train_ids;
+    dst.insert(dst.end(), ids.begin() + long(at), ids.begin() + long(std::min(ids.size(), at + kChunk)));
+  }
+  if (val_ids.empty()) {  // short texts: hold out the last 10%
+    const size_t split = ids.size() - ids.size() / 10;
+    val_ids.assign(ids.begin() + long(split), ids.end());
+    train_ids.resize(split);
+  }
+  const std::string dir = out_dir + "/data";
+  std::filesystem::create_directories(dir);
+  io::write_token_shard(dir + "/train_000000.bin", train_ids);
+  io::write_token_shard(dir + "/val_000000.bin", val_ids);
+  return {dir + "/train_*.bin", dir + "/val_*.bin"};
+}
+
+}  // namespace strata::examples
