@@ -3,17 +3,14 @@
 // counters showing the bytes made the round trip (tensor_cache_test.cpp does the same for GPT).
 #include <gtest/gtest.h>
 
-#include <cstring>
-#include <optional>
-#include <set>
-
+#include "memory/cache_parity.h"
 #include "strata/io/mlm_batches.h"
 #include "strata/models/bert.h"
 #include "strata/strata.h"
-#include "support/spill_room.h"
 
 using namespace strata;
 using namespace strata::memory;
+using namespace strata::test;
 
 namespace {
 
@@ -22,38 +19,6 @@ models::BertConfig config() {
   c.hidden_dropout_prob = 0.1;
   return c;
 }
-
-// Keeps everything and counts the distinct non-parameter storages saved inside and outside
-// blocks (what the "nvme" and "host" policies should move).
-class CountingPolicy final : public autograd::SavePolicy {
- public:
-  autograd::Packed pack(const Tensor& t, const autograd::SaveInfo& info) override {
-    if (t.defined() && !info.is_parameter && !t.is_parameter()) {
-      auto& set = info.block.empty() ? outside_ : inside_;
-      if (set.insert(t.storage()->id()).second)
-        (info.block.empty() ? bytes_outside : bytes_inside) += t.storage()->nbytes();
-    }
-    return {t, nullptr};
-  }
-  Tensor unpack(autograd::Packed& p, const autograd::SaveInfo&) override { return p.tensor; }
-  bool prefers_low_memory(const char*) override { return true; }  // as every cache policy but keep-all
-  void reset() {
-    inside_.clear(), outside_.clear();
-    bytes_inside = bytes_outside = 0;
-  }
-  size_t tensors_inside() const { return inside_.size(); }
-  uint64_t bytes_inside = 0, bytes_outside = 0;
-
- private:
-  std::set<uint64_t> inside_, outside_;
-};
-
-struct TrainResult {
-  std::vector<double> losses;
-  std::vector<std::vector<float>> grads;  // after step 0
-  std::vector<CacheStats> stats;
-  int64_t activation_peak = 0;
-};
 
 // Padded MLM batches (short samples, two segments) from fixed windows.
 io::MlmBatch batch(int step) {
@@ -69,56 +34,12 @@ TrainResult train(std::shared_ptr<autograd::SavePolicy> policy, int steps, Tenso
   manual_seed(4321);
   models::BertForMaskedLM model(config());
   optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-2).weight_decay(0.01));
-  TrainResult run;
-  for (int step = 0; step < steps; ++step) {
-    io::MlmBatch b = batch(step);
-    if (counter) counter->reset();
-    cpu_allocator().stats().reset_peaks();
-    {
-      std::optional<autograd::SavePolicyGuard> guard;
-      if (policy) guard.emplace(policy);
-      if (cache) cache->begin_step();
-      Tensor loss = model.loss(b.input_ids, b.token_type_ids, b.attention_mask, b.labels);
-      run.losses.push_back(loss.item<double>());
-      opt.zero_grad();
-      loss.backward();
-      if (cache) run.stats.push_back(cache->end_step());
-    }
-    if (step == 0) {
-      run.activation_peak = cpu_allocator().stats().snapshot().peak_of(MemoryCategory::SavedActivation);
-      for (const Tensor& p : model.parameters()) {
-        Tensor g = p.grad();
-        run.grads.emplace_back(g.data<float>(), g.data<float>() + g.numel());
-      }
-    }
-    opt.step();
-  }
-  return run;
+  return train_steps(policy, steps, cache, counter, model, opt, batch, [&](const io::MlmBatch& b) {
+    return model.loss(b.input_ids, b.token_type_ids, b.attention_mask, b.labels);
+  });
 }
 
-void expect_identical(const TrainResult& a, const TrainResult& b, const std::string& what) {
-  ASSERT_EQ(a.losses.size(), b.losses.size());
-  for (size_t i = 0; i < a.losses.size(); ++i)
-    EXPECT_EQ(std::memcmp(&a.losses[i], &b.losses[i], sizeof(double)), 0)
-        << what << ": loss of step " << i << ": " << a.losses[i] << " vs " << b.losses[i];
-  ASSERT_EQ(a.grads.size(), b.grads.size());
-  for (size_t p = 0; p < a.grads.size(); ++p) {
-    ASSERT_EQ(a.grads[p].size(), b.grads[p].size());
-    EXPECT_EQ(std::memcmp(a.grads[p].data(), b.grads[p].data(), a.grads[p].size() * sizeof(float)), 0)
-        << what << ": gradient of parameter " << p << " differs";
-  }
-}
-
-TensorCacheOptions options() {
-  TensorCacheOptions o;
-  o.min_bytes = 0;
-  o.host_pool_bytes = 16 << 20;
-  o.spill_dir = strata::test::spill_dir("bert_cache");
-  o.nvme_arena_bytes = 32 << 20;
-  o.io_chunk_bytes = 16384;
-  o.sync_stores_before_backward = true;  // deterministic counters: no forwarding
-  return o;
-}
+TensorCacheOptions options() { return parity_cache_options("bert_cache", 16 << 20, 32 << 20); }
 
 const TrainResult& reference() {
   static TrainResult r = [] {
@@ -145,11 +66,7 @@ TEST(BertTensorCache, KeepAllThroughTheCacheIsBitIdentical) {
   auto cache = TensorCache::create(options(), parse_cache_policy("keep"));
   TrainResult run = train(cache, 3, cache.get());
   expect_identical(reference(), run, "keep");
-  for (const CacheStats& s : run.stats) {
-    EXPECT_EQ(s.nvme.bytes_written + s.host.bytes_written, 0u);
-    EXPECT_GT(s.kept, 0u);
-    EXPECT_EQ(s.fallbacks, 0u);
-  }
+  expect_everything_kept(run);
 }
 
 TEST(BertTensorCache, RecomputeEveryLayerWithDropoutIsBitIdentical) {

@@ -1,22 +1,18 @@
 // The tensor cache on a real model: gradients and losses bit-identical under every policy,
 // with the per-tier counters proving the bytes really went to the tier and came back.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstring>
-#include <filesystem>
-#include <set>
+#include <utility>
 
-#include "support/spill_room.h"
+#include "memory/cache_parity.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
 
 using namespace strata;
 using namespace strata::memory;
+using namespace strata::test;
 
 namespace {
-
-std::string spill_dir() { return strata::test::spill_dir("cache"); }
 
 models::GPTConfig config() {
   models::GPTConfig c = models::GPTConfig::preset("tiny");
@@ -24,103 +20,25 @@ models::GPTConfig config() {
   return c;
 }
 
-// Counts the distinct non-parameter storages saved inside blocks (what "nvme" offloads), and
-// keeps every tensor: the reference KeepAll run.
-class CountingPolicy final : public autograd::SavePolicy {
- public:
-  autograd::Packed pack(const Tensor& t, const autograd::SaveInfo& info) override {
-    if (t.defined() && !info.is_parameter && !t.is_parameter()) {
-      auto& set = info.block.empty() ? outside_ : inside_;
-      if (set.insert(t.storage()->id()).second) (info.block.empty() ? bytes_outside : bytes_inside) += t.storage()->nbytes();
-    }
-    return {t, nullptr};
-  }
-  Tensor unpack(autograd::Packed& p, const autograd::SaveInfo&) override { return p.tensor; }
-  // Like every cache policy but keep-all: counts what the lean LM head saves. The keep-all runs
-  // (fast LM head, dx and dW saved) must still match it bit for bit.
-  bool prefers_low_memory(const char*) override { return true; }
-  void reset() {
-    inside_.clear();
-    outside_.clear();
-    bytes_inside = bytes_outside = 0;
-  }
-  size_t tensors_inside() const { return inside_.size(); }
-  size_t tensors_outside() const { return outside_.size(); }
-  uint64_t bytes_inside = 0, bytes_outside = 0;
-
- private:
-  std::set<uint64_t> inside_, outside_;
-};
-
-struct TrainResult {
-  std::vector<double> losses;
-  std::vector<std::vector<float>> grads;  // after step 0
-  std::vector<CacheStats> stats;
-  int64_t activation_peak = 0;  // SavedActivation peak of step 0
-};
-
 // `steps` AdamW steps of the tiny GPT with dropout, the same data and seed every time.
 TrainResult train(std::shared_ptr<autograd::SavePolicy> policy, int steps, TensorCache* cache,
-          CountingPolicy* counter = nullptr) {
+                  CountingPolicy* counter = nullptr) {
   manual_seed(1234);
   models::GPT model(config());
   optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-2).weight_decay(0.1));
-  TrainResult run;
-  for (int step = 0; step < steps; ++step) {
+  auto batch = [](int step) {
     Tensor x = Tensor::empty({2, 32}, DType::i64), y = Tensor::empty({2, 32}, DType::i64);
     for (int64_t i = 0; i < 64; ++i) {
       x.data<int64_t>()[i] = (i * 31 + step * 7) % 256;
       y.data<int64_t>()[i] = (i * 17 + step * 5 + 1) % 256;
     }
-    if (counter) counter->reset();
-    cpu_allocator().stats().reset_peaks();
-    {
-      std::optional<autograd::SavePolicyGuard> guard;
-      if (policy) guard.emplace(policy);
-      if (cache) cache->begin_step();
-      Tensor loss = model.loss(x, y);
-      // Read before backward: the poisoning test overwrites every stored storage still alive
-      // when backward starts, the loss (which its node saves) included.
-      run.losses.push_back(loss.item<double>());
-      opt.zero_grad();
-      loss.backward();
-      if (cache) run.stats.push_back(cache->end_step());
-    }
-    if (step == 0) {
-      run.activation_peak = cpu_allocator().stats().snapshot().peak_of(MemoryCategory::SavedActivation);
-      for (const Tensor& p : model.parameters()) {
-        Tensor g = p.grad();
-        run.grads.emplace_back(g.data<float>(), g.data<float>() + g.numel());
-      }
-    }
-    opt.step();
-  }
-  return run;
+    return std::pair{x, y};
+  };
+  return train_steps(policy, steps, cache, counter, model, opt, batch,
+                     [&](const std::pair<Tensor, Tensor>& b) { return model.loss(b.first, b.second); });
 }
 
-void expect_identical(const TrainResult& a, const TrainResult& b, const std::string& what) {
-  ASSERT_EQ(a.losses.size(), b.losses.size());
-  for (size_t i = 0; i < a.losses.size(); ++i)
-    EXPECT_EQ(std::memcmp(&a.losses[i], &b.losses[i], sizeof(double)), 0)
-        << what << ": loss of step " << i << ": " << a.losses[i] << " vs " << b.losses[i];
-  ASSERT_EQ(a.grads.size(), b.grads.size());
-  for (size_t p = 0; p < a.grads.size(); ++p) {
-    ASSERT_EQ(a.grads[p].size(), b.grads[p].size());
-    EXPECT_EQ(std::memcmp(a.grads[p].data(), b.grads[p].data(), a.grads[p].size() * sizeof(float)), 0)
-        << what << ": gradient of parameter " << p << " differs";
-  }
-}
-
-TensorCacheOptions options() {
-  TensorCacheOptions o;
-  o.min_bytes = 0;  // every tensor goes through the policy
-  o.host_pool_bytes = 8 << 20;
-  o.spill_dir = spill_dir();
-  o.nvme_arena_bytes = 16 << 20;
-  o.io_chunk_bytes = 16384;
-  o.sync_stores_before_backward = true;  // deterministic counters: no forwarding
-  return o;
-}
+TensorCacheOptions options() { return parity_cache_options("cache", 8 << 20, 16 << 20); }
 
 const TrainResult& reference() {
   static TrainResult r = [] {
@@ -147,11 +65,7 @@ TEST(TensorCache, KeepAllThroughTheCacheIsBitIdentical) {
   auto cache = TensorCache::create(options(), parse_cache_policy("keep"));
   TrainResult run = train(cache, 5, cache.get());
   expect_identical(reference(), run, "keep");
-  for (const CacheStats& s : run.stats) {
-    EXPECT_EQ(s.nvme.bytes_written + s.host.bytes_written, 0u);
-    EXPECT_GT(s.kept, 0u);
-    EXPECT_EQ(s.fallbacks, 0u);
-  }
+  expect_everything_kept(run);
 }
 
 TEST(TensorCache, NvmeEveryBlockIsBitIdenticalAndEveryByteMakesTheRoundTrip) {
