@@ -6,10 +6,6 @@
 // 0.01 on every parameter, dropout 0. The MLM head runs on the labelled rows only (gathered
 // first). Prints one line per timed step and a final `RESULT {json}` line; driven by
 // tools/bench/bert_bench.py, which runs the PyTorch reference in the same session.
-#include <sys/resource.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -18,11 +14,12 @@
 
 #include <omp.h>
 
-#include "strata/core/profiler.h"
 #include "strata/models/bert.h"
 #include "strata/strata.h"
+#include "step_timing.h"
 
 using namespace strata;
+using namespace strata::bench;
 
 namespace {
 
@@ -31,14 +28,6 @@ struct Args {
   int warmup = 2, steps = 5, profile = 0;
   std::string trace = "bert_bench_trace.json", tag;
 };
-
-double peak_rss_mb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_maxrss) / 1024.0;
-}
-
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 bool parse(int argc, char** argv, Args* a) {
   for (int i = 1; i < argc; ++i) {
@@ -106,46 +95,16 @@ int main(int argc, char** argv) {
   };
   double loss = 0;
   for (int i = 0; i < a.warmup; ++i) loss = step();
-  std::vector<double> times;
-  for (int i = 0; i < a.steps; ++i) {
-    const double t0 = now_s();
-    loss = step();
-    times.push_back(now_s() - t0);
-    std::printf("step %d: loss %.4f %.1f ms\n", i, loss, times.back() * 1e3);
-    std::fflush(stdout);
-  }
+  const std::vector<double> times = time_steps(a.steps, step, &loss);
   const double peak = peak_rss_mb();
-  if (a.profile > 0) {
-    Profiler prof;
-    OpObserverGuard g(&prof);
-    for (int i = 0; i < a.profile; ++i) {
-      prof.phase("zero_grad");
-      opt.zero_grad(/*set_to_none=*/true);
-      prof.phase("forward");
-      Tensor l = model.loss(x, tt, am, y);
-      prof.phase("backward");
-      l.backward();
-      prof.phase("optimizer");
-      opt.step();
-      prof.end_phase();
-      prof.step_done();
-    }
-    std::fputs(prof.table().c_str(), stdout);
-    prof.write_chrome_trace(a.trace);
-    std::printf("chrome trace: %s\n", a.trace.c_str());
-  }
-  std::vector<double> sorted = times;
-  std::sort(sorted.begin(), sorted.end());
-  const double med = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                       : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
-  std::string ts;
-  for (double t : times) ts += (ts.empty() ? "" : ", ") + std::to_string(t * 1e3);
+  if (a.profile > 0) profile_steps(a.profile, opt, [&] { return model.loss(x, tt, am, y); }, a.trace);
+  const StepTimes st = summarize(times);
   std::printf(
       "RESULT {\"side\": \"strata\", \"tag\": \"%s\", \"threads\": %d, \"params\": %ld, \"cfg\": {\"L\": %ld, \"C\": %ld, "
       "\"NH\": %ld, \"I\": %ld, \"V\": %ld, \"B\": %ld, \"T\": %ld}, \"masked\": %ld, \"min_ms\": %.1f, "
       "\"median_ms\": %.1f, \"peak_rss_mb\": %.1f, \"loss\": %.4f, \"times_ms\": [%s]}\n",
       a.tag.c_str(), omp_get_max_threads(), long(model.num_parameters()), long(a.L), long(a.C), long(a.NH),
-      long(a.I), long(a.V), long(a.B), long(a.T), long(masked), sorted.front() * 1e3, med * 1e3, peak, loss,
-      ts.c_str());
+      long(a.I), long(a.V), long(a.B), long(a.T), long(masked), st.min_ms, st.median_ms, peak, loss,
+      st.times_ms.c_str());
   return 0;
 }

@@ -5,8 +5,6 @@
 // time and the three memory figures (activation peak, step peak, process peak RSS) and the cache's
 // counters. Refuses to report (exit 3) when the cache fell back (a tier was full or failed): the
 // figures would not be those of the policy asked for. Driven by tools/bench/cache_bench.py.
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,16 +15,12 @@
 
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
+#include "step_timing.h"
 
 using namespace strata;
+using strata::bench::peak_rss_mb;
 
 namespace {
-
-double peak_rss_mb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_maxrss) / 1024.0;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

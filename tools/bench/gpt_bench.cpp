@@ -5,10 +5,7 @@
 // eps 1e-8, no weight decay); --bf16 runs forward + loss under ops::AutocastGuard (bf16 GEMMs, f32
 // master weights), as the reference's torch.autocast. Prints one line per timed step and a final `RESULT {json}` line.
 // Driven by tools/bench/gpt_bench.py, which runs the PyTorch reference in the same session.
-#include <sys/resource.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -17,11 +14,12 @@
 
 #include <omp.h>
 
-#include "strata/core/profiler.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
+#include "step_timing.h"
 
 using namespace strata;
+using namespace strata::bench;
 
 namespace {
 
@@ -31,27 +29,6 @@ struct Args {
   bool gemm_rate = false, bf16 = false;
   int profile = 0;  // profiled steps after the timed ones
   std::string trace = "gpt_bench_trace.json", tag;
-};
-
-double peak_rss_mb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_maxrss) / 1024.0;
-}
-
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-// Sums the FLOPs of GEMM-like ops (matmul, fused attention, fused LM head) and of everything.
-class FlopCounter final : public OpObserver {
- public:
-  void on_op(const OpRecord& r) override {
-    total += r.cost.flops;
-    const std::string op = r.op;
-    if (op.find("matmul") != std::string::npos || op.find("linear") != std::string::npos ||
-        op.find("attention") != std::string::npos)
-      gemm += r.cost.flops;
-  }
-  double total = 0, gemm = 0;
 };
 
 // Median GFLOP/s of a [M, K] @ [K, N] f32 matmul (the machine's GEMM rate as Strata reaches it).
@@ -140,52 +117,22 @@ int main(int argc, char** argv) {
     OpObserverGuard g(&flops);  // one counted step (untimed)
     loss = step();
   }
-  std::vector<double> times;
-  for (int i = 0; i < a.steps; ++i) {
-    const double t0 = now_s();
-    loss = step();
-    times.push_back(now_s() - t0);
-    std::printf("step %d: loss %.4f %.1f ms\n", i, loss, times.back() * 1e3);
-    std::fflush(stdout);
-  }
+  const std::vector<double> times = time_steps(a.steps, step, &loss);
   const double peak = peak_rss_mb();
-  if (a.profile > 0) {
-    Profiler prof;
-    OpObserverGuard g(&prof);
-    for (int i = 0; i < a.profile; ++i) {
-      prof.phase("zero_grad");
-      opt.zero_grad(/*set_to_none=*/true);
-      prof.phase("forward");
-      Tensor l;
-      {
-        ops::AutocastGuard amp(DType::bf16, a.bf16);
-        l = model.loss(x, y);
-      }
-      prof.phase("backward");
-      l.backward();
-      prof.phase("optimizer");
-      opt.step();
-      prof.end_phase();
-      prof.step_done();
-    }
-    std::fputs(prof.table().c_str(), stdout);
-    prof.write_chrome_trace(a.trace);
-    std::printf("chrome trace: %s\n", a.trace.c_str());
-  }
-  std::vector<double> sorted = times;
-  std::sort(sorted.begin(), sorted.end());
-  const double med = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                       : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+  if (a.profile > 0)
+    profile_steps(a.profile, opt, [&] {
+      ops::AutocastGuard amp(DType::bf16, a.bf16);
+      return model.loss(x, y);
+    }, a.trace);
+  const StepTimes st = summarize(times);
   const double gemm = a.gemm_rate ? gemm_gflops(4096, 768, 768) : 0.0;
-  std::string ts;
-  for (double t : times) ts += (ts.empty() ? "" : ", ") + std::to_string(t * 1e3);
   std::printf(
       "RESULT {\"side\": \"strata\", \"bf16\": %s, \"tag\": \"%s\", \"threads\": %d, \"params\": %ld, \"cfg\": {\"L\": %ld, \"C\": "
       "%ld, \"NH\": %ld, \"V\": %ld, \"Vp\": %ld, \"B\": %ld, \"T\": %ld}, \"min_ms\": %.1f, \"median_ms\": %.1f, "
       "\"peak_rss_mb\": %.1f, \"step_gflop\": %.1f, \"step_gemm_gflop\": %.1f, \"gemm_gflops\": %.1f, \"loss\": %.4f, "
       "\"times_ms\": [%s]}\n",
       a.bf16 ? "true" : "false", a.tag.c_str(), omp_get_max_threads(), long(model.num_parameters()), long(a.L), long(a.C), long(a.NH), long(a.V),
-      long(a.Vp), long(a.B), long(a.T), sorted.front() * 1e3, med * 1e3, peak, flops.total * 1e-9, flops.gemm * 1e-9,
-      gemm, loss, ts.c_str());
+      long(a.Vp), long(a.B), long(a.T), st.min_ms, st.median_ms, peak, flops.total * 1e-9, flops.gemm * 1e-9,
+      gemm, loss, st.times_ms.c_str());
   return 0;
 }

@@ -2,10 +2,6 @@
 // belongs to it). A step is zero_grad + forward + cross-entropy + backward + SGD step (momentum
 // 0.9, weight decay 1e-4), as tools/bench/resnet_bench_torch.py. Prints one line per timed step
 // and a final `RESULT {json}` line; driven by tools/bench/resnet_bench.py.
-#include <sys/resource.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -16,26 +12,10 @@
 #include "strata/core/profiler.h"
 #include "strata/models/resnet.h"
 #include "strata/strata.h"
+#include "step_timing.h"
 
 using namespace strata;
-
-namespace {
-
-double peak_rss_mb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_maxrss) / 1024.0;
-}
-
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-class FlopCounter final : public OpObserver {
- public:
-  void on_op(const OpRecord& r) override { total += r.cost.flops; }
-  double total = 0;
-};
-
-}  // namespace
+using namespace strata::bench;
 
 int main(int argc, char** argv) {
   std::string preset = "resnet50";
@@ -83,14 +63,7 @@ int main(int argc, char** argv) {
     OpObserverGuard g(&flops);
     loss = step();
   }
-  std::vector<double> times;
-  for (int i = 0; i < steps; ++i) {
-    const double t0 = now_s();
-    loss = step();
-    times.push_back(now_s() - t0);
-    std::printf("step %d: loss %.4f %.1f ms\n", i, loss, times.back() * 1e3);
-    std::fflush(stdout);
-  }
+  const std::vector<double> times = time_steps(steps, step, &loss);
   const double peak = peak_rss_mb();
   if (profile > 0) {
     Profiler prof;
@@ -108,16 +81,11 @@ int main(int argc, char** argv) {
     }
     std::fputs(prof.table().c_str(), stdout);
   }
-  std::vector<double> sorted = times;
-  std::sort(sorted.begin(), sorted.end());
-  const double med = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                       : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
-  std::string ts;
-  for (double t : times) ts += (ts.empty() ? "" : ", ") + std::to_string(t * 1e3);
+  const StepTimes st = summarize(times);
   std::printf("RESULT {\"side\": \"strata\", \"preset\": \"%s\", \"B\": %ld, \"size\": %ld, \"threads\": %d, "
               "\"params\": %ld, \"min_ms\": %.1f, \"median_ms\": %.1f, \"peak_rss_mb\": %.1f, \"step_gflop\": %.1f, "
               "\"loss\": %.4f, \"times_ms\": [%s]}\n",
               preset.c_str(), long(B), long(HW), omp_get_max_threads(), long(model.num_parameters()),
-              sorted.front() * 1e3, med * 1e3, peak, flops.total * 1e-9, loss, ts.c_str());
+              st.min_ms, st.median_ms, peak, flops.total * 1e-9, loss, st.times_ms.c_str());
   return 0;
 }
