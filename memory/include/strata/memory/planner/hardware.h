@@ -48,9 +48,9 @@ struct HardwareProfile {
   Sourced host_to_device_bytes_per_second, device_to_host_bytes_per_second, link_latency_seconds;
   Sourced host_memcpy_bytes_per_second;
   Sourced kernel_launch_seconds;
-  // CPU device only: the cache's I/O threads copy each offloaded byte into a staging buffer and
-  // checksum it at this rate (one thread), on the cores compute uses; compute loses
-  // io_compute_steal (0..1) of that CPU time, and a transfer goes no faster than that rate.
+  // CPU device only: the cache's I/O threads checksum each offloaded byte (and copy it through a
+  // staging buffer where it is not 4 KiB-aligned) at this rate on one thread, on the cores compute
+  // uses; compute loses io_compute_steal (0..1) of that CPU time, and a transfer goes no faster.
   Sourced io_cpu_bytes_per_second, io_compute_steal;
   std::vector<DriveProfile> drives;
   std::vector<OpEfficiency> efficiencies;
