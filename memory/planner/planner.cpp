@@ -15,14 +15,43 @@ namespace {
 struct BlockFigures {
   uint64_t saved = 0;         // every tensor it saves that backward reads
   uint64_t inputs = 0;        // ... of which its inputs (what a segment keeps)
-  uint64_t recomputable = 0;  // ... of which cheap ops' outputs (op-level recompute)
+  uint64_t recomputable = 0;  // ... of which ops' outputs that op-level recompute can make again
+  uint64_t cheap = 0;         // ... of which the cheapest to make again (see cheapest_recomputes)
   uint64_t workspace = 0;     // the largest op workspace in its forward and backward
-  double forward = 0, backward = 0, recompute_ops = 0;
+  double forward = 0, backward = 0, recompute_ops = 0, cheap_ops = 0;
 };
+
+// Whether block-selective recompute drops tensor x (a cheap op's output, made again in backward).
+bool selective_drops(const TraceTensor& x) { return x.op_recomputable && !x.block_input; }
+
+// Per tensor: op-level recomputable at a cost per byte within twice the lowest of the trace's
+// (elementwise ops' outputs, memory-bound), as opposed to outputs that take a GEMM to make again:
+// the "selective-cheap" options recompute only these.
+std::vector<char> cheapest_recomputes(const StepTrace& t) {
+  // Tiny outputs (a norm's statistics) do not set the scale.
+  uint64_t largest = 0;
+  for (const TraceTensor& x : t.tensors)
+    if (selective_drops(x)) largest = std::max(largest, x.bytes);
+  const uint64_t sizable = std::min<uint64_t>(uint64_t(1) << 20, largest / 4);
+  double lowest = 0;
+  for (const TraceTensor& x : t.tensors)
+    if (selective_drops(x) && x.bytes >= sizable) {
+      const double c = x.recompute_seconds / double(x.bytes);
+      if (lowest == 0 || c < lowest) lowest = c;
+    }
+  std::vector<char> cheap(t.tensors.size(), 0);
+  for (size_t k = 0; k < t.tensors.size(); ++k) {
+    const TraceTensor& x = t.tensors[k];
+    cheap[k] = selective_drops(x) && (lowest == 0 || x.recompute_seconds / double(std::max<uint64_t>(x.bytes, 1)) <= 2 * lowest);
+  }
+  return cheap;
+}
 
 std::vector<BlockFigures> figures(const StepTrace& t) {
   std::vector<BlockFigures> f(t.blocks.size());
-  for (const TraceTensor& x : t.tensors) {
+  const std::vector<char> cheap = cheapest_recomputes(t);
+  for (size_t k = 0; k < t.tensors.size(); ++k) {
+    const TraceTensor& x = t.tensors[k];
     if (x.block < 0 || x.first_backward_use < 0) continue;
     BlockFigures& b = f[size_t(x.block)];
     b.saved += x.bytes;
@@ -31,6 +60,10 @@ std::vector<BlockFigures> figures(const StepTrace& t) {
     } else if (x.op_recomputable) {
       b.recomputable += x.bytes;
       b.recompute_ops += x.recompute_seconds;
+      if (cheap[k]) {
+        b.cheap += x.bytes;
+        b.cheap_ops += x.recompute_seconds;
+      }
     }
   }
   for (const TraceOp& o : t.ops) {
@@ -42,24 +75,32 @@ std::vector<BlockFigures> figures(const StepTrace& t) {
   return f;
 }
 
-// Whether block-selective recompute drops tensor x (a cheap op's output, made again in backward).
-bool selective_drops(const TraceTensor& x) { return x.op_recomputable && !x.block_input; }
-
 // One way of offloading a prefix of blocks (a tier, with or without selective recompute): a
 // prefix group of the chain DP.
+enum class Selective { None, All, Cheap };
+
 struct OffloadVariant {
   std::string name;
-  bool selective;
+  Selective selective;
   int group;
   double load_rate, load_latency, store_rate;
   std::vector<uint64_t> held;  // per block: bytes still in memory when forward ends
   std::vector<double> stall;   // per block: backward's wait for its load (see load_stalls)
 };
 
+// What selective recompute leaves out of a block's offload, and what it costs.
+uint64_t kept_out(const BlockFigures& b, Selective s) {
+  return s == Selective::All ? b.recomputable : s == Selective::Cheap ? b.cheap : 0;
+}
+double recompute_cost(const BlockFigures& b, Selective s) {
+  return s == Selective::All ? b.recompute_ops : s == Selective::Cheap ? b.cheap_ops : 0.0;
+}
+
 // Per block: the bytes an offloaded block still holds when forward ends, when it and every block
 // before it store their tensors through one channel, first in first out, each store starting when
 // its producer finishes (G10: stores as early as possible) and the memory freed when it completes.
-std::vector<uint64_t> held_at_forward_end(const StepTrace& t, bool selective, double rate, double latency) {
+std::vector<uint64_t> held_at_forward_end(const StepTrace& t, Selective selective, double rate, double latency) {
+  const std::vector<char> cheap = cheapest_recomputes(t);
   std::vector<double> end_of(t.ops.size(), 0.0);
   double clock = 0, forward_end = 0;
   for (size_t i = 0; i < t.ops.size(); ++i) {
@@ -68,9 +109,11 @@ std::vector<uint64_t> held_at_forward_end(const StepTrace& t, bool selective, do
     if (t.ops[i].phase == TracePhase::Forward) forward_end = clock;
   }
   std::vector<std::vector<const TraceTensor*>> by_block(t.blocks.size());
-  for (const TraceTensor& x : t.tensors)
-    if (x.block >= 0 && x.first_backward_use >= 0 && !(selective && selective_drops(x)))
-      by_block[size_t(x.block)].push_back(&x);
+  for (size_t k = 0; k < t.tensors.size(); ++k) {
+    const TraceTensor& x = t.tensors[k];
+    const bool dropped = selective == Selective::All ? selective_drops(x) : selective == Selective::Cheap && cheap[k];
+    if (x.block >= 0 && x.first_backward_use >= 0 && !dropped) by_block[size_t(x.block)].push_back(&x);
+  }
   std::vector<uint64_t> held(t.blocks.size(), 0);
   double channel = 0;
   for (size_t b = 0; b < t.blocks.size(); ++b) {
@@ -108,7 +151,7 @@ std::vector<double> load_stalls(const StepTrace& t, const std::vector<BlockFigur
     for (size_t b = 0; b < L; ++b)
       enter[b] = t.blocks[b].first_backward_op >= 0 ? start[size_t(t.blocks[b].first_backward_op)] : clock;
   }
-  auto bytes_of = [&](size_t b) { return double(v.selective ? f[b].saved - f[b].recomputable : f[b].saved); };
+  auto bytes_of = [&](size_t b) { return double(f[b].saved - kept_out(f[b], v.selective)); };
   size_t K = 0;
   while (K < L && v.held[K] == 0) ++K;
   K = std::min(L, K + 1);
@@ -330,6 +373,9 @@ ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64
   std::vector<double> forward_after(f.size() + 1, 0.0);  // forward time of the blocks after b
   for (size_t b = f.size(); b-- > 0;) forward_after[b] = forward_after[b + 1] + (b + 1 < f.size() ? f[b + 1].forward : 0.0);
   std::vector<OffloadVariant> variants;
+  // A cheaper selective level only where some block has recomputable outputs of both kinds.
+  bool cheap_differs = false;
+  for (const BlockFigures& x : f) cheap_differs = cheap_differs || (x.cheap > 0 && x.cheap < x.recomputable);
   // On a CPU the I/O threads' copies and checksums bound each transfer and take compute time.
   const bool io_cpu = !hw.gpu && hw.io_cpu_bytes_per_second.set();
   const double io_rate = io_cpu ? hw.io_cpu_bytes_per_second.value : 0.0;
@@ -340,9 +386,13 @@ ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64
       store_rate = std::min(store_rate, io_rate);
       load_rate = std::min(load_rate, io_rate);
     }
-    for (bool sel : {false, true}) {
-      if (sel && !o.allow_selective) continue;
-      OffloadVariant v{sel ? "selective+" + tier : tier, sel, prefix_offload ? int(variants.size()) + 1 : 0,
+    for (Selective sel : {Selective::None, Selective::All, Selective::Cheap}) {
+      if (sel != Selective::None && !o.allow_selective) continue;
+      if (sel == Selective::Cheap && !cheap_differs) continue;
+      const std::string name = sel == Selective::None  ? tier
+                               : sel == Selective::All ? "selective+" + tier
+                                                       : "selective-cheap+" + tier;
+      OffloadVariant v{name, sel, prefix_offload ? int(variants.size()) + 1 : 0,
                        load_rate, load_latency, store_rate, {}, {}};
       v.held = held_at_forward_end(t, sel, store_rate, store_latency);
       v.stall = load_stalls(t, f, v, k);
@@ -369,6 +419,8 @@ ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64
     cb.options.push_back({"keep", x.saved, x.saved + work, 0.0});
     if (o.allow_selective && x.recomputable > 0)
       cb.options.push_back({"selective", x.saved - x.recomputable, x.saved + work, x.recompute_ops});
+    if (o.allow_selective && x.cheap > 0 && x.cheap < x.recomputable)
+      cb.options.push_back({"selective-cheap", x.saved - x.cheap, x.saved + work, x.cheap_ops});
     if (o.allow_recompute) cb.options.push_back({"recompute", x.inputs, x.saved + work, x.forward});
     // Offloaded: in backward the block is back in memory while the k blocks before it are being
     // prefetched; its extra time is its wait for its load (load_stalls). What it holds at the peak
@@ -382,7 +434,7 @@ ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64
     double window = 0;
     for (size_t i = 1; i <= k && b + i < f.size(); ++i) window += f[b + i].backward;
     for (OffloadVariant& v : variants) {
-      const uint64_t bytes = v.selective ? x.saved - x.recomputable : x.saved;
+      const uint64_t bytes = x.saved - kept_out(x, v.selective);
       uint64_t held = v.held[b];
       double stall = v.stall[b];
       if (!prefix_offload) {
@@ -391,7 +443,7 @@ ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64
         stall = std::max(0.0, double(bytes) / v.load_rate + v.load_latency - window);
       }
       cb.options.push_back({v.name, held, x.saved + ahead + work,
-                            (v.selective ? x.recompute_ops : 0.0) + stall + io_steal * double(bytes), v.group});
+                            recompute_cost(x, v.selective) + stall + io_steal * double(bytes), v.group});
     }
     p.blocks.push_back(std::move(cb));
   }
@@ -409,13 +461,19 @@ SimPlan sim_plan_for(const StepTrace& t, const ChainProblem& problem, const std:
     what[b] = problem.blocks[b].options.at(size_t(choice[b])).name;
     p.segments[b] = what[b] == "recompute";
   }
+  const std::vector<char> cheap = cheapest_recomputes(t);
+  auto ends_with = [](const std::string& w, const char* tail) {
+    const size_t n = std::char_traits<char>::length(tail);
+    return w.size() >= n && w.compare(w.size() - n, n, tail) == 0;
+  };
   for (size_t k = 0; k < t.tensors.size(); ++k) {
     const TraceTensor& x = t.tensors[k];
     if (x.block < 0) continue;
     const std::string& w = what[size_t(x.block)];
-    const bool sel = w.rfind("selective", 0) == 0 && selective_drops(x);
-    if (w == "host" || w == "selective+host") p.tensors[k] = CacheAction::Host;
-    if (w == "nvme" || w == "selective+nvme") p.tensors[k] = CacheAction::Nvme;
+    const bool sel = w.rfind("selective-cheap", 0) == 0 ? bool(cheap[k])
+                                                        : w.rfind("selective", 0) == 0 && selective_drops(x);
+    if (w == "host" || ends_with(w, "+host")) p.tensors[k] = CacheAction::Host;
+    if (w == "nvme" || ends_with(w, "+nvme")) p.tensors[k] = CacheAction::Nvme;
     if (sel) p.tensors[k] = CacheAction::Recompute;
   }
   return p;

@@ -126,3 +126,37 @@ TEST(Planner, OffloadOptionsArePrefixGroupsWhoseHeldBytesGrowAsTheSharedChannelF
   PlannerResult r = plan_step(t, hw, uint64_t(0.5 * double(keep_peak)));
   EXPECT_TRUE(r.plan.fits) << r.explanation;
 }
+
+TEST(Planner, ACheaperSelectiveLevelRecomputesOnlyTheCheapestOutputs) {
+  StepTrace t = traced_chain();
+  for (TraceOp& o : t.ops) o.seconds = 1e-3;
+  // The GELU outputs cost 1 ms to make again; make each matmul output (GELU's saved input)
+  // recomputable too, at ten times the cost per byte.
+  double gelu_per_byte = 0;
+  for (TraceTensor& x : t.tensors)
+    if (x.op_recomputable && !x.block_input) {
+      x.recompute_seconds = 1e-3;
+      gelu_per_byte = 1e-3 / double(x.bytes);
+    }
+  ASSERT_GT(gelu_per_byte, 0);
+  size_t gemm_outputs = 0;
+  for (TraceTensor& x : t.tensors)
+    if (!x.op_recomputable && !x.block_input && x.block >= 0 && t.ops[size_t(x.producer)].kind.find("matmul") != std::string::npos) {
+      x.op_recomputable = true;
+      x.recompute_seconds = 10 * gelu_per_byte * double(x.bytes);
+      ++gemm_outputs;
+    }
+  ASSERT_EQ(gemm_outputs, t.blocks.size());
+  const ChainProblem p = chain_problem(t, cpu(), 1ull << 40, {});
+  std::vector<int> choice(t.blocks.size(), 0);
+  for (size_t j = 0; j < p.blocks[0].options.size(); ++j)
+    if (p.blocks[0].options[j].name == "selective-cheap") choice[0] = int(j);
+  ASSERT_NE(choice[0], 0) << "block 0 offers the cheap level";
+  const SimPlan sp = sim_plan_for(t, p, choice);
+  for (size_t k = 0; k < t.tensors.size(); ++k) {
+    const TraceTensor& x = t.tensors[k];
+    if (x.block != 0 || x.block_input || !x.op_recomputable) continue;
+    const bool gemm = t.ops[size_t(x.producer)].kind.find("matmul") != std::string::npos;
+    EXPECT_EQ(sp.tensors[k], gemm ? CacheAction::Keep : CacheAction::Recompute) << x.key;
+  }
+}
