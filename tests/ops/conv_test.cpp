@@ -6,6 +6,8 @@
 
 #include "ops/cpu/cpu_backend.h"
 #include "strata/config.h"
+#include "strata/autograd/engine.h"
+#include "strata/autograd/saved_tensor.h"
 #include "strata/ops.h"
 
 namespace strata {
@@ -80,6 +82,48 @@ TEST(Conv2dFastPath, RepeatedCallsGiveTheSameBits) {
   Tensor a = ops::conv2d(x, w, Tensor(), {2, 2}, {1, 1});
   Tensor b = ops::conv2d(x, w, Tensor(), {2, 2}, {1, 1});
   EXPECT_EQ(rel_err(a, b), 0.0);
+}
+
+TEST(ConvOps, SavesOnlyWhatBackwardReadsAndGradientsStayTheSame) {
+  // An input that needs no gradient (the first convolution's images) is not saved, and a frozen
+  // weight neither; the gradients that are asked for do not change (f32 fast path and f64 oracle).
+  struct Saved final : autograd::SavePolicy {
+    autograd::Packed pack(const Tensor& t, const autograd::SaveInfo& i) override {
+      if (t.defined()) shapes.push_back(t.shape());
+      return {t, nullptr};
+    }
+    Tensor unpack(autograd::Packed& p, const autograd::SaveInfo&) override { return p.tensor; }
+    std::vector<Shape> shapes;
+  };
+  for (DType dt : {DType::f32, DType::f64}) {
+    const Shape xs{2, 3, 9, 7}, ws{4, 3, 3, 3};
+    Tensor x0 = randn(xs, 11).to(dt), w0 = randn(ws, 12).to(dt), gy = randn({2, 4, 5, 4}, 13).to(dt);
+    auto run = [&](bool x_grad, bool w_grad, std::vector<Shape>* saved) {
+      Tensor x = x0.detach(), w = w0.detach();
+      x.set_requires_grad(x_grad);
+      w.set_requires_grad(w_grad);
+      auto policy = std::make_shared<Saved>();
+      Tensor y;
+      {
+        autograd::SavePolicyGuard g(policy);
+        y = ops::conv2d(x, w, Tensor(), {2, 2}, {1, 1});
+      }
+      *saved = policy->shapes;
+      std::vector<Tensor> want;
+      if (x_grad) want.push_back(x);
+      if (w_grad) want.push_back(w);
+      return autograd::grad({ops::sum(y * gy)}, want);
+    };
+    std::vector<Shape> both, w_only, x_only;
+    std::vector<Tensor> g_both = run(true, true, &both);
+    std::vector<Tensor> g_w = run(false, true, &w_only);   // saves x, not the weight
+    std::vector<Tensor> g_x = run(true, false, &x_only);   // saves the weight, not x
+    EXPECT_EQ(both, (std::vector<Shape>{xs, ws}));
+    EXPECT_EQ(w_only, (std::vector<Shape>{xs}));
+    EXPECT_EQ(x_only, (std::vector<Shape>{ws}));
+    EXPECT_EQ(rel_err(g_w[0], g_both[1]), 0.0);
+    EXPECT_EQ(rel_err(g_x[0], g_both[0]), 0.0);
+  }
 }
 
 TEST(ConvOps, BadArgumentsNameTheOpAndShapes) {
