@@ -9,7 +9,6 @@
 
 #include <omp.h>
 
-#include "strata/core/profiler.h"
 #include "strata/models/resnet.h"
 #include "strata/strata.h"
 #include "step_timing.h"
@@ -65,22 +64,8 @@ int main(int argc, char** argv) {
   }
   const std::vector<double> times = time_steps(steps, step, &loss);
   const double peak = peak_rss_mb();
-  if (profile > 0) {
-    Profiler prof;
-    OpObserverGuard g(&prof);
-    for (int i = 0; i < profile; ++i) {
-      prof.phase("forward");
-      opt.zero_grad(true);
-      Tensor l = ops::cross_entropy(model(x), y);
-      prof.phase("backward");
-      l.backward();
-      prof.phase("optimizer");
-      opt.step();
-      prof.end_phase();
-      prof.step_done();
-    }
-    std::fputs(prof.table().c_str(), stdout);
-  }
+  if (profile > 0)
+    profile_steps(profile, opt, [&] { return ops::cross_entropy(model(x), y); }, /*trace=*/"", /*zero_grad_phase=*/false);
   const StepTimes st = summarize(times);
   std::printf("RESULT {\"side\": \"strata\", \"preset\": \"%s\", \"B\": %ld, \"size\": %ld, \"threads\": %d, "
               "\"params\": %ld, \"min_ms\": %.1f, \"median_ms\": %.1f, \"peak_rss_mb\": %.1f, \"step_gflop\": %.1f, "

@@ -71,16 +71,17 @@ inline StepTimes summarize(const std::vector<double>& times) {
   return s;
 }
 
-// `n` profiled steps, each in the phases zero_grad, forward (+ loss), backward and optimizer;
-// then prints the table and writes the chrome trace to `trace`.
+// `n` profiled steps, each in the phases zero_grad (unless `zero_grad_phase` is false: then it
+// counts as forward), forward (+ loss), backward and optimizer; then prints the table and, unless
+// `trace` is empty, writes the chrome trace there.
 template <class Loss>
-void profile_steps(int n, optim::Optimizer& opt, Loss loss_of, const std::string& trace) {
+void profile_steps(int n, optim::Optimizer& opt, Loss loss_of, const std::string& trace, bool zero_grad_phase = true) {
   Profiler prof;
   OpObserverGuard g(&prof);
   for (int i = 0; i < n; ++i) {
-    prof.phase("zero_grad");
+    prof.phase(zero_grad_phase ? "zero_grad" : "forward");
     opt.zero_grad(/*set_to_none=*/true);
-    prof.phase("forward");
+    if (zero_grad_phase) prof.phase("forward");
     Tensor l = loss_of();
     prof.phase("backward");
     l.backward();
@@ -90,6 +91,7 @@ void profile_steps(int n, optim::Optimizer& opt, Loss loss_of, const std::string
     prof.step_done();
   }
   std::fputs(prof.table().c_str(), stdout);
+  if (trace.empty()) return;
   prof.write_chrome_trace(trace);
   std::printf("chrome trace: %s\n", trace.c_str());
 }
