@@ -161,6 +161,21 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     node->save(weight);
     node->save(mu);
     node->save(rs);
+    node->save(bias);  // a parameter (never moved): only for forward_again
+    // The output again from the saved input (a memory-bound row pass, the same kernel and bits),
+    // so the cache can drop it: op-level recompute, like GELU's.
+    node->forward_again = [R, C, eps, dt, shape = x.shape(), xdt = x.dtype()](OpNode& n) {
+      Tensor xv = n.saved(0), wv = n.saved(1), bv = n.saved(4);
+      auto rows = [&](const Tensor& t, Shape s) {
+        return t.defined() ? detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(t, s), dt)) : Tensor();
+      };
+      Device dev = xv.device();
+      Tensor y2 = detail::alloc({R, C}, dt, dev);
+      Tensor mu2 = detail::alloc({R}, dt, dev), rs2 = detail::alloc({R}, dt, dev);
+      detail::kernels(dev).layer_norm(y2, mu2, rs2, rows(xv, {R, C}), rows(wv, {C}), rows(bv, {C}), eps);
+      detail::record("layer_norm", dev, 8.0 * double(R * C), double(xv.nbytes()), double(xv.nbytes()));
+      return detail::raw_cast(detail::raw_reshape(y2, shape), xdt);
+    };
     node->backward = [R, C, ns = normalized_shape](OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
       Tensor xv = n.saved(0), wv = n.saved(1);
       DType dt = row_dtype(xv.dtype());

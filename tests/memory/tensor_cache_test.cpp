@@ -149,6 +149,22 @@ TEST(TensorCache, OpLevelRecomputeOfGeluOutputsIsBitIdentical) {
   EXPECT_LT(run.activation_peak, reference().activation_peak);
 }
 
+// Layer norm outputs (the inputs of c_attn and c_fc) dropped and made again from the saved
+// layer-norm input in backward: the same kernel, the same bits.
+TEST(TensorCache, OpLevelRecomputeOfLayerNormOutputsIsBitIdentical) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  auto cache = TensorCache::create(options(), parse_cache_policy("rules:h.*.attn.c_attn=recompute;h.*.mlp.c_fc=recompute", 0));
+  TrainResult run = train(cache, 5, cache.get());
+  expect_identical(reference(), run, "layer-norm recompute");
+  for (const CacheStats& s : run.stats) {
+    EXPECT_EQ(s.op_recompute_drops, size_t(2 * config().n_layer));
+    EXPECT_EQ(s.op_recomputes, size_t(2 * config().n_layer));
+    EXPECT_EQ(s.segments, 0u);
+    EXPECT_TRUE(s.warnings.empty()) << s.warnings.front();
+  }
+  EXPECT_LT(run.activation_peak, reference().activation_peak);
+}
+
 // Every stored storage still alive anywhere is overwritten with 0xFF when backward starts: if an
 // op read a saved tensor other than through SavedTensor::unpack, its gradients would be NaN.
 TEST(TensorCache, PoisonedDroppedStoragesChangeNothing) {
