@@ -166,6 +166,27 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
     // Under autocast the bf16 operands are saved (half the bytes, and backward multiplies in bf16).
     node->save(node->needs_grad(1) ? (amp ? x2 : x) : Tensor());
     node->save(node->needs_grad(0) ? (amp ? wc : w) : Tensor());
+    if (node->needs_grad(0) && node->needs_grad(1)) {
+      // Both GEMM operands are saved anyway: the output can be made again (op-level recompute,
+      // a GEMM's worth of work; the planner weighs it). Same operands, same kernel, same bits.
+      node->save(bias);  // a parameter (never moved), or undefined
+      node->forward_again = [dt, gemm_dt, K, O, os](OpNode& n) {
+        Tensor xv = detail::raw_cast(detail::raw_reshape(n.saved(0), {-1, K}), gemm_dt);
+        Tensor wv = detail::raw_cast(n.saved(1), gemm_dt), bv = n.saved(2);
+        Device dev = xv.device();
+        Backend& be = detail::kernels(dev);
+        Tensor out = detail::alloc({xv.size(0), O}, dt, dev);
+        double beta = 0.0;
+        if (bv.defined()) {
+          be.copy(out, detail::raw_expand(detail::raw_cast(bv, dt), out.shape()));
+          beta = 1.0;
+        }
+        be.bmm(batch1(out), batch1(xv), batch1(transposed2d(wv)), 1.0, beta);
+        detail::record("linear", dev, 2.0 * double(xv.size(0)) * double(K) * double(O), double(xv.nbytes()),
+                       double(out.nbytes()));
+        return detail::raw_view(out, os, contiguous_strides(os), 0);
+      };
+    }
     node->backward = [dt, gemm_dt, K, O, xs = x.shape(), xdt = x.dtype(), wdt = w.dtype(),
                       bdt = bias.defined() ? bias.dtype() : dt](OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
       Device dev = g[0].device();

@@ -512,9 +512,11 @@ PlannerResult plan_step(const StepTrace& t, const HardwareProfile& hw, uint64_t 
   SimPlan all = SimPlan::keep_all(t);
   all.segments.assign(t.blocks.size(), true);
   res.baselines.push_back(evaluate("recompute-all", t, std::move(all), hw, budget, o));
+  // Megatron-style: only the memory-bound outputs (GELU, layer norm), never a GEMM's.
   SimPlan sel = SimPlan::keep_all(t);
+  const std::vector<char> cheap = cheapest_recomputes(t);
   for (size_t k = 0; k < t.tensors.size(); ++k)
-    if (t.tensors[k].op_recomputable && !t.tensors[k].block_input) sel.tensors[k] = CacheAction::Recompute;
+    if (cheap[k]) sel.tensors[k] = CacheAction::Recompute;
   res.baselines.push_back(evaluate("selective", t, std::move(sel), hw, budget, o));
   PlannerOptions only_recompute = o;
   only_recompute.allow_host = only_recompute.allow_nvme = false;

@@ -165,6 +165,21 @@ TEST(TensorCache, OpLevelRecomputeOfLayerNormOutputsIsBitIdentical) {
   EXPECT_LT(run.activation_peak, reference().activation_peak);
 }
 
+// A GEMM's output (c_fc's, which GELU saves) dropped and made again from Linear's saved input
+// and weight: the same operands and kernel, the same bits.
+TEST(TensorCache, OpLevelRecomputeOfLinearOutputsIsBitIdentical) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  auto cache = TensorCache::create(options(), parse_cache_policy("rules:h.*.mlp@GeluTanhBackward=recompute", 0));
+  TrainResult run = train(cache, 5, cache.get());
+  expect_identical(reference(), run, "linear recompute");
+  for (const CacheStats& s : run.stats) {
+    EXPECT_EQ(s.op_recompute_drops, size_t(config().n_layer));
+    EXPECT_EQ(s.op_recomputes, size_t(config().n_layer));
+    EXPECT_TRUE(s.warnings.empty()) << s.warnings.front();
+  }
+  EXPECT_LT(run.activation_peak, reference().activation_peak);
+}
+
 // Every stored storage still alive anywhere is overwritten with 0xFF when backward starts: if an
 // op read a saved tensor other than through SavedTensor::unpack, its gradients would be NaN.
 TEST(TensorCache, PoisonedDroppedStoragesChangeNothing) {
