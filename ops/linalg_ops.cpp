@@ -127,6 +127,20 @@ Tensor batch1(const Tensor& m) {
 Tensor transposed2d(const Tensor& m) {
   return detail::raw_view(m, {m.size(1), m.size(0)}, {m.stride(1), m.stride(0)}, m.storage_offset());
 }
+// [rows, O] = x2 [rows, K] @ w [O, K]^T + bias (the bias as the GEMM's C input), in dtype dt:
+// linear's forward, and its forward_again with the same operands (so the same bits).
+Tensor biased_gemm(const Tensor& x2, const Tensor& w, const Tensor& bias, DType dt) {
+  Device dev = x2.device();
+  Backend& be = detail::kernels(dev);
+  Tensor out = detail::alloc({x2.size(0), w.size(0)}, dt, dev);
+  double beta = 0.0;
+  if (bias.defined()) {
+    be.copy(out, detail::raw_expand(detail::raw_cast(bias, dt), out.shape()));
+    beta = 1.0;
+  }
+  be.bmm(batch1(out), batch1(x2), batch1(transposed2d(w)), 1.0, beta);
+  return out;
+}
 }  // namespace
 
 // One op (one GEMM, bias as the GEMM's C input) instead of matmul + add: no transposed copy of
@@ -149,14 +163,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   const DType gemm_dt = amp ? DType::bf16 : dt;
   Tensor x2 = detail::raw_cast(detail::raw_reshape(x, {x.dim() == 1 ? 1 : N, K}), gemm_dt);
   Tensor wc = detail::raw_cast(w, gemm_dt);
-  Backend& be = detail::kernels(dev);
-  Tensor out = detail::alloc({x2.size(0), O}, dt, dev);
-  double beta = 0.0;
-  if (bias.defined()) {
-    be.copy(out, detail::raw_expand(detail::raw_cast(bias, dt), out.shape()));
-    beta = 1.0;
-  }
-  be.bmm(batch1(out), batch1(x2), batch1(transposed2d(wc)), 1.0, beta);
+  Tensor out = biased_gemm(x2, wc, bias, dt);
   detail::record(op, dev, 2.0 * double(N) * double(K) * double(O) + (bias.defined() ? double(N * O) : 0.0),
                  double(x.nbytes() + w.nbytes()), double(out.nbytes()));
   Shape os(x.shape().begin(), x.shape().end() - 1);
@@ -172,17 +179,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
       node->save(bias);  // a parameter (never moved), or undefined
       node->forward_again = [dt, gemm_dt, K, O, os](OpNode& n) {
         Tensor xv = detail::raw_cast(detail::raw_reshape(n.saved(0), {-1, K}), gemm_dt);
-        Tensor wv = detail::raw_cast(n.saved(1), gemm_dt), bv = n.saved(2);
-        Device dev = xv.device();
-        Backend& be = detail::kernels(dev);
-        Tensor out = detail::alloc({xv.size(0), O}, dt, dev);
-        double beta = 0.0;
-        if (bv.defined()) {
-          be.copy(out, detail::raw_expand(detail::raw_cast(bv, dt), out.shape()));
-          beta = 1.0;
-        }
-        be.bmm(batch1(out), batch1(xv), batch1(transposed2d(wv)), 1.0, beta);
-        detail::record("linear", dev, 2.0 * double(xv.size(0)) * double(K) * double(O), double(xv.nbytes()),
+        Tensor out = biased_gemm(xv, detail::raw_cast(n.saved(1), gemm_dt), n.saved(2), dt);
+        detail::record("linear", xv.device(), 2.0 * double(xv.size(0)) * double(K) * double(O), double(xv.nbytes()),
                        double(out.nbytes()));
         return detail::raw_view(out, os, contiguous_strides(os), 0);
       };
