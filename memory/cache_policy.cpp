@@ -55,6 +55,7 @@ class KeepAllCachePolicy final : public CachePolicy {
  public:
   std::string name() const override { return "keep"; }
   CacheAction decide(const SaveRequest&) override { return CacheAction::Keep; }
+  bool prefers_lean(const autograd::SaveInfo&) override { return false; }
 };
 
 bool in_last_blocks(const SaveRequest& r, size_t keep_last) {
@@ -76,6 +77,16 @@ class RuleCachePolicy final : public CachePolicy {
       return rule.action;
     }
     return CacheAction::Keep;
+  }
+  // The first rule for this op and scope says whether what the op saves may leave memory; the
+  // lean variant's saved bytes are not known yet, so size limits do not exclude a rule.
+  bool prefers_lean(const autograd::SaveInfo& where) override {
+    for (const CacheRule& rule : rules_) {
+      if (rule.op != "*" && rule.op != where.op) continue;
+      if (!glob_match(rule.scope_glob, where.scope)) continue;
+      return rule.action != CacheAction::Keep;
+    }
+    return false;
   }
   bool recompute_block(const std::string& path) override {
     for (const CacheRule& rule : rules_) {
@@ -103,6 +114,8 @@ class AdaptiveCachePolicy final : public CachePolicy {
     std::lock_guard<std::mutex> lk(mu_);
     return keep_.count(r.info->block) ? CacheAction::Keep : tier_;
   }
+  // Outside blocks everything is kept, so the faster variant's extra saved bytes stay too.
+  bool prefers_lean(const autograd::SaveInfo& where) override { return !where.block.empty(); }
   void on_step_end(const StepProfile& p) override {
     if (solved_ || p.write_bytes_per_second <= 0) return;
     std::vector<const GroupProfile*> blocks;
@@ -194,6 +207,7 @@ std::shared_ptr<CachePolicy> parse_cache_policy(const std::string& spec, size_t 
       CacheAction decide(const SaveRequest& q) override {
         return q.info->block.empty() ? CacheAction::Keep : inner->decide(q);
       }
+      bool prefers_lean(const autograd::SaveInfo& where) override { return !where.block.empty(); }
     };
     auto b = std::make_shared<BlocksOnly>();
     b->inner = p;

@@ -714,7 +714,13 @@ void TensorCache::observe_recompute(const Tensor& t, const autograd::SaveInfo& i
   if (g.seen.insert(t.storage()->id()).second) g.recompute_bytes += t.storage()->nbytes();
 }
 
-bool TensorCache::prefers_low_memory(const char*) { return impl_->policy->name() != "keep"; }
+bool TensorCache::prefers_low_memory(const char* op) {
+  autograd::SaveInfo where;
+  where.op = op;
+  where.scope = autograd::current_scope_path();
+  where.block = autograd::current_block_path();
+  return impl_->policy->prefers_lean(where);
+}
 
 void TensorCache::set_policy(std::shared_ptr<CachePolicy> policy) {
   impl_->policy = policy ? std::move(policy) : make_keep_all_policy();

@@ -65,6 +65,26 @@ TEST(CachePolicy, ShortSpecsOffloadBlocksAndKeepTheLastOnes) {
   EXPECT_EQ(keep->decide(request(in_block, 1 << 30)), CacheAction::Keep);
 }
 
+// Ops with a faster variant that saves more (the fused LM head's dW) ask prefers_lean: policies
+// that keep what is saved there get the fast variant, policies that move or recompute it the lean one.
+TEST(CachePolicy, LeanVariantsWhereThePolicyWouldNotKeepWhatTheOpSaves) {
+  auto head = info("linear_cross_entropy", "lm_head", "");
+  auto in_block = info("linear_cross_entropy", "h.3.mlp", "h.3");
+  EXPECT_FALSE(parse_cache_policy("keep")->prefers_lean(head));
+  for (const char* spec : {"nvme", "host", "adaptive", "adaptive:host"}) {
+    auto p = parse_cache_policy(spec, 1);
+    EXPECT_FALSE(p->prefers_lean(head)) << spec;  // outside blocks: kept
+    EXPECT_TRUE(p->prefers_lean(in_block)) << spec;
+  }
+  EXPECT_TRUE(parse_cache_policy("recompute")->prefers_lean(head));
+  auto rules = parse_cache_policy("rules:lm_head@linear_cross_entropy=recompute; h.*=nvme; lm_*=keep");
+  EXPECT_TRUE(rules->prefers_lean(head));
+  EXPECT_TRUE(rules->prefers_lean(in_block));
+  auto keep_head = parse_cache_policy("rules:h.*=nvme; *=keep");
+  EXPECT_FALSE(keep_head->prefers_lean(head));
+  EXPECT_FALSE(parse_cache_policy("rules:h.*>=1G=keep; *=host")->prefers_lean(in_block));  // size not known: the rule applies
+}
+
 TEST(CachePolicy, BadSpecsNameTheBadPart) {
   try {
     parse_cache_policy("rules:h.*=tape");

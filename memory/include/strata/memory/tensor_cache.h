@@ -106,7 +106,7 @@ class TensorCache final : public autograd::SavePolicy,
   void on_scope(autograd::ScopeEvent e, autograd::Phase phase, const std::string& path) override;
   bool wants_segment(const std::string& block_path) override;
   void observe_recompute(const Tensor& t, const autograd::SaveInfo& info) override;
-  // True unless the policy keeps everything: a cache asked to save memory wants ops' lean variants.
+  // Asks the policy (CachePolicy::prefers_lean) for the current scope and block.
   bool prefers_low_memory(const char* op) override;
   // Replaces the policy from the next step on (e.g. a plan made from a profiling step).
   void set_policy(std::shared_ptr<CachePolicy> policy);
