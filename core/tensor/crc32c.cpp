@@ -49,35 +49,6 @@ uint32_t crc32c_portable(const void* data, size_t bytes, uint32_t crc) {
   return ~c;
 }
 
-#if defined(__x86_64__)
-// The SSE4.2 crc32 instruction computes CRC-32C 8 bytes at a time (~8 GB/s on one core,
-// several times the slicing-by-8 tables), so checksumming spilled tensors costs little.
-__attribute__((target("sse4.2"))) uint64_t crc_u64(uint64_t c, const unsigned char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return _mm_crc32_u64(c, v);
-}
-
-__attribute__((target("sse4.2"))) uint32_t crc32c_sse42(const void* data, size_t bytes,
-                                                          uint32_t crc) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  uint64_t c = uint32_t(~crc);
-  while (bytes >= 8) {
-    c = crc_u64(c, p);
-    p += 8;
-    bytes -= 8;
-  }
-  uint32_t c32 = uint32_t(c);
-  while (bytes-- > 0) c32 = _mm_crc32_u8(c32, *p++);
-  return ~c32;
-}
-
-bool have_sse42() {
-  static const bool yes = __builtin_cpu_supports("sse4.2");
-  return yes;
-}
-#endif
-
 // Polynomial arithmetic modulo the CRC polynomial, in the CRC's reflected bit order (x^0 is the
 // top bit): the GF(2) algebra behind zlib's crc32_combine (Mark Adler's derivation).
 uint32_t mult_mod_poly(uint32_t a, uint32_t b) {
@@ -109,6 +80,65 @@ uint32_t shift_for_bytes(uint64_t bytes) {
     if (bytes & 1u) p = mult_mod_poly(powers.x2k[k & 63u], p);
   return p;
 }
+
+// Multiplication by a fixed polynomial K modulo P is linear over GF(2), so it is the xor of one
+// table lookup per byte of the operand: four 256-entry tables per constant.
+struct MulByConstant {
+  std::array<std::array<uint32_t, 256>, 4> t{};
+  explicit MulByConstant(uint32_t k) {
+    for (uint32_t byte = 0; byte < 4; ++byte)
+      for (uint32_t v = 0; v < 256; ++v) t[byte][v] = mult_mod_poly(k, v << (8 * byte));
+  }
+  uint32_t operator()(uint32_t a) const {
+    return t[0][a & 0xFFu] ^ t[1][(a >> 8) & 0xFFu] ^ t[2][(a >> 16) & 0xFFu] ^ t[3][a >> 24];
+  }
+};
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) inline uint64_t crc_u64(uint64_t c, const unsigned char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return _mm_crc32_u64(c, v);
+}
+
+// The SSE4.2 crc32 instruction takes 3 cycles but issues every cycle, so one dependent chain
+// runs at a third of its rate. Three chains over three consecutive lanes of kLane bytes run
+// side by side; the lanes' registers are then joined by shifting the first two past the lanes
+// after them (x^(8 * lane bytes) mod P, one table multiply each): ~3x one chain's rate.
+constexpr size_t kLane = 8192;
+
+__attribute__((target("sse4.2"))) uint32_t crc32c_sse42(const void* data, size_t bytes, uint32_t crc) {
+  static const MulByConstant shift_one_lane(shift_for_bytes(kLane)), shift_two_lanes(shift_for_bytes(2 * kLane));
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t c = uint32_t(~crc);
+  while (bytes >= 3 * kLane) {
+    uint64_t b = 0, d = 0;
+    const unsigned char* q = p + kLane;
+    const unsigned char* r = p + 2 * kLane;
+    for (size_t i = 0; i < kLane; i += 8) {
+      c = crc_u64(c, p + i);
+      b = crc_u64(b, q + i);
+      d = crc_u64(d, r + i);
+    }
+    c = shift_two_lanes(uint32_t(c)) ^ shift_one_lane(uint32_t(b)) ^ uint32_t(d);
+    p += 3 * kLane;
+    bytes -= 3 * kLane;
+  }
+  while (bytes >= 8) {
+    c = crc_u64(c, p);
+    p += 8;
+    bytes -= 8;
+  }
+  uint32_t c32 = uint32_t(c);
+  while (bytes-- > 0) c32 = _mm_crc32_u8(c32, *p++);
+  return ~c32;
+}
+
+bool have_sse42() {
+  static const bool yes = __builtin_cpu_supports("sse4.2");
+  return yes;
+}
+#endif
 
 }  // namespace
 

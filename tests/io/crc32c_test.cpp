@@ -67,6 +67,24 @@ TEST(Crc32c, MatchesTheBitwiseDefinitionAtEveryLengthAndAlignment) {
   }
 }
 
+// Long buffers run as three interleaved chains joined by table multiplies: around and across
+// the three-lane boundary (3 x 8 KiB), continuing from a non-zero CRC, at odd starts.
+TEST(Crc32c, InterleavedChainsMatchTheBitwiseDefinitionOnLongBuffers) {
+  std::vector<unsigned char> buf(2 * 24576 + 4096);
+  uint32_t x = 4242;
+  for (auto& b : buf) b = static_cast<unsigned char>((x = x * 1664525u + 1013904223u) >> 24);
+  for (size_t start : {0, 1, 5}) {
+    for (size_t n : {24575, 24576, 24577, 24576 + 8, 2 * 24576 + 13, 2 * 24576 + 4000}) {
+      ASSERT_LE(start + n, buf.size());
+      EXPECT_EQ(crc32c(buf.data() + start, n), crc32c_bitwise(buf.data() + start, n)) << "start " << start << " n " << n;
+      const size_t head = 1000;
+      EXPECT_EQ(crc32c(buf.data() + start + head, n - head, crc32c(buf.data() + start, head)),
+                crc32c_bitwise(buf.data() + start, n))
+          << "continued, start " << start << " n " << n;
+    }
+  }
+}
+
 // crc(A || B) from crc(A), crc(B) and |B|: every split of an odd-length buffer, including empty
 // halves, and a length past 2^16 so several powers of x are combined.
 TEST(Crc32c, CombineEqualsTheCrcOfTheConcatenation) {
