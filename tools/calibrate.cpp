@@ -8,12 +8,14 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../core/tensor/crc32c.h"  // the checksum the NVMe tier computes (exported by libstrata)
@@ -135,6 +137,54 @@ SizedRate direct_io(const DirectFile& f, bool write, size_t request, size_t tota
   return SizedRate{request, double(n * request) / t, t / double(n)};
 }
 
+// What compute loses to an I/O thread: a GEMM loop on the OpenMP threads (~1 s) alone and beside
+// a thread doing what the NVMe tier's store thread does per chunk (CRC-32C of 4 MiB in place, then
+// an O_DIRECT write of it), interleaved `reps` times. Returns the wall seconds the GEMM loop lost
+// per second of checksum work the thread did (bytes moved / `crc_rate`): the simulator charges
+// that much compute time per offloaded byte. Above 1 when the thread's syscalls and the device's
+// memory traffic cost compute more than the checksum alone.
+double compute_steal(const DirectFile& f, size_t file_bytes, double crc_rate, int reps, double* lost_out) {
+  Tensor a = ops::randn({1024, 1024}), b = ops::randn({1024, 1024});
+  (void)ops::matmul(a, b);
+  auto gemm_loop = [&] {
+    auto t0 = Clock::now();
+    for (int i = 0; i < 100; ++i) (void)ops::matmul(a, b);
+    return seconds_since(t0);
+  };
+  const size_t chunk = size_t(4) << 20;
+  void* buf = nullptr;
+  STRATA_CHECK(::posix_memalign(&buf, 4096, chunk) == 0, Error, "strata_calibrate: out of memory");
+  std::memset(buf, 0x3C, chunk);
+  std::vector<double> alone, beside, moved;
+  for (int r = 0; r < reps; ++r) {
+    alone.push_back(gemm_loop());
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> bytes{0};
+    std::thread io([&] {
+      uint32_t sink = 0;
+      for (size_t at = 0; !stop.load(std::memory_order_relaxed); at = (at + chunk) % (file_bytes - chunk + 1)) {
+        sink ^= crc32c(buf, chunk);
+        STRATA_CHECK(::pwrite(f.fd, buf, chunk, off_t(at / 4096 * 4096)) == ssize_t(chunk), IoError,
+                     "strata_calibrate: write of ", chunk, " bytes in '", f.path, "': ", std::strerror(errno));
+        bytes += chunk;
+      }
+      if (sink == 0x12345678) std::fprintf(stderr, " ");
+    });
+    beside.push_back(gemm_loop());
+    stop = true;
+    io.join();
+    moved.push_back(double(bytes.load()));
+  }
+  std::free(buf);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double lost = std::max(0.0, median(beside) - median(alone));
+  if (lost_out) *lost_out = lost;
+  return lost / (median(moved) / crc_rate);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -167,14 +217,6 @@ int main(int argc, char** argv) {
     h.io_cpu_bytes_per_second = {io, "strata_calibrate: one thread checksumming " + std::to_string(memcpy_mib) +
                                          " MiB in place (CRC-32C, 4 MiB chunks: aligned chunks skip the staging "
                                          "copy), best of " + std::to_string(reps) + when};
-    {
-      const int threads = omp_get_max_threads(), cores = int(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
-      const double steal = std::clamp(double(threads + 1 - cores), 0.0, 1.0);
-      h.io_compute_steal = {std::max(steal, 1e-9),
-                            "strata_calibrate: " + std::to_string(threads) + " OpenMP threads on " + std::to_string(cores) +
-                                " cores; assumption: an I/O thread's CPU time is lost to compute when compute occupies "
-                                "every core (a preempted thread holds up its op's barrier), else nothing" + when};
-    }
     std::fprintf(stderr, "calibrate: sgemm ...\n");
     double g1 = gemm_rate(1024, 1024, 1024, false, reps), g2 = gemm_rate(4096, 768, 768, false, reps);
     h.matmul_flops_fp32 = {std::max(g1, g2), "strata_calibrate: ops::matmul f32, best of 1024^3 (" +
@@ -206,6 +248,17 @@ int main(int argc, char** argv) {
       }
       std::free(buf);
     }
+    {
+      std::fprintf(stderr, "calibrate: GEMMs beside an I/O thread ...\n");
+      DirectFile f(dir, size_t(256) << 20);
+      double lost = 0;
+      const double steal = compute_steal(f, size_t(256) << 20, io, std::max(reps, 3), &lost);
+      h.io_compute_steal = {std::max(steal, 1e-9),
+                            "strata_calibrate: wall seconds 100 1024^3 GEMMs on " + std::to_string(omp_get_max_threads()) +
+                                " OpenMP threads lost (median " + std::to_string(lost) +
+                                " s) beside a thread checksumming and O_DIRECT-writing 4 MiB chunks, per second of "
+                                "its checksum work, median of " + std::to_string(std::max(reps, 3)) + when};
+    }
     const std::string io_src = "strata_calibrate: O_DIRECT pwrite/pread at queue depth 1 in " + dir + when;
     d.write_bytes_per_second = {d.writes.back().bytes_per_second, io_src + ", 16 MiB requests"};
     d.read_bytes_per_second = {d.reads.back().bytes_per_second, io_src + ", 16 MiB requests"};
@@ -213,7 +266,7 @@ int main(int argc, char** argv) {
     d.read_latency_seconds = {d.reads.front().latency_seconds, io_src + ", 4 KiB requests"};
     h.drives.push_back(d);
     save_hardware_profile(h, out);
-    std::printf("I/O thread CRC-32C %.2f GB/s (compute loses %.0f%%), ", io / 1e9, 100.0 * h.io_compute_steal.value);
+    std::printf("I/O thread CRC-32C %.2f GB/s (compute loses %.2f s per second of it), ", io / 1e9, h.io_compute_steal.value);
     std::printf("memcpy %.1f GB/s, sgemm %.0f GFLOP/s, bf16 %.0f GFLOP/s, stream %.1f GB/s, O_DIRECT write %.2f / read %.2f GB/s\n",
                 mc / 1e9, h.matmul_flops_fp32.value / 1e9, h.matmul_flops_bf16.value / 1e9, st / 1e9,
                 d.write_bytes_per_second.value / 1e9, d.read_bytes_per_second.value / 1e9);

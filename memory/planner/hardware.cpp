@@ -147,8 +147,12 @@ HardwareProfile hardware_profile_from_text(const std::string& text, const std::s
   } else {
     require(h.host_memcpy_bytes_per_second, origin, "host_memcpy_bytes_per_second", "host-pool transfers");
   }
-  STRATA_CHECK(h.io_compute_steal.value <= 1.0, ValueError, origin, ": io_compute_steal ", h.io_compute_steal.value,
-               " is a share of the I/O threads' CPU time, in [0, 1]");
+  // Wall seconds compute loses per second of I/O-thread checksum work: 0 on idle cores, about 1
+  // when the thread takes a core from compute, a little more with its syscalls; beyond 4 the
+  // measurement is broken (a noisy neighbour, a swapped-out run).
+  STRATA_CHECK(h.io_compute_steal.value <= 4.0, ValueError, origin,
+               ": io_compute_steal ", h.io_compute_steal.value,
+               " is compute time lost per second of I/O-thread work, expected in [0, 4]");
   return h;
 }
 

@@ -117,8 +117,8 @@ class Replay {
   }
 
   // On a CPU the I/O threads copy and checksum every offloaded byte on compute's cores: a transfer
-  // goes no faster than they do, and compute loses io_compute_steal of their CPU time (charged
-  // when the transfer is issued).
+  // goes no faster than they do, and compute loses io_compute_steal seconds per second of their
+  // checksum work (measured by strata_calibrate; charged when the transfer is issued).
   double io_limited(double rate) const {
     return !hw_.gpu && hw_.io_cpu_bytes_per_second.set() ? std::min(rate, hw_.io_cpu_bytes_per_second.value) : rate;
   }

@@ -108,13 +108,15 @@ TEST(HardwareProfile, BadInputNamesTheFileAndTheFigure) {
   EXPECT_THROW(load_hardware_profile("/nonexistent/profile.textproto"), IoError);
 }
 
-TEST(HardwareProfile, IoThreadFiguresRoundTripAndTheStealIsAShare) {
+TEST(HardwareProfile, IoThreadFiguresRoundTripAndTheStealIsBounded) {
   HardwareProfile cpu = hardware_profile_from_text(kMinimalCpu);
   cpu.io_cpu_bytes_per_second = {3e9, "test: staging copy + CRC-32C"};
   cpu.io_compute_steal = {1.0, "test: compute on every core"};
   HardwareProfile again = hardware_profile_from_text(hardware_profile_to_text(cpu), "round trip");
   EXPECT_DOUBLE_EQ(again.io_cpu_bytes_per_second.value, 3e9);
   EXPECT_EQ(again.io_compute_steal.source, "test: compute on every core");
-  cpu.io_compute_steal.value = 1.5;
+  cpu.io_compute_steal.value = 1.5;  // syscalls on top of the checksum: more than the thread's CPU share
+  EXPECT_DOUBLE_EQ(hardware_profile_from_text(hardware_profile_to_text(cpu)).io_compute_steal.value, 1.5);
+  cpu.io_compute_steal.value = 5;
   EXPECT_THROW(hardware_profile_from_text(hardware_profile_to_text(cpu), "steal.textproto"), ValueError);
 }
