@@ -188,6 +188,10 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
       Tensor gb = n.needs_grad(2) ? detail::alloc({C}, dt, dev) : Tensor();
       detail::kernels(dev).layer_norm_backward(gx, gw, gb, rows(g[0], {R, C}), rows(xv, {R, C}), n.saved(2),
                                                n.saved(3), rows(wv, {C}));
+      // Reads dy and x, writes dx (the parameter gradients are C-sized): a memory-bound row pass
+      // as long as the forward's, which the planner's cost model must see.
+      const double rc = double(R * C) * double(element_size(dt));
+      detail::record("layer_norm_backward", dev, 10.0 * double(R * C), 2.0 * rc, gx.defined() ? rc : 0.0);
       auto back = [&](const Tensor& t, const Tensor& like) {
         return t.defined() ? detail::raw_cast(detail::raw_reshape(t, like.shape()), like.dtype()) : Tensor();
       };

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "strata/core/error.h"
+#include "strata/memory/planner/cost_model.h"
 
 namespace strata::memory::planner {
 
@@ -21,28 +22,50 @@ struct BlockFigures {
   double forward = 0, backward = 0, recompute_ops = 0, cheap_ops = 0;
 };
 
-// Whether block-selective recompute drops tensor x (a cheap op's output, made again in backward).
-bool selective_drops(const TraceTensor& x) { return x.op_recomputable && !x.block_input; }
+// The block whose op made tensor x (-1: outside every block, or before the step).
+int32_t producer_block(const StepTrace& t, const TraceTensor& x) {
+  return x.producer >= 0 ? t.ops[size_t(x.producer)].block : -1;
+}
 
-// Per tensor: op-level recomputable at a cost per byte within twice the lowest of the trace's
-// (elementwise ops' outputs, memory-bound), as opposed to outputs that take a GEMM to make again:
-// the "selective-cheap" options recompute only these.
+// Whether block-selective recompute drops tensor x (a cheap op's output, made again in backward).
+// A block input counts when an op of an earlier block made it from tensors that block saves (the
+// post-LN transformer's layer norm output, which the next block's projection saves): sim_plan_for
+// keeps it where either block re-runs as a segment (a segment restarts from its inputs).
+bool selective_drops(const StepTrace& t, const TraceTensor& x) {
+  if (!x.op_recomputable) return false;
+  if (!x.block_input) return true;
+  const int32_t pb = producer_block(t, x);
+  return pb >= 0 && pb < x.block;
+}
+
+// Whether op kind `kind` is GEMM-like (its output takes a matrix product to make again).
+bool gemm_like(const std::string& kind) {
+  const std::string c = op_class(kind);
+  return c == "matmul" || c == "attention" || c == "conv2d";
+}
+
+// Per tensor: op-level recomputable by an op that is not GEMM-like, at a cost per byte within
+// twice the lowest of the trace's (elementwise ops' and norms' outputs, memory-bound), as opposed
+// to outputs that take a GEMM to make again (which, at large sizes, can cost less than twice a
+// GELU's per byte: BERT-large's intermediate projection): the "selective-cheap" options recompute
+// only these.
 std::vector<char> cheapest_recomputes(const StepTrace& t) {
   // Tiny outputs (a norm's statistics) do not set the scale.
   uint64_t largest = 0;
   for (const TraceTensor& x : t.tensors)
-    if (selective_drops(x)) largest = std::max(largest, x.bytes);
+    if (selective_drops(t, x)) largest = std::max(largest, x.bytes);
   const uint64_t sizable = std::min<uint64_t>(uint64_t(1) << 20, largest / 4);
   double lowest = 0;
   for (const TraceTensor& x : t.tensors)
-    if (selective_drops(x) && x.bytes >= sizable) {
+    if (selective_drops(t, x) && x.bytes >= sizable) {
       const double c = x.recompute_seconds / double(x.bytes);
       if (lowest == 0 || c < lowest) lowest = c;
     }
   std::vector<char> cheap(t.tensors.size(), 0);
   for (size_t k = 0; k < t.tensors.size(); ++k) {
     const TraceTensor& x = t.tensors[k];
-    cheap[k] = selective_drops(x) && (lowest == 0 || x.recompute_seconds / double(std::max<uint64_t>(x.bytes, 1)) <= 2 * lowest);
+    cheap[k] = selective_drops(t, x) && !gemm_like(t.ops[size_t(x.producer)].kind) &&
+               (lowest == 0 || x.recompute_seconds / double(std::max<uint64_t>(x.bytes, 1)) <= 2 * lowest);
   }
   return cheap;
 }
@@ -55,9 +78,8 @@ std::vector<BlockFigures> figures(const StepTrace& t) {
     if (x.block < 0 || x.first_backward_use < 0) continue;
     BlockFigures& b = f[size_t(x.block)];
     b.saved += x.bytes;
-    if (x.block_input) {
-      b.inputs += x.bytes;
-    } else if (x.op_recomputable) {
+    if (x.block_input) b.inputs += x.bytes;
+    if (selective_drops(t, x)) {
       b.recomputable += x.bytes;
       b.recompute_ops += x.recompute_seconds;
       if (cheap[k]) {
@@ -111,7 +133,7 @@ std::vector<uint64_t> held_at_forward_end(const StepTrace& t, Selective selectiv
   std::vector<std::vector<const TraceTensor*>> by_block(t.blocks.size());
   for (size_t k = 0; k < t.tensors.size(); ++k) {
     const TraceTensor& x = t.tensors[k];
-    const bool dropped = selective == Selective::All ? selective_drops(x) : selective == Selective::Cheap && cheap[k];
+    const bool dropped = selective == Selective::All ? selective_drops(t, x) : selective == Selective::Cheap && cheap[k];
     if (x.block >= 0 && x.first_backward_use >= 0 && !dropped) by_block[size_t(x.block)].push_back(&x);
   }
   std::vector<uint64_t> held(t.blocks.size(), 0);
@@ -429,12 +451,14 @@ ChainProblem chain_problem(const StepTrace& t, const HardwareProfile& hw, uint64
     // Without prefix groups (prefix_offload false) every block is judged alone, as if it had the
     // channels to itself: optimistic where many blocks offload (the simulator and the repair
     // loop correct it), but it reaches plans that offload later, smaller blocks (ResNet).
-    uint64_t ahead = 0;
-    for (size_t i = 1; i <= k && i <= b; ++i) ahead += f[b - i].saved;
     double window = 0;
     for (size_t i = 1; i <= k && b + i < f.size(); ++i) window += f[b + i].backward;
     for (OffloadVariant& v : variants) {
       const uint64_t bytes = x.saved - kept_out(x, v.selective);
+      // What the k blocks before it bring back: what they offloaded (their selective drops are
+      // made again in their own backward, not loaded).
+      uint64_t ahead = 0;
+      for (size_t i = 1; i <= k && i <= b; ++i) ahead += f[b - i].saved - kept_out(f[b - i], v.selective);
       uint64_t held = v.held[b];
       double stall = v.stall[b];
       if (!prefix_offload) {
@@ -470,8 +494,9 @@ SimPlan sim_plan_for(const StepTrace& t, const ChainProblem& problem, const std:
     const TraceTensor& x = t.tensors[k];
     if (x.block < 0) continue;
     const std::string& w = what[size_t(x.block)];
-    const bool sel = w.rfind("selective-cheap", 0) == 0 ? bool(cheap[k])
-                                                        : w.rfind("selective", 0) == 0 && selective_drops(x);
+    bool sel = w.rfind("selective-cheap", 0) == 0 ? bool(cheap[k])
+                                                  : w.rfind("selective", 0) == 0 && selective_drops(t, x);
+    if (sel && x.block_input && p.segments[size_t(producer_block(t, x))]) sel = false;
     if (w == "host" || ends_with(w, "+host")) p.tensors[k] = CacheAction::Host;
     if (w == "nvme" || ends_with(w, "+nvme")) p.tensors[k] = CacheAction::Nvme;
     if (sel) p.tensors[k] = CacheAction::Recompute;

@@ -160,3 +160,116 @@ TEST(Planner, ACheaperSelectiveLevelRecomputesOnlyTheCheapestOutputs) {
     EXPECT_EQ(sp.tensors[k], gemm ? CacheAction::Keep : CacheAction::Recompute) << x.key;
   }
 }
+
+namespace {
+
+int option_index(const ChainProblem& p, size_t block, const std::string& name) {
+  const auto& opts = p.blocks[block].options;
+  for (size_t j = 0; j < opts.size(); ++j)
+    if (opts[j].name == name) return int(j);
+  return -1;
+}
+
+}  // namespace
+
+TEST(Planner, AGemmOutputIsNeverCheapEvenAtLessThanTwiceTheCheapestCostPerByte) {
+  // BERT-large's intermediate projection costs 1.8x a GELU output per byte to make again, yet it
+  // takes a GEMM: the cheap level (Megatron's memory-bound outputs) leaves it out.
+  StepTrace t = traced_chain();
+  for (TraceOp& o : t.ops) o.seconds = 1e-3;
+  double gelu_per_byte = 0;
+  for (TraceTensor& x : t.tensors)
+    if (x.op_recomputable && !x.block_input) {
+      x.recompute_seconds = 1e-3;
+      gelu_per_byte = 1e-3 / double(x.bytes);
+    }
+  ASSERT_GT(gelu_per_byte, 0);
+  for (TraceTensor& x : t.tensors)
+    if (!x.op_recomputable && !x.block_input && x.block >= 0 && t.ops[size_t(x.producer)].kind.find("matmul") != std::string::npos) {
+      x.op_recomputable = true;
+      x.recompute_seconds = 1.5 * gelu_per_byte * double(x.bytes);
+    }
+  const ChainProblem p = chain_problem(t, cpu(), 1ull << 40, {});
+  const int cheap = option_index(p, 0, "selective-cheap"), all = option_index(p, 0, "selective");
+  ASSERT_GE(cheap, 0) << "the GEMM outputs make the two levels differ";
+  ASSERT_GE(all, 0);
+  EXPECT_GT(p.blocks[0].options[size_t(cheap)].held_bytes, p.blocks[0].options[size_t(all)].held_bytes);
+  std::vector<int> choice(t.blocks.size(), 0);
+  choice[0] = cheap;
+  const SimPlan sp = sim_plan_for(t, p, choice);
+  size_t gemm_kept = 0;
+  for (size_t k = 0; k < t.tensors.size(); ++k) {
+    const TraceTensor& x = t.tensors[k];
+    if (x.block != 0 || x.block_input || !x.op_recomputable) continue;
+    const bool gemm = t.ops[size_t(x.producer)].kind.find("matmul") != std::string::npos;
+    EXPECT_EQ(sp.tensors[k], gemm ? CacheAction::Keep : CacheAction::Recompute) << x.key;
+    gemm_kept += gemm;
+  }
+  EXPECT_EQ(gemm_kept, 1u);
+}
+
+TEST(Planner, SelectiveRecomputeDropsABlockInputThePreviousBlockCanMakeAgainUnlessASegmentNeedsIt) {
+  // A post-LN transformer: block b's input is block b-1's layer norm output, made again from the
+  // norm's saved input. Mark each block input made inside the chain recomputable.
+  StepTrace t = traced_chain();
+  for (TraceOp& o : t.ops) o.seconds = 1e-3;
+  std::vector<int> input_of(t.blocks.size(), -1);
+  for (size_t k = 0; k < t.tensors.size(); ++k) {
+    TraceTensor& x = t.tensors[k];
+    if (!x.block_input || x.block < 1 || t.ops[size_t(x.producer)].block != x.block - 1) continue;
+    x.op_recomputable = true;
+    x.recompute_seconds = 1e-4;
+    input_of[size_t(x.block)] = int(k);
+  }
+  for (size_t b = 1; b < t.blocks.size(); ++b) ASSERT_GE(input_of[b], 0) << "block " << b;
+  const ChainProblem p = chain_problem(t, cpu(), 1ull << 40, {});
+  const int keep = option_index(p, 2, "keep"), sel = option_index(p, 2, "selective"),
+            seg = option_index(p, 2, "recompute");
+  ASSERT_TRUE(keep >= 0 && sel >= 0 && seg >= 0);
+  // The selective option frees the input too; the segment keeps it (it restarts from it).
+  uint64_t gelu = 0;
+  for (const TraceTensor& x : t.tensors)
+    if (x.block == 2 && x.op_recomputable && !x.block_input) gelu += x.bytes;
+  const uint64_t input = t.tensors[size_t(input_of[2])].bytes;
+  EXPECT_EQ(p.blocks[2].options[size_t(keep)].held_bytes - p.blocks[2].options[size_t(sel)].held_bytes, gelu + input);
+  EXPECT_GE(p.blocks[2].options[size_t(seg)].held_bytes, input);
+  // Selective everywhere: every chain-made input is recomputed.
+  std::vector<int> choice(t.blocks.size(), sel);
+  SimPlan sp = sim_plan_for(t, p, choice);
+  for (size_t b = 1; b < t.blocks.size(); ++b)
+    EXPECT_EQ(sp.tensors[size_t(input_of[b])], CacheAction::Recompute) << "block " << b;
+  // Block 1 as a segment: block 2's input, made by block 1's ops, stays (block 1's saved tensors are
+  // gone until its segment re-runs, after block 2's backward); block 1's own input still goes.
+  choice[1] = seg;
+  sp = sim_plan_for(t, p, choice);
+  EXPECT_TRUE(sp.segments[1]);
+  EXPECT_EQ(sp.tensors[size_t(input_of[2])], CacheAction::Keep);
+  EXPECT_EQ(sp.tensors[size_t(input_of[3])], CacheAction::Recompute);
+  // The planner's plans stay valid on the simulator, and the cache's Plan carries the drops.
+  const uint64_t keep_peak = simulate(t, SimPlan::keep_all(t), cpu()).activation_peak;
+  PlannerResult r = plan_step(t, cpu(), uint64_t(0.5 * double(keep_peak)));
+  EXPECT_TRUE(r.plan.fits) << r.explanation;
+  const Plan plan = cache_plan_for(t, sp);
+  EXPECT_EQ(plan.tensors.at(t.tensors[size_t(input_of[3])].key), CacheAction::Recompute);
+}
+
+TEST(Planner, AnOffloadedBlocksBackwardPeakCountsOnlyWhatTheBlocksBeforeItLoad) {
+  // With prefetch depth 2, block 3 is back in memory while blocks 1 and 2 load: their offloaded
+  // bytes, which under selective recompute leave out the outputs they make again themselves.
+  const StepTrace t = traced_chain();
+  const ChainProblem p = chain_problem(t, cpu(), 1ull << 40, {}, /*prefetch_blocks=*/2);
+  const int whole = option_index(p, 3, "nvme"), sel = option_index(p, 3, "selective+nvme");
+  ASSERT_TRUE(whole >= 0 && sel >= 0);
+  uint64_t dropped = 0, saved3 = 0, saved12 = 0;
+  for (const TraceTensor& x : t.tensors) {
+    if (x.first_backward_use < 0) continue;
+    if (x.block == 3) saved3 += x.bytes;
+    if (x.block == 1 || x.block == 2) {
+      saved12 += x.bytes;
+      if (x.op_recomputable && !x.block_input) dropped += x.bytes;
+    }
+  }
+  ASSERT_GT(dropped, 0u);
+  EXPECT_EQ(p.blocks[3].options[size_t(whole)].peak_bytes, saved3 + saved12);
+  EXPECT_EQ(p.blocks[3].options[size_t(sel)].peak_bytes, saved3 + saved12 - dropped);
+}
