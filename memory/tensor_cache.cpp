@@ -638,8 +638,12 @@ void TensorCache::Impl::start_backward() {
     if (auto s = r->dropped.lock(); s && s->device().type == DeviceType::CPU)
       std::memset(s->data(), 0xFF, s->nbytes());
   }
+  // As late as the rule below allows (the planner's simulator assumes the same): group g loads
+  // when backward enters group g + ahead, so at backward's start only the last `ahead` groups
+  // load; the group before them waits until backward reaches the last one (the loss head's
+  // backward can be long, and loading earlier only raises the peak).
   const size_t ahead = policy->prefetch_blocks() ? policy->prefetch_blocks() : opt.prefetch_blocks;
-  for (size_t i = 0; i <= ahead && i < n; ++i) prefetch_group(n - 1 - i);
+  for (size_t i = 0; i < std::max<size_t>(ahead, 1) && i < n; ++i) prefetch_group(n - 1 - i);
 }
 
 void TensorCache::on_scope(autograd::ScopeEvent e, autograd::Phase phase, const std::string& path) {
