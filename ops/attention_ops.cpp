@@ -77,7 +77,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   Shape bhts{B, H, T, S};
   if (attn_mask.defined()) broadcast_shapes(attn_mask.shape(), n == 4 ? bhts : Shape{H, T, S}, op);
   Tensor mask = additive_mask(n == 4 || !attn_mask.defined() ? attn_mask : unsqueeze(attn_mask, 0), bhts, dt);
-  Tensor o = strided_ok ? alloc_bthd(B, H, T, Dv, dt, dev) : detail::alloc({B, H, T, Dv}, dt, dev);
+  // Heads in place on every backend: the caller's merge back to [B, T, H * Dv] is then a view, so
+  // the projection after it saves the storage this op saves (the cache keeps it once).
+  Tensor o = alloc_bthd(B, H, T, Dv, dt, dev);
   Tensor lse = detail::alloc({B, H, T}, dt, dev);
   detail::kernels(dev).attention(o, lse, q4, k4, v4, mask, is_causal, sc);
   const double pairs = double(B * H) * double(T) * double(S) * (is_causal ? 0.5 : 1.0);
@@ -101,7 +103,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       DType dt = q4.dtype();
       const bool strided_ok = dev.is_cpu();
       Tensor go = detail::raw_cast(detail::raw_reshape(g[0], o.shape()), dt);
-      if (!(strided_ok && go.stride(-1) == 1)) go = detail::raw_contiguous(go);
+      if (go.stride(-1) != 1) go = detail::raw_contiguous(go);  // kernels take dO with unit stride along Dv
       auto grad_like = [&](const Tensor& t) {
         return strided_ok ? alloc_bthd(t.size(0), t.size(1), t.size(2), t.size(3), dt, dev)
                           : detail::alloc(t.shape(), dt, dev);

@@ -65,26 +65,53 @@ __global__ void attention_probs_kernel(T* scores, ScoreRows a, T* lse_out, const
   }
 }
 
+// Where row r = (b H + h) T + t of a [B, H, T, Dv] tensor with unit stride along Dv starts:
+// contiguous, or heads in place ([B, T, H, Dv] memory, merged by a view).
+struct HeadRows {
+  int64_t T, H, sb, sh, st;
+  __device__ int64_t at(int64_t r) const {
+    const int64_t t = r % T, bh = r / T;
+    return (bh / H) * sb + (bh % H) * sh + t * st;
+  }
+};
+
 // dS = P * (dP - sum_d dO * O), in place over dP, one block per row.
 template <class T>
-__global__ void attention_dscores_kernel(T* dp, const T* p, const T* dout, const T* out, int64_t rows, int64_t S,
-                                         int64_t Dv) {
+__global__ void attention_dscores_kernel(T* dp, const T* p, const T* dout, HeadRows dr, const T* out, HeadRows orow,
+                                         int64_t rows, int64_t S, int64_t Dv) {
   __shared__ double acc[32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* dor = dout + dr.at(r);
+    const T* outr = out + orow.at(r);
     double d = 0;
-    for (int64_t c = threadIdx.x; c < Dv; c += blockDim.x) d += double(dout[r * Dv + c]) * double(out[r * Dv + c]);
+    for (int64_t c = threadIdx.x; c < Dv; c += blockDim.x) d += double(dor[c]) * double(outr[c]);
     const T drow = T(block_sum(d, acc));
     for (int64_t s = threadIdx.x; s < S; s += blockDim.x) dp[r * S + s] = p[r * S + s] * (dp[r * S + s] - drow);
   }
 }
 
-// A [d0, d1, d2] view of `t`'s storage with the given strides (no autograd).
-Tensor view3(const Tensor& t, int64_t d0, int64_t d1, int64_t d2, int64_t s0, int64_t s1, int64_t s2) {
-  return Tensor::from_storage(t.storage(), {d0, d1, d2}, {s0, s1, s2}, t.storage_offset(), t.dtype());
+// A [d0, d1, d2] view of `t`'s storage with the given strides, `skip` elements past t's offset
+// (no autograd).
+Tensor view3(const Tensor& t, int64_t d0, int64_t d1, int64_t d2, int64_t s0, int64_t s1, int64_t s2,
+             int64_t skip = 0) {
+  return Tensor::from_storage(t.storage(), {d0, d1, d2}, {s0, s1, s2}, t.storage_offset() + skip, t.dtype());
 }
 Tensor rows3(const Tensor& t, int64_t d0, int64_t d1, int64_t d2) { return view3(t, d0, d1, d2, d1 * d2, d2, 1); }
 // The per-matrix transpose of a contiguous [d0, d1, d2] tensor, as a [d0, d2, d1] view.
 Tensor transposed3(const Tensor& t, int64_t d0, int64_t d1, int64_t d2) { return view3(t, d0, d2, d1, d1 * d2, 1, d2); }
+
+// Batch b of a [B, H, T, Dv] tensor with unit stride along Dv, as [H, T, Dv] (strided batched
+// GEMMs take the heads in place, so an output laid out [B, T, H, Dv] needs no copy).
+Tensor heads_of(const Tensor& t, int64_t b) {
+  return view3(t, t.size(1), t.size(2), t.size(3), t.stride(1), t.stride(2), 1, b * t.stride(0));
+}
+// Batch b of a contiguous [B H, d1, d2] tensor (n heads per batch), as [n, d1, d2]; transposed
+// per matrix when `t`.
+Tensor batch_of(const Tensor& t, int64_t b, int64_t n, int64_t d1, int64_t d2, bool tr = false) {
+  return tr ? view3(t, n, d2, d1, d1 * d2, 1, d2, b * n * d1 * d2) : view3(t, n, d1, d2, d1 * d2, d2, 1, b * n * d1 * d2);
+}
+
+HeadRows head_rows(const Tensor& t) { return {t.size(2), t.size(1), t.stride(0), t.stride(1), t.stride(2)}; }
 
 struct AttentionShape {
   int64_t B, H, T, D, S, Dv;
@@ -110,6 +137,15 @@ void check_output(const char* op, const Tensor& t, const Shape& shape, DType dt)
   if (!t.defined()) return;
   STRATA_CHECK(t.is_contiguous() && t.dtype() == dt && t.shape() == shape, ShapeError, op, ": output ", t.str(),
                " should be a contiguous ", dtype_name(dt), shape_str(shape));
+}
+
+// out / dout: [B, H, T, Dv] with unit stride along Dv and rows that do not overlap (contiguous,
+// or heads in place).
+void check_heads(const char* op, const Tensor& t, const Shape& shape, DType dt) {
+  STRATA_CHECK(t.dtype() == dt && t.shape() == shape && t.dim() == 4 && (t.stride(3) == 1 || t.size(3) <= 1) &&
+                   t.stride(0) >= 0 && t.stride(1) >= 0 && t.stride(2) >= 0,
+               ShapeError, op, ": ", t.str(), " should be a ", dtype_name(dt), shape_str(shape),
+               " with unit stride along the last dim");
 }
 
 ScoreRows score_rows(const AttentionShape& a, const Tensor& mask, bool causal) {
@@ -151,7 +187,7 @@ void CudaBackend::attention(const Tensor& out, const Tensor& lse, const Tensor& 
                             const Tensor& mask, bool causal, double scale) {
   const AttentionShape a = check_attention("attention", q, k, v, mask);
   const DType dt = q.dtype();
-  check_output("attention", out, {a.B, a.H, a.T, a.Dv}, dt);
+  check_heads("attention", out, {a.B, a.H, a.T, a.Dv}, dt);
   check_output("attention", lse, {a.B, a.H, a.T}, dt);
   const int dev = check_on_device("attention", {&out, &lse, &q, &k, &v, &mask});
   if (a.B * a.H * a.T == 0) return;
@@ -164,7 +200,12 @@ void CudaBackend::attention(const Tensor& out, const Tensor& lse, const Tensor& 
     return;
   }
   const Tensor p = probabilities(*this, a, q, k, mask, causal, scale, lse, /*saved_lse=*/false);
-  bmm(rows3(out, BH, a.T, a.Dv), p, rows3(v, BH, a.S, a.Dv), 1.0, 0.0);
+  if (out.is_contiguous()) {
+    bmm(rows3(out, BH, a.T, a.Dv), p, rows3(v, BH, a.S, a.Dv), 1.0, 0.0);
+    return;
+  }
+  for (int64_t b = 0; b < a.B; ++b)  // heads in place: one strided batch of H per b
+    bmm(heads_of(out, b), batch_of(p, b, a.H, a.T, a.S), batch_of(v, b, a.H, a.S, a.Dv), 1.0, 0.0);
 }
 
 void CudaBackend::attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
@@ -175,7 +216,7 @@ void CudaBackend::attention_backward(const Tensor& dq, const Tensor& dk, const T
   check_output("attention_backward", dq, q.shape(), dt);
   check_output("attention_backward", dk, k.shape(), dt);
   check_output("attention_backward", dv, v.shape(), dt);
-  for (const Tensor* t : {&dout, &out}) check_output("attention_backward", *t, {a.B, a.H, a.T, a.Dv}, dt);
+  for (const Tensor* t : {&dout, &out}) check_heads("attention_backward", *t, {a.B, a.H, a.T, a.Dv}, dt);
   check_output("attention_backward", lse, {a.B, a.H, a.T}, dt);
   const int dev = check_on_device("attention_backward", {&dq, &dk, &dv, &dout, &q, &k, &v, &out, &lse, &mask});
   context(dev);
@@ -188,18 +229,31 @@ void CudaBackend::attention_backward(const Tensor& dq, const Tensor& dk, const T
   }
   const Tensor p = probabilities(*this, a, q, k, mask, causal, scale, lse, /*saved_lse=*/true);
   const int64_t rows = BH * a.T;
-  const Tensor dout3 = rows3(dout, BH, a.T, a.Dv);
-  if (dv.defined()) bmm(rows3(dv, BH, a.S, a.Dv), transposed3(p, BH, a.T, a.S), dout3, 1.0, 0.0);
+  // dO in place (contiguous: one batch of B H; heads in place: a strided batch of H per b).
+  const bool flat = dout.is_contiguous();
+  auto bmm_dout = [&](const Tensor& dst, int64_t n1, int64_t n2, const Tensor& other, bool dout_first, bool tr) {
+    if (flat) {
+      const Tensor d3 = rows3(dout, BH, a.T, a.Dv);
+      const Tensor o3 = tr ? transposed3(other, BH, n1, n2) : rows3(other, BH, n1, n2);
+      return dout_first ? bmm(dst, d3, o3, 1.0, 0.0) : bmm(dst, o3, d3, 1.0, 0.0);
+    }
+    for (int64_t b = 0; b < a.B; ++b) {
+      const Tensor db = heads_of(dout, b), ob = batch_of(other, b, a.H, n1, n2, tr);
+      const Tensor xb = batch_of(dst, b, a.H, dst.size(1), dst.size(2));
+      dout_first ? bmm(xb, db, ob, 1.0, 0.0) : bmm(xb, ob, db, 1.0, 0.0);
+    }
+  };
+  if (dv.defined()) bmm_dout(rows3(dv, BH, a.S, a.Dv), a.T, a.S, p, /*dout_first=*/false, /*tr=*/true);  // P^T dO
   if (!dq.defined() && !dk.defined()) return;
   // dP = dO V^T, then dS = P * (dP - rowsum(dO * O)) in place.
   Tensor ds = empty({BH, a.T, a.S}, dt, dev);
-  bmm(ds, dout3, transposed3(v, BH, a.S, a.Dv), 1.0, 0.0);
+  bmm_dout(ds, a.S, a.Dv, v, /*dout_first=*/true, /*tr=*/true);
   by_dtype(dt, [&](auto z) {
     using T = decltype(z);
     attention_dscores_kernel<T><<<grid_for(rows, 1), row_block_threads(std::max(a.S, a.Dv)), 0,
                                   compute_stream()>>>(
         static_cast<T*>(ds.data_ptr()), static_cast<const T*>(p.data_ptr()), static_cast<const T*>(dout.data_ptr()),
-        static_cast<const T*>(out.data_ptr()), rows, a.S, a.Dv);
+        head_rows(dout), static_cast<const T*>(out.data_ptr()), head_rows(out), rows, a.S, a.Dv);
   });
   STRATA_CUDA_CHECK_LAUNCH("attention_backward ", q.str(), " x ", k.str());
   if (dq.defined()) bmm(rows3(dq, BH, a.T, a.D), ds, rows3(k, BH, a.S, a.D), scale, 0.0);

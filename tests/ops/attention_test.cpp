@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "strata/autograd/engine.h"
 #include "strata/autograd/saved_tensor.h"
@@ -192,4 +193,48 @@ TEST(LinearCrossEntropy, MatchesUnfusedLossAndGradientsAcrossChunkSizes) {
   Tensor s = ops::linear_cross_entropy(x, w, t, -100, ops::Reduction::Sum);
   Tensor rs = ops::cross_entropy(ops::matmul(x, ops::transpose(w, 0, 1)), t, -100, ops::Reduction::Sum);
   EXPECT_NEAR(s.item(), rs.item(), 1e-11);
+}
+
+namespace {
+
+// Keeps everything, noting the storages saved tensors live in (as the tensor cache keys them).
+class StorageRecorder final : public autograd::SavePolicy {
+ public:
+  autograd::Packed pack(const Tensor& t, const autograd::SaveInfo&) override {
+    if (t.defined() && !t.is_parameter() && !t.storage()->holds_parameter()) storages[t.storage()->id()] = t.storage()->nbytes();
+    return autograd::Packed{t, nullptr};
+  }
+  Tensor unpack(autograd::Packed& p, const autograd::SaveInfo&) override { return p.tensor; }
+  std::map<uint64_t, uint64_t> storages;  // id -> bytes
+};
+
+}  // namespace
+
+TEST(PackedSelfAttention, OffTheCpuTheHeadsMergeIsAViewOfTheOutputAttentionSaves) {
+  // The composite every non-CPU backend runs (Meta here, CUDA alike): the attention output is
+  // laid out [B, T, H, D], so merging the heads is a view and the output projection saves the
+  // storage the attention saved. Saved storages: q, k, v (contiguous heads), out, lse; the
+  // projection's input adds nothing (it used to add a merged copy of out).
+  const int64_t B = 2, T = 24, H = 4, D = 8, C = H * D;
+  auto meta = [](Shape s) { return ops::empty(s, TensorOptions(DType::f32).device(kMeta).requires_grad(true)); };
+  Tensor qkv = meta({B, T, 3 * C}), w = meta({C, C});
+  w.set_is_parameter(true);
+  auto recorder = std::make_shared<StorageRecorder>();
+  Tensor y;
+  {
+    autograd::SavePolicyGuard g(recorder);
+    Tensor a = ops::packed_self_attention(qkv, H, /*is_causal=*/true);
+    EXPECT_TRUE(a.is_contiguous()) << "heads merged by a view";
+    y = ops::linear(a, w);
+  }
+  uint64_t btc = 0, total = 0;
+  for (const auto& [id, bytes] : recorder->storages) {
+    btc += bytes == uint64_t(B * T * C * 4);
+    total += bytes;
+  }
+  EXPECT_EQ(btc, 4u) << "q, k, v and the output, which the projection shares";
+  EXPECT_EQ(total, uint64_t(4 * B * T * C * 4 + B * H * T * 4));
+  std::vector<Tensor> grads = autograd::grad({ops::sum(y)}, {qkv, w});
+  EXPECT_EQ(grads[0].shape(), qkv.shape());
+  EXPECT_EQ(grads[1].shape(), w.shape());
 }

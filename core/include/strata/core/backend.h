@@ -159,7 +159,9 @@ class Backend {
   // Fused attention on 4-D tensors q [B, H, T, D], k [B, H, S, D], v [B, H, S, Dv]
   // (contiguous); mask: undefined or an additive f32/f64 [B, H, T, S] view (stride 0 where
   // broadcast); causal: key s attends query t only when s <= t. Writes out [B, H, T, Dv] and the
-  // row log-sum-exp lse [B, H, T] that backward needs. Default: not implemented.
+  // row log-sum-exp lse [B, H, T] that backward needs; out (and backward's out and grad_out) may
+  // be any view with unit stride along Dv: the ops lay it out [B, T, H, Dv], so that merging the
+  // heads is a view. Default: not implemented.
   virtual void attention(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                          const Tensor& v, const Tensor& mask, bool causal, double scale);
   virtual void attention_backward(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v,
