@@ -352,6 +352,72 @@ PolicyResult solve(const std::string& name, const StepTrace& t, const HardwarePr
   return best;
 }
 
+// Per-tensor refinement after the block-level search (the options drop all of a block's
+// recomputable outputs, or its cheap ones, or none): trade a dropped output that is dear to make
+// again for a kept (or offloaded) one that is cheaper per byte and at least as large, and keep a
+// dropped one outright where the budget has room, each change judged by the simulator.
+PolicyResult refine_tensors(const std::string& name, const StepTrace& t, const HardwareProfile& hw, uint64_t budget,
+                            const PlannerOptions& o, PolicyResult best) {
+  if (!best.fits || o.refine_rounds <= 0 || !o.allow_selective) return best;
+  // What a tensor of block b does when it is not dropped: kept, or the block's offload tier.
+  std::vector<CacheAction> base(t.blocks.size(), CacheAction::Keep);
+  for (size_t k = 0; k < t.tensors.size(); ++k) {
+    const TraceTensor& x = t.tensors[k];
+    const CacheAction a = best.plan.tensors[k];
+    if (x.block >= 0 && (a == CacheAction::Host || a == CacheAction::Nvme)) base[size_t(x.block)] = a;
+  }
+  std::vector<size_t> cand;
+  for (size_t k = 0; k < t.tensors.size(); ++k) {
+    const TraceTensor& x = t.tensors[k];
+    if (x.block < 0 || x.first_backward_use < 0 || best.plan.segments[size_t(x.block)] || !selective_drops(t, x)) continue;
+    if (x.block_input && best.plan.segments[size_t(producer_block(t, x))]) continue;
+    cand.push_back(k);
+  }
+  auto per_byte = [&](size_t k) { return t.tensors[k].recompute_seconds / double(std::max<uint64_t>(t.tensors[k].bytes, 1)); };
+  auto accept = [&](SimPlan p) {
+    PolicyResult r = evaluate(name, t, std::move(p), hw, budget, o);
+    if (!r.fits || r.predicted.step_seconds >= best.predicted.step_seconds - 1e-12) return false;
+    best = std::move(r);
+    return true;
+  };
+  for (int round = 0; round < o.refine_rounds; ++round) {
+    std::vector<size_t> dropped, kept;
+    for (size_t k : cand) {
+      const CacheAction a = best.plan.tensors[k];
+      if (a == CacheAction::Recompute) dropped.push_back(k);
+      else if (a == base[size_t(t.tensors[k].block)]) kept.push_back(k);
+    }
+    std::sort(dropped.begin(), dropped.end(), [&](size_t a, size_t b) { return per_byte(a) > per_byte(b); });
+    std::sort(kept.begin(), kept.end(), [&](size_t a, size_t b) { return per_byte(a) < per_byte(b); });
+    std::vector<char> moved(t.tensors.size(), 0);
+    bool improved = false;
+    for (size_t xd : dropped) {
+      const CacheAction back = base[size_t(t.tensors[xd].block)];
+      SimPlan undrop = best.plan;
+      undrop.tensors[xd] = back;
+      if (accept(undrop)) {
+        improved = moved[xd] = 1;
+        continue;
+      }
+      int tries = 0;
+      for (size_t yk : kept) {
+        if (moved[yk] || per_byte(yk) >= per_byte(xd)) break;
+        if (t.tensors[yk].bytes < t.tensors[xd].bytes) continue;
+        if (++tries > o.refine_tries) break;
+        SimPlan p = best.plan;
+        p.tensors[xd] = back;
+        p.tensors[yk] = CacheAction::Recompute;
+        if (accept(std::move(p))) {
+          improved = moved[xd] = moved[yk] = 1;
+          break;
+        }
+      }
+    }
+    if (!improved) break;
+  }
+  return best;
+}
+
 // SSDTrain's adaptive offloading: blocks go to the fastest offload tier in forward order while its
 // write bandwidth keeps up with the forward pass (the store of blocks 0..i done within the forward
 // of blocks 0..i+1); the last block is kept.
@@ -530,7 +596,7 @@ PlannerResult plan_step(const StepTrace& t, const HardwareProfile& hw, uint64_t 
   t.validate();
   auto t0 = std::chrono::steady_clock::now();
   PlannerResult res;
-  res.plan = solve("strata", t, hw, budget, o);
+  res.plan = refine_tensors("strata", t, hw, budget, o, solve("strata", t, hw, budget, o));
 
   const std::vector<BlockFigures> f = figures(t);
   res.baselines.push_back(evaluate("keep-all", t, SimPlan::keep_all(t), hw, budget, o));

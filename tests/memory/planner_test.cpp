@@ -273,3 +273,41 @@ TEST(Planner, AnOffloadedBlocksBackwardPeakCountsOnlyWhatTheBlocksBeforeItLoad) 
   EXPECT_EQ(p.blocks[3].options[size_t(whole)].peak_bytes, saved3 + saved12);
   EXPECT_EQ(p.blocks[3].options[size_t(sel)].peak_bytes, saved3 + saved12 - dropped);
 }
+
+TEST(Planner, PerTensorRefinementTradesADearDropForACheaperOneTheBlockOptionsCannotSeparate) {
+  // Each block b >= 1 has two outputs to make again, of one size: its input (block b-1's output,
+  // 1.9 units per byte) and its GELU output (1 unit). The block options drop both or neither, so
+  // dropping five tensors costs 1 + 2.9 + 2.9 at block level; keeping the inputs and dropping
+  // five GELU outputs costs 5.
+  StepTrace t = traced_chain();
+  for (TraceOp& o : t.ops) o.seconds = 1e-3;
+  uint64_t size = 0;
+  for (TraceTensor& x : t.tensors) {
+    if (x.block < 0 || x.first_backward_use < 0) continue;
+    if (x.op_recomputable && !x.block_input) {
+      x.recompute_seconds = 1e-3;
+      size = x.bytes;
+    } else if (x.block_input && x.block >= 1 && t.ops[size_t(x.producer)].block == x.block - 1) {
+      x.op_recomputable = true;
+      x.recompute_seconds = 1.9e-3;
+    }
+  }
+  for (const TraceTensor& x : t.tensors)
+    if (x.op_recomputable) ASSERT_EQ(x.bytes, size) << x.key;
+  HardwareProfile hw = cpu();
+  hw.drives.clear();  // recompute only: no baseline offloads
+  PlannerOptions only_selective;
+  only_selective.allow_recompute = only_selective.allow_host = only_selective.allow_nvme = false;
+  const uint64_t keep_peak = simulate(t, SimPlan::keep_all(t), hw).activation_peak;
+  const uint64_t budget = keep_peak - 5 * size + size / 2;
+  PlannerOptions blocks_only = only_selective;
+  blocks_only.refine_rounds = 0;
+  const PlannerResult coarse = plan_step(t, hw, budget, blocks_only), fine = plan_step(t, hw, budget, only_selective);
+  ASSERT_TRUE(coarse.plan.fits && fine.plan.fits) << coarse.explanation << " / " << fine.explanation;
+  const double keep_time = simulate(t, SimPlan::keep_all(t), hw).step_seconds;
+  EXPECT_NEAR(coarse.plan.predicted.step_seconds - keep_time, 6.8e-3, 1e-9);
+  EXPECT_NEAR(fine.plan.predicted.step_seconds - keep_time, 5e-3, 1e-9);
+  for (size_t k = 0; k < t.tensors.size(); ++k)
+    if (t.tensors[k].block_input && t.tensors[k].op_recomputable)
+      EXPECT_EQ(fine.plan.plan.tensors[k], CacheAction::Keep) << t.tensors[k].key;
+}

@@ -30,6 +30,10 @@ struct PlannerOptions {
   // carried out during forward.
   std::vector<size_t> prefetch_depths = {1, 2, 4, 8, 16, 32};
   int local_search_rounds = 2;
+  // Per-tensor refinement: rounds of exchanges (a dropped output kept, a cheaper one per byte
+  // dropped instead), each dropped output tried with this many candidates.
+  int refine_rounds = 3;
+  int refine_tries = 3;
   int repair_rounds = 6;  // re-solves with a tighter DP budget when the simulator finds a peak above it
 };
 
