@@ -52,6 +52,29 @@ HardwareProfile cpu() {
   return h;
 }
 
+// traced_chain with fixed op times, GELU outputs that cost 1 ms each to make again, and each
+// matmul output (GELU's saved input) recomputable too, at `ratio` times a GELU output's cost per
+// byte; `gemm_outputs` counts those.
+StepTrace chain_with_recomputable_matmuls(double ratio, size_t* gemm_outputs) {
+  StepTrace t = traced_chain();
+  for (TraceOp& o : t.ops) o.seconds = 1e-3;
+  double gelu_per_byte = 0;
+  for (TraceTensor& x : t.tensors)
+    if (x.op_recomputable && !x.block_input) {
+      x.recompute_seconds = 1e-3;
+      gelu_per_byte = 1e-3 / double(x.bytes);
+    }
+  *gemm_outputs = 0;
+  for (TraceTensor& x : t.tensors)
+    if (gelu_per_byte > 0 && !x.op_recomputable && !x.block_input && x.block >= 0 &&
+        t.ops[size_t(x.producer)].kind.find("matmul") != std::string::npos) {
+      x.op_recomputable = true;
+      x.recompute_seconds = ratio * gelu_per_byte * double(x.bytes);
+      ++*gemm_outputs;
+    }
+  return t;
+}
+
 }  // namespace
 
 TEST(Planner, HoldsTheBudgetAndBeatsEveryBaselineThatAlsoHoldsIt) {
@@ -128,24 +151,9 @@ TEST(Planner, OffloadOptionsArePrefixGroupsWhoseHeldBytesGrowAsTheSharedChannelF
 }
 
 TEST(Planner, ACheaperSelectiveLevelRecomputesOnlyTheCheapestOutputs) {
-  StepTrace t = traced_chain();
-  for (TraceOp& o : t.ops) o.seconds = 1e-3;
-  // The GELU outputs cost 1 ms to make again; make each matmul output (GELU's saved input)
-  // recomputable too, at ten times the cost per byte.
-  double gelu_per_byte = 0;
-  for (TraceTensor& x : t.tensors)
-    if (x.op_recomputable && !x.block_input) {
-      x.recompute_seconds = 1e-3;
-      gelu_per_byte = 1e-3 / double(x.bytes);
-    }
-  ASSERT_GT(gelu_per_byte, 0);
+  // Matmul outputs at ten times a GELU output's cost per byte.
   size_t gemm_outputs = 0;
-  for (TraceTensor& x : t.tensors)
-    if (!x.op_recomputable && !x.block_input && x.block >= 0 && t.ops[size_t(x.producer)].kind.find("matmul") != std::string::npos) {
-      x.op_recomputable = true;
-      x.recompute_seconds = 10 * gelu_per_byte * double(x.bytes);
-      ++gemm_outputs;
-    }
+  const StepTrace t = chain_with_recomputable_matmuls(10, &gemm_outputs);
   ASSERT_EQ(gemm_outputs, t.blocks.size());
   const ChainProblem p = chain_problem(t, cpu(), 1ull << 40, {});
   std::vector<int> choice(t.blocks.size(), 0);
@@ -175,20 +183,9 @@ int option_index(const ChainProblem& p, size_t block, const std::string& name) {
 TEST(Planner, AGemmOutputIsNeverCheapEvenAtLessThanTwiceTheCheapestCostPerByte) {
   // BERT-large's intermediate projection costs 1.8x a GELU output per byte to make again, yet it
   // takes a GEMM: the cheap level (Megatron's memory-bound outputs) leaves it out.
-  StepTrace t = traced_chain();
-  for (TraceOp& o : t.ops) o.seconds = 1e-3;
-  double gelu_per_byte = 0;
-  for (TraceTensor& x : t.tensors)
-    if (x.op_recomputable && !x.block_input) {
-      x.recompute_seconds = 1e-3;
-      gelu_per_byte = 1e-3 / double(x.bytes);
-    }
-  ASSERT_GT(gelu_per_byte, 0);
-  for (TraceTensor& x : t.tensors)
-    if (!x.op_recomputable && !x.block_input && x.block >= 0 && t.ops[size_t(x.producer)].kind.find("matmul") != std::string::npos) {
-      x.op_recomputable = true;
-      x.recompute_seconds = 1.5 * gelu_per_byte * double(x.bytes);
-    }
+  size_t gemm_outputs = 0;
+  const StepTrace t = chain_with_recomputable_matmuls(1.5, &gemm_outputs);
+  ASSERT_EQ(gemm_outputs, t.blocks.size());
   const ChainProblem p = chain_problem(t, cpu(), 1ull << 40, {});
   const int cheap = option_index(p, 0, "selective-cheap"), all = option_index(p, 0, "selective");
   ASSERT_GE(cheap, 0) << "the GEMM outputs make the two levels differ";
