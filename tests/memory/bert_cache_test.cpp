@@ -150,3 +150,22 @@ TEST(BertTensorCache, OpLevelRecomputeOfGeluOutputsIsBitIdentical) {
     EXPECT_TRUE(s.warnings.empty()) << s.warnings.front();
   }
 }
+
+// Post-LN: each layer after the first starts from the previous layer's output LayerNorm, whose
+// output the query/key/value projection saves; the planner's selective options drop it and the
+// cache makes it again from the norm's saved input (a tensor of the layer before).
+TEST(BertTensorCache, OpLevelRecomputeOfTheLayerInputFromThePreviousLayersNormIsBitIdentical) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  Plan plan;
+  for (int64_t i = 1; i < config().num_hidden_layers; ++i)
+    plan.tensors["layer." + std::to_string(i) + ".attention.self#0:LinearBackward"] = CacheAction::Recompute;
+  auto cache = TensorCache::create(options(), make_plan_policy(plan));
+  TrainResult run = train(cache, 3, cache.get());
+  expect_identical(reference(), run, "layer inputs recomputed");
+  for (const CacheStats& s : run.stats) {
+    EXPECT_EQ(s.op_recompute_drops, size_t(config().num_hidden_layers - 1));
+    EXPECT_EQ(s.op_recomputes, size_t(config().num_hidden_layers - 1));
+    EXPECT_EQ(s.segments, 0u);
+    EXPECT_TRUE(s.warnings.empty()) << s.warnings.front();
+  }
+}
