@@ -81,22 +81,27 @@ ChainSolution solve_chain(const ChainProblem& p) {
     std::fill(next.begin(), next.end(), kInf);
     const auto& opts = p.blocks[j].options;
     for (size_t s = 0; s < S; ++s) {
-      for (size_t m = 0; m < width; ++m) {
-        const double here = best[s * width + m];
-        if (here == kInf) continue;
-        for (size_t k = 0; k < opts.size(); ++k) {
-          const BlockOption& o = opts[k];
-          const size_t g = size_t(o.prefix_group);
-          if (g != 0 && g != s) continue;
-          if (p.base_bytes + uint64_t(m) * unit + o.peak_bytes > p.budget_bytes) continue;
-          const uint64_t m2 = m + units(o.held_bytes, unit);
-          if (m2 > room) continue;
-          const double v = here + o.extra_seconds;
-          const size_t at = g * width + size_t(m2);
-          if (v < next[at]) {
-            next[at] = v;
-            arg[j][at] = uint8_t(k);
-            from[j][at] = uint8_t(s);
+      // Option by option (those of group 0 and of this state's group), over the held prefixes
+      // that leave room for its backward peak and its own held bytes: no test per state.
+      for (size_t k = 0; k < opts.size(); ++k) {
+        const BlockOption& o = opts[k];
+        const size_t g = size_t(o.prefix_group);
+        if (g != 0 && g != s) continue;
+        if (p.base_bytes + o.peak_bytes > p.budget_bytes) continue;
+        const uint64_t held = units(o.held_bytes, unit);
+        if (held > room) continue;
+        const uint64_t by_peak = (p.budget_bytes - p.base_bytes - o.peak_bytes) / unit;
+        const size_t last = size_t(std::min<uint64_t>(room - held, by_peak));
+        const double* in = &best[s * width];
+        double* out = &next[g * width + size_t(held)];
+        uint8_t* a = &arg[j][g * width + size_t(held)];
+        uint8_t* f = &from[j][g * width + size_t(held)];
+        for (size_t m = 0; m <= last; ++m) {
+          const double v = in[m] + o.extra_seconds;
+          if (v < out[m]) {
+            out[m] = v;
+            a[m] = uint8_t(k);
+            f[m] = uint8_t(s);
           }
         }
       }

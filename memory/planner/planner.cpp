@@ -393,11 +393,14 @@ PolicyResult refine_tensors(const std::string& name, const StepTrace& t, const H
     bool improved = false;
     for (size_t xd : dropped) {
       const CacheAction back = base[size_t(t.tensors[xd].block)];
-      SimPlan undrop = best.plan;
-      undrop.tensors[xd] = back;
-      if (accept(undrop)) {
-        improved = moved[xd] = 1;
-        continue;
+      // Kept outright only where the budget has room for it (a kept output spans forward's end).
+      if (budgeted_peak(best.predicted, o, hw) + t.tensors[xd].bytes <= budget) {
+        SimPlan undrop = best.plan;
+        undrop.tensors[xd] = back;
+        if (accept(std::move(undrop))) {
+          improved = moved[xd] = 1;
+          continue;
+        }
       }
       int tries = 0;
       for (size_t yk : kept) {
