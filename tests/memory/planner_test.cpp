@@ -89,7 +89,7 @@ TEST(Planner, HoldsTheBudgetAndBeatsEveryBaselineThatAlsoHoldsIt) {
     ASSERT_EQ(r.baselines.size(), 6u);
     for (const PolicyResult& b : r.baselines) {
       EXPECT_EQ(b.fits, b.predicted.activation_and_pool_peak <= budget) << b.name;
-      if (b.fits) EXPECT_LE(r.plan.predicted.step_seconds, b.predicted.step_seconds + 1e-12) << b.name << " at " << fraction;
+      if (b.fits) { EXPECT_LE(r.plan.predicted.step_seconds, b.predicted.step_seconds + 1e-12) << b.name << " at " << fraction; }
     }
     EXPECT_FALSE(r.baselines[0].fits) << "keep-all cannot hold a budget below its own peak";
     EXPECT_NE(r.explanation.find("held"), std::string::npos) << r.explanation;
@@ -133,8 +133,8 @@ TEST(Planner, OffloadOptionsArePrefixGroupsWhoseHeldBytesGrowAsTheSharedChannelF
         EXPECT_EQ(o.prefix_group, 1) << b.path;
         held.push_back(o.held_bytes);
       }
-      if (o.name == "selective+nvme") EXPECT_EQ(o.prefix_group, 2) << b.path;
-      if (o.name == "keep" || o.name == "selective" || o.name == "recompute") EXPECT_EQ(o.prefix_group, 0) << b.path;
+      if (o.name == "selective+nvme") { EXPECT_EQ(o.prefix_group, 2) << b.path; }
+      if (o.name == "keep" || o.name == "selective" || o.name == "recompute") { EXPECT_EQ(o.prefix_group, 0) << b.path; }
     }
   }
   ASSERT_EQ(held.size(), t.blocks.size());
@@ -210,6 +210,10 @@ TEST(Planner, SelectiveRecomputeDropsABlockInputThePreviousBlockCanMakeAgainUnle
   // norm's saved input. Mark each block input made inside the chain recomputable.
   StepTrace t = traced_chain();
   for (TraceOp& o : t.ops) o.seconds = 1e-3;
+  // Recompute costs from the fixed op times, not the traced run's clock (which options a block
+  // keeps depends on them).
+  for (TraceTensor& x : t.tensors)
+    if (x.op_recomputable) x.recompute_seconds = t.ops[size_t(x.producer)].seconds;
   std::vector<int> input_of(t.blocks.size(), -1);
   for (size_t k = 0; k < t.tensors.size(); ++k) {
     TraceTensor& x = t.tensors[k];
@@ -231,13 +235,18 @@ TEST(Planner, SelectiveRecomputeDropsABlockInputThePreviousBlockCanMakeAgainUnle
   EXPECT_EQ(p.blocks[2].options[size_t(keep)].held_bytes - p.blocks[2].options[size_t(sel)].held_bytes, gelu + input);
   EXPECT_GE(p.blocks[2].options[size_t(seg)].held_bytes, input);
   // Selective everywhere: every chain-made input is recomputed.
-  std::vector<int> choice(t.blocks.size(), sel);
+  std::vector<int> choice(t.blocks.size(), -1);
+  for (size_t b = 0; b < t.blocks.size(); ++b) {
+    choice[b] = option_index(p, b, "selective");
+    ASSERT_GE(choice[b], 0) << "block " << b;
+  }
   SimPlan sp = sim_plan_for(t, p, choice);
   for (size_t b = 1; b < t.blocks.size(); ++b)
     EXPECT_EQ(sp.tensors[size_t(input_of[b])], CacheAction::Recompute) << "block " << b;
   // Block 1 as a segment: block 2's input, made by block 1's ops, stays (block 1's saved tensors are
   // gone until its segment re-runs, after block 2's backward); block 1's own input still goes.
-  choice[1] = seg;
+  choice[1] = option_index(p, 1, "recompute");
+  ASSERT_GE(choice[1], 0);
   sp = sim_plan_for(t, p, choice);
   EXPECT_TRUE(sp.segments[1]);
   EXPECT_EQ(sp.tensors[size_t(input_of[2])], CacheAction::Keep);
@@ -290,7 +299,7 @@ TEST(Planner, PerTensorRefinementTradesADearDropForACheaperOneTheBlockOptionsCan
     }
   }
   for (const TraceTensor& x : t.tensors)
-    if (x.op_recomputable) ASSERT_EQ(x.bytes, size) << x.key;
+    if (x.op_recomputable) { ASSERT_EQ(x.bytes, size) << x.key; }
   HardwareProfile hw = cpu();
   hw.drives.clear();  // recompute only: no baseline offloads
   PlannerOptions only_selective;
@@ -305,6 +314,7 @@ TEST(Planner, PerTensorRefinementTradesADearDropForACheaperOneTheBlockOptionsCan
   EXPECT_NEAR(coarse.plan.predicted.step_seconds - keep_time, 6.8e-3, 1e-9);
   EXPECT_NEAR(fine.plan.predicted.step_seconds - keep_time, 5e-3, 1e-9);
   for (size_t k = 0; k < t.tensors.size(); ++k)
-    if (t.tensors[k].block_input && t.tensors[k].op_recomputable)
+    if (t.tensors[k].block_input && t.tensors[k].op_recomputable) {
       EXPECT_EQ(fine.plan.plan.tensors[k], CacheAction::Keep) << t.tensors[k].key;
+    }
 }
