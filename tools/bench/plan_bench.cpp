@@ -28,10 +28,27 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+// One traced step is one sample of every op's time (this VM drifts 10-20% between steps): the
+// plan works on the median of each op's time over several traced steps of the same graph.
+StepTrace median_of(std::vector<StepTrace> traces) {
+  StepTrace out = traces.front();
+  for (const StepTrace& t : traces)
+    STRATA_CHECK(t.ops.size() == out.ops.size() && t.tensors.size() == out.tensors.size(), ValueError,
+                 "plan_bench: traced steps differ (", t.ops.size(), " against ", out.ops.size(), " ops)");
+  for (size_t i = 0; i < out.ops.size(); ++i) {
+    std::vector<double> s;
+    for (const StepTrace& t : traces) s.push_back(t.ops[i].seconds);
+    out.ops[i].seconds = median(s);
+  }
+  for (TraceTensor& x : out.tensors)
+    if (x.op_recomputable) x.recompute_seconds = out.ops[size_t(x.producer)].seconds;
+  return out;
+}
+
 struct Run {
   const PolicyResult* policy;
   std::shared_ptr<TensorCache> cache;
-  std::vector<double> seconds;
+  std::vector<double> seconds, stall, recompute;
   int64_t activation_peak = 0;
   uint64_t fallbacks = 0, forwarded = 0;
 };
@@ -42,7 +59,7 @@ int main(int argc, char** argv) {
   CLI::App app{"strata_plan_bench: predicted vs measured for the planner's plan and the baseline policies"};
   std::string preset = "gpt2", hardware, budget_text = "33%", spill_dir = "/tmp";
   int64_t B = 4, T = 256, n_layer = 0;
-  int rounds = 5;
+  int rounds = 5, trace_steps = 3;
   bool all = false;
   app.add_option("--preset", preset);
   app.add_option("--n-layer", n_layer, "override the preset's layer count");
@@ -53,6 +70,7 @@ int main(int argc, char** argv) {
   app.add_option("--spill-dir", spill_dir, "the NVMe tier's directory");
   app.add_option("--rounds", rounds, "timed steps per policy (one per round, policies interleaved)");
   app.add_flag("--all", all, "also run the baselines that do not hold the budget");
+  app.add_option("--trace-steps", trace_steps, "steps traced; the plan uses each op's median time")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   try {
     const HardwareProfile hw = load_hardware_profile(hardware);
@@ -70,18 +88,22 @@ int main(int argc, char** argv) {
     auto clear_grads = [&] {
       for (auto& p : model.parameters()) p.set_grad(Tensor());
     };
-    // Warm-up, then the traced step.
+    // Warm-up, then the traced steps.
     model.loss(x, y).backward();
     clear_grads();
-    auto tracer = std::make_shared<StepTracer>();
-    {
-      OpObserverGuard obs(tracer.get());
-      autograd::SavePolicyGuard save(tracer);
-      tracer->begin();
-      model.loss(x, y).backward();
+    std::vector<StepTrace> traces;
+    for (int i = 0; i < trace_steps; ++i) {
+      auto tracer = std::make_shared<StepTracer>();
+      {
+        OpObserverGuard obs(tracer.get());
+        autograd::SavePolicyGuard save(tracer);
+        tracer->begin();
+        model.loss(x, y).backward();
+      }
+      traces.push_back(tracer->finish(preset + " B=" + std::to_string(B) + " T=" + std::to_string(T)));
+      clear_grads();
     }
-    StepTrace trace = tracer->finish(preset + " B=" + std::to_string(B) + " T=" + std::to_string(T));
-    clear_grads();
+    StepTrace trace = median_of(std::move(traces));
     PlannerOptions opt;
     const SimResult keep = simulate(trace, SimPlan::keep_all(trace), hw);
     uint64_t budget = budget_text.back() == '%'
@@ -105,7 +127,7 @@ int main(int argc, char** argv) {
       if (!p.fits && !all && !always) return;
       Plan plan = cache_plan_for(trace, p.plan);
       plan.solver = p.name;
-      runs.push_back({&p, TensorCache::create(co, make_plan_policy(plan)), {}, 0, 0, 0});
+      runs.push_back({&p, TensorCache::create(co, make_plan_policy(plan)), {}, {}, {}, 0, 0, 0});
     };
     add(r.plan, true);  // first: the others are compared with it
     for (const auto& b : r.baselines) add(b, false);
@@ -126,14 +148,16 @@ int main(int argc, char** argv) {
         run.forwarded += s.forwarded;
         if (round == 0) continue;
         run.seconds.push_back(sec);
+        run.stall.push_back(s.stall_seconds);
+        run.recompute.push_back(s.recompute_seconds);
         run.activation_peak = std::max(run.activation_peak, act);
       }
     }
     // Paired against the plan round by round (the rounds interleave, so the VM's drift cancels):
     // the median ratio, and in how many rounds the plan was the faster of the two.
-    std::printf("\n%-14s %-5s %12s %12s %7s %9s %6s %14s %14s %7s %9s %9s  %s\n", "policy", "fits", "pred step s",
-                "meas step s", "err", "vs plan", "wins", "pred act MB", "meas act MB", "err", "fallbacks", "forwarded",
-                "blocks");
+    std::printf("\n%-14s %-5s %12s %12s %7s %9s %6s %14s %14s %7s %15s %15s %9s %9s  %s\n", "policy", "fits",
+                "pred step s", "meas step s", "err", "vs plan", "wins", "pred act MB", "meas act MB", "err",
+                "recomp s p/m", "stall s p/m", "fallbacks", "forwarded", "blocks");
     for (const Run& run : runs) {
       const SimResult& p = run.policy->predicted;
       const double m = median(run.seconds);
@@ -143,15 +167,16 @@ int main(int argc, char** argv) {
         ratios.push_back(run.seconds[i] / runs.front().seconds[i]);
         plan_wins += runs.front().seconds[i] < run.seconds[i];
       }
-      std::printf("%-14s %-5s %12.3f %12.3f %+6.1f%% %8.3fx %3d/%-2zu %14.1f %14.1f %+6.1f%% %9lu %9lu  %s\n",
+      std::printf("%-14s %-5s %12.3f %12.3f %+6.1f%% %8.3fx %3d/%-2zu %14.1f %14.1f %+6.1f%% %7.3f/%-7.3f %7.3f/%-7.3f %9lu %9lu  %s\n",
                   run.policy->name.c_str(), run.policy->fits ? "yes" : "no", p.step_seconds, m,
                   100.0 * (p.step_seconds / m - 1.0), median(ratios), plan_wins, run.seconds.size(),
                   double(p.activation_peak) / 1e6, double(run.activation_peak) / 1e6,
-                  100.0 * (double(p.activation_peak) / double(run.activation_peak) - 1.0), (unsigned long)run.fallbacks,
+                  100.0 * (double(p.activation_peak) / double(run.activation_peak) - 1.0), p.recompute_seconds,
+                  median(run.recompute), p.stall_seconds, median(run.stall), (unsigned long)run.fallbacks,
                   (unsigned long)run.forwarded, run.policy->block_summary.c_str());
     }
     std::printf("\n(step = forward + backward; medians of %d interleaved rounds; vs plan: median of the per-round "
-                "ratio to the plan's step; wins: rounds in which the plan's step was the shorter)\n", rounds);
+                "ratio to the plan's step; wins: rounds in which the plan's step was the shorter; recomp, stall: predicted / measured)\n", rounds);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata_plan_bench: %s\n", e.what());
