@@ -398,7 +398,8 @@ PolicyResult refine_tensors(const std::string& name, const StepTrace& t, const H
         SimPlan undrop = best.plan;
         undrop.tensors[xd] = back;
         if (accept(std::move(undrop))) {
-          improved = moved[xd] = 1;
+          moved[xd] = 1;
+          improved = true;
           continue;
         }
       }
@@ -411,7 +412,8 @@ PolicyResult refine_tensors(const std::string& name, const StepTrace& t, const H
         p.tensors[xd] = back;
         p.tensors[yk] = CacheAction::Recompute;
         if (accept(std::move(p))) {
-          improved = moved[xd] = moved[yk] = 1;
+          moved[xd] = moved[yk] = 1;
+          improved = true;
           break;
         }
       }

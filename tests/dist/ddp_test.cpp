@@ -229,7 +229,9 @@ TEST(DistributedDataParallel, GradientsDoNotDependOnTheSavePolicy) {
       model->loss(d.x[size_t(r)], d.y[size_t(r)]).backward();
       ddp.finish_gradient_sync();
       (copy_out ? copied : keep_all)[r] = grads_of(*model);
-      if (copy_out) EXPECT_GT(policy->packed, 0);
+      if (copy_out) {
+        EXPECT_GT(policy->packed, 0);
+      }
     });
   }
   EXPECT_EQ(copied[0], keep_all[0]);

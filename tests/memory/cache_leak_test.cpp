@@ -38,7 +38,7 @@ size_t count_threads() {
 Tensor chain(const Tensor& x, const std::vector<Tensor>& w) {
   Tensor h = x;
   for (size_t i = 0; i < w.size(); ++i) {
-    autograd::ScopeGuard block("b" + std::to_string(i), /*is_block=*/true);
+    autograd::ScopeGuard block(std::string("b").append(std::to_string(i)), /*is_block=*/true);
     h = ops::matmul(h, w[i]);
     h = i % 2 ? ops::gelu(h, "tanh") : ops::tanh(h);
     h = ops::dropout(h, 0.1);

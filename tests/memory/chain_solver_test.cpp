@@ -67,11 +67,11 @@ TEST(ChainSolver, MatchesBruteForceOnRandomChains) {
     uint64_t keep_all = 0;
     for (int j = 0; j < L; ++j) {
       ChainBlock b;
-      b.path = "b" + std::to_string(j);
+      b.path = std::string("b").append(std::to_string(j));
       const int K = nopts(rng);
       for (int k = 0; k < K; ++k) {
         BlockOption o;
-        o.name = "o" + std::to_string(k);
+        o.name = std::string("o").append(std::to_string(k));
         o.held_bytes = uint64_t(mib(rng)) * MiB + uint64_t(mib(rng)) * 1000;  // not unit multiples
         o.peak_bytes = o.held_bytes + uint64_t(mib(rng)) * MiB;
         o.extra_seconds = k == 0 ? 0.0 : centis(rng) / 100.0;
@@ -159,11 +159,11 @@ TEST(ChainSolver, PrefixGroupsMatchBruteForceOnRandomChains) {
     uint64_t keep_all = 0;
     for (int j = 0; j < L; ++j) {
       ChainBlock b;
-      b.path = "b" + std::to_string(j);
+      b.path = std::string("b").append(std::to_string(j));
       const int K = nopts(rng);
       for (int k = 0; k < K; ++k) {
         BlockOption o;
-        o.name = "o" + std::to_string(k);
+        o.name = std::string("o").append(std::to_string(k));
         o.held_bytes = uint64_t(mib(rng)) * MiB + uint64_t(mib(rng)) * 1000;
         o.peak_bytes = o.held_bytes + uint64_t(mib(rng)) * MiB;
         o.extra_seconds = k == 0 ? 0.0 : centis(rng) / 100.0;

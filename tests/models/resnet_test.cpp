@@ -291,7 +291,9 @@ TEST(ResNetCache, EveryPolicyGivesBitIdenticalGradientsAndRunningStats) {
         EXPECT_GT(s.nvme.bytes_written, 0u);
         EXPECT_EQ(s.nvme.bytes_read, s.nvme.bytes_written);
       }
-      if (std::string(policy) == "rules:*=host") EXPECT_GT(s.host.bytes_written, 0u);
+      if (std::string(policy) == "rules:*=host") {
+        EXPECT_GT(s.host.bytes_written, 0u);
+      }
     }
   }
 }

@@ -69,7 +69,9 @@ TEST(Conv2dFastPath, MatchesIm2colOracleForwardAndBackward) {
     cpu::conv2d_backward_direct(gx_ref, gw_ref, gb_ref, gy, x, w, p);
     EXPECT_LT(rel_err(gx_fast, gx_ref), 1e-5);
     EXPECT_LT(rel_err(gw_fast, gw_ref), 1e-5);
-    if (c.bias) EXPECT_LT(rel_err(gb_fast, gb_ref), 1e-5);
+    if (c.bias) {
+      EXPECT_LT(rel_err(gb_fast, gb_ref), 1e-5);
+    }
     // Only one of the two gradients asked for: the other stays untouched.
     Tensor gx_only = ops::empty(c.x);
     ASSERT_TRUE(cpu::conv2d_backward_dnnl(gx_only, Tensor(), Tensor(), gy, x, w, p));
