@@ -4,6 +4,11 @@
 
 namespace strata::memory::planner {
 
+void StepTrace::recompute_costs_from_ops() {
+  for (TraceTensor& x : tensors)
+    if (x.op_recomputable) x.recompute_seconds = ops[size_t(x.producer)].seconds;
+}
+
 double StepTrace::block_forward_seconds(int32_t b) const {
   const TraceBlock& blk = blocks.at(size_t(b));
   double s = 0;

@@ -182,11 +182,11 @@ StepTrace StepTracer::finish(const std::string& model, uint64_t resident_bytes) 
     TraceTensor& x = t.tensors[k];
     x.last_forward_use = std::min(x.last_forward_use, last_forward);
     x.producer = std::min(x.producer, x.last_forward_use);
-    if (x.op_recomputable) x.recompute_seconds = t.ops[size_t(x.producer)].seconds;
     const int32_t pb = t.ops[size_t(x.producer)].block;
     // Made outside the block it is saved in, or before the step (the batch): a segment keeps it.
     x.block_input = x.block >= 0 && (pb != x.block || external_[k]);
   }
+  t.recompute_costs_from_ops();
   // Workspace: the op's peak of temporaries, less what it made and saved (counted as saved).
   std::vector<uint64_t> made(t.ops.size(), 0);
   for (const TraceTensor& x : t.tensors) made[size_t(x.producer)] += x.bytes;

@@ -212,8 +212,7 @@ TEST(Planner, SelectiveRecomputeDropsABlockInputThePreviousBlockCanMakeAgainUnle
   for (TraceOp& o : t.ops) o.seconds = 1e-3;
   // Recompute costs from the fixed op times, not the traced run's clock (which options a block
   // keeps depends on them).
-  for (TraceTensor& x : t.tensors)
-    if (x.op_recomputable) x.recompute_seconds = t.ops[size_t(x.producer)].seconds;
+  t.recompute_costs_from_ops();
   std::vector<int> input_of(t.blocks.size(), -1);
   for (size_t k = 0; k < t.tensors.size(); ++k) {
     TraceTensor& x = t.tensors[k];

@@ -40,8 +40,7 @@ StepTrace median_of(std::vector<StepTrace> traces) {
     for (const StepTrace& t : traces) s.push_back(t.ops[i].seconds);
     out.ops[i].seconds = median(s);
   }
-  for (TraceTensor& x : out.tensors)
-    if (x.op_recomputable) x.recompute_seconds = out.ops[size_t(x.producer)].seconds;
+  out.recompute_costs_from_ops();
   return out;
 }
 

@@ -54,6 +54,9 @@ struct StepTrace {
 
   // Forward time of block b (its ops' seconds).
   double block_forward_seconds(int32_t b) const;
+  // An op-level recomputable tensor costs its producer's time again: sets every such tensor's
+  // recompute_seconds from ops[producer].seconds (after the op times change).
+  void recompute_costs_from_ops();
   // Throws ValueError naming the tensor or op whose indices are inconsistent.
   void validate() const;
 };
