@@ -57,9 +57,9 @@ class CachePolicy {
   // Asked by ops that have a faster variant saving more (the fused LM head computes dx and dW in
   // forward and saves them) before they choose: true asks for the lean variant (save little, redo
   // work in backward: op-level recompute inside the op). `where` names the op, scope and block.
-  // The default: every policy but keep-all wants it; policies that keep what is saved outside
-  // blocks (host, nvme, adaptive) answer false there.
-  virtual bool prefers_lean(const autograd::SaveInfo& where) { return name() != "keep"; }
+  // The default: a policy that saves memory wants it; keep-all answers false, and policies that
+  // keep what is saved outside blocks (host, nvme, adaptive) answer false there.
+  virtual bool prefers_lean(const autograd::SaveInfo&) { return true; }
   // Blocks to load ahead when backward enters a block (0: the cache's own setting).
   virtual size_t prefetch_blocks() const { return 0; }
   // End of a step, with what it measured.
