@@ -61,11 +61,11 @@ std::shared_ptr<M> build(const C& cfg) {
 
 // A shape-only step of the model on the Meta device, timed by the profile's cost model.
 StepTrace meta_trace(const std::string& model, int64_t batch, int64_t seq, int64_t image, const HardwareProfile& hw,
-                     bool bf16) {
+                     GemmPrecision precision) {
   TracerOptions o;
   o.cost_model = &hw;
   o.device = kMeta;
-  o.bf16 = bf16;
+  o.precision = precision;
   auto tracer = std::make_shared<StepTracer>(nullptr, o);
   auto i64 = TensorOptions().dtype(DType::i64).device(kMeta);
   auto run = [&](auto&& step) {
@@ -198,7 +198,8 @@ int main(int argc, char** argv) {
   CLI::App app{"strata-plan: the tensor cache's plan for a memory budget, beside the baseline policies"};
   std::string model = "gpt2", hardware, budget_text = "50%", trace_in, trace_out, svg, plan_out;
   int64_t batch = 8, seq = 1024, image = 224;
-  bool step_budget = false, tensors = false, bf16 = false, markdown = false;
+  bool step_budget = false, tensors = false, markdown = false;
+  std::string precision_name = "fp32";
   std::vector<std::string> what_if;
   app.add_option("--model", model, "gpt2 / gpt2-medium / gpt2-large / gpt2-xl, bert-base / bert-large, resnet18 ... resnet152[-cifar]");
   app.add_option("--batch", batch, "batch size");
@@ -218,12 +219,15 @@ int main(int argc, char** argv) {
   app.add_option("--svg", svg, "draw each policy's activation memory over the step");
   app.add_option("--save-plan", plan_out, "write the chosen plan for the cache (--cache-policy plan:FILE)");
   app.add_flag("--tensors", tensors, "print the plan per saved tensor");
-  app.add_flag("--bf16", bf16, "GEMM-like ops at the profile's bf16 rate");
+  app.add_option("--precision", precision_name,
+                 "how GEMMs multiply: fp32 (the default, f32 multiplies), tf32 (ops::AllowTf32Guard: the profile's "
+                 "matmul_flops_tf32) or bf16 (ops::AutocastGuard: matmul_flops_bf16); activations stay f32")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
   CLI11_PARSE(app, argc, argv);
   try {
     const HardwareProfile hw = load_hardware_profile(hardware);
     auto t0 = std::chrono::steady_clock::now();
-    StepTrace trace = trace_in.empty() ? meta_trace(model, batch, seq, image, hw, bf16) : load_trace(trace_in);
+    StepTrace trace = trace_in.empty() ? meta_trace(model, batch, seq, image, hw, parse_gemm_precision(precision_name)) : load_trace(trace_in);
     const double trace_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!trace_out.empty()) save_trace(trace, trace_out);
     if (!what_if.empty()) {

@@ -27,6 +27,7 @@ class ErrorCollector final : public google::protobuf::io::ErrorCollector {
 // Every Sourced field, by name, in both representations.
 #define STRATA_HW_FIGURES(X)                                                                          \
   X(device_memory_bytes) X(host_memory_bytes) X(matmul_flops_fp32) X(matmul_flops_bf16)               \
+  X(matmul_flops_tf32)                                                                                \
   X(vector_flops_fp32) X(device_memory_bytes_per_second) X(host_to_device_bytes_per_second)           \
   X(device_to_host_bytes_per_second) X(link_latency_seconds) X(host_memcpy_bytes_per_second)          \
   X(kernel_launch_seconds) X(io_cpu_bytes_per_second) X(io_compute_steal)

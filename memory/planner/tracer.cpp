@@ -21,7 +21,7 @@ MemoryStats& stats_of(Device d) { return backend_for(d).allocator(d.index).stats
 
 void StepTracer::begin() {
   trace_ = StepTrace{};
-  trace_.source = opt_.cost_model ? "cost model: " + opt_.cost_model->name : "profiled";
+  trace_.source = opt_.cost_model ? "cost model: " + opt_.cost_model->name + ", " + gemm_precision_name(opt_.precision) + " GEMMs" : "profiled";
   backward_ = in_node_ = false;
   ids_after_.clear();
   external_.clear();
@@ -88,7 +88,7 @@ void StepTracer::on_op(const OpRecord& r) {
   op.bytes = r.cost.bytes_read + r.cost.bytes_written;
   op.temp_bytes = temp_since_reset();
   op.seconds = lap();
-  if (opt_.cost_model) op.seconds = op_seconds(*opt_.cost_model, op.kind, op.flops, op.bytes, opt_.bf16);
+  if (opt_.cost_model) op.seconds = op_seconds(*opt_.cost_model, op.kind, op.flops, op.bytes, opt_.precision);
   trace_.ops.push_back(std::move(op));
   ids_after_.push_back(StorageImpl::next_id());
 }
@@ -113,7 +113,7 @@ void StepTracer::on_node_end() {
   TraceOp& op = trace_.ops.back();
   op.temp_bytes = temp_since_reset();
   op.seconds = lap();  // includes the engine's time since the previous node
-  if (opt_.cost_model) op.seconds = op_seconds(*opt_.cost_model, op.kind, op.flops, op.bytes, opt_.bf16);
+  if (opt_.cost_model) op.seconds = op_seconds(*opt_.cost_model, op.kind, op.flops, op.bytes, opt_.precision);
 }
 
 void StepTracer::on_scope(autograd::ScopeEvent e, autograd::Phase phase, const std::string& path) {

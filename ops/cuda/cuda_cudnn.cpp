@@ -1,7 +1,7 @@
 // CudaBackend::conv2d / conv2d_backward / batch_norm (training and inference) through cuDNN's
 // convolution and batch-norm API: one handle per device (on the legacy default stream, like
 // every backend call), algorithms chosen once per problem by cudnnGet*Algorithm_v7 and cached,
-// f32 without TF32 (CUDNN_FMA_MATH, like the GEMMs) and f64, deterministic backward algorithms
+// f32 without TF32 (CUDNN_FMA_MATH, like the GEMMs; TF32 inside ops::AllowTf32Guard) and f64, deterministic backward algorithms
 // only. The eval-mode batch-norm backward and the statistics cuDNN does not write in inference
 // are kernels of cuda_norm_pool.cu. The CPU implementation is the oracle (conformance harness).
 //
@@ -23,6 +23,7 @@
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_norm_pool.h"
+#include "strata/ops/matmul_precision.h"
 
 namespace strata::gpu {
 
@@ -82,13 +83,14 @@ struct ConvProblem {
   }
 };
 
-using ConvKey = std::tuple<int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+using ConvKey = std::tuple<int, int, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                            int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
 
 ConvProblem& conv_problem(int device, const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p) {
   static std::mutex mu;
   static std::map<ConvKey, std::unique_ptr<ConvProblem>> cache;
-  const ConvKey key{device, int(x.dtype()), x.size(0), x.size(1), x.size(2), x.size(3), w.size(0), w.size(2),
+  const bool tf32 = x.dtype() == DType::f32 && ops::tf32_allowed();
+  const ConvKey key{device, int(x.dtype()), tf32, x.size(0), x.size(1), x.size(2), x.size(3), w.size(0), w.size(2),
                     w.size(3), p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.dilation[0], p.dilation[1],
                     p.groups, y.size(2)};
   std::lock_guard<std::mutex> lk(mu);
@@ -110,7 +112,9 @@ ConvProblem& conv_problem(int device, const Tensor& x, const Tensor& w, const Te
                                                      CUDNN_CROSS_CORRELATION, cudnn_dtype(dt)),
                      "conv2d: cudnnSetConvolution2dDescriptor");
   STRATA_CUDNN_CHECK(cudnnSetConvolutionGroupCount(pr->conv, i32(p.groups)), "cudnnSetConvolutionGroupCount");
-  STRATA_CUDNN_CHECK(cudnnSetConvolutionMathType(pr->conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+  // CUDNN_DEFAULT_MATH lets f32 convolutions use TF32 Tensor Cores; CUDNN_FMA_MATH forbids it.
+  STRATA_CUDNN_CHECK(cudnnSetConvolutionMathType(pr->conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
+                     "cudnnSetConvolutionMathType");
 
   // The heuristics' best algorithm; backward ones must be deterministic (same bits every run).
   {

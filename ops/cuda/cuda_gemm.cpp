@@ -1,5 +1,5 @@
-// CudaBackend::bmm: strided-batched GEMM through cuBLASLt (f32 with f32 compute, no TF32;
-// bf16/f16 with f32 compute), and cublasGemmStridedBatchedEx for f64, batch-broadcast
+// CudaBackend::bmm: strided-batched GEMM through cuBLASLt (f32 with f32 compute, TF32 only
+// inside ops::AllowTf32Guard; bf16/f16 with f32 compute), and cublasGemmStridedBatchedEx for f64, batch-broadcast
 // operands and shapes cuBLASLt has no algorithm for. Row-major products are computed as
 // the column-major transposed product: out^T = b^T a^T.
 #include <cublas_v2.h>
@@ -10,6 +10,7 @@
 
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"
+#include "strata/ops/matmul_precision.h"
 
 namespace strata::gpu {
 
@@ -104,7 +105,9 @@ void ensure_handles(DeviceContext& ctx) {
 bool gemm_lt(DeviceContext& ctx, const GemmProblem& p, const std::string& what) {
   const cudaDataType_t ty = cuda_dtype(p.dtype);
   LtMatmulDesc op;
-  STRATA_CUBLASLT_CHECK(cublasLtMatmulDescCreate(&op.d, CUBLAS_COMPUTE_32F, CUDA_R_32F), what);
+  const cublasComputeType_t compute =
+      p.dtype == DType::f32 && ops::tf32_allowed() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  STRATA_CUBLASLT_CHECK(cublasLtMatmulDescCreate(&op.d, compute, CUDA_R_32F), what);
   STRATA_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_TRANSA, &p.ta, sizeof(p.ta)), what);
   STRATA_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_TRANSB, &p.tb, sizeof(p.tb)), what);
   auto layout = [&](LtLayout& l, bool trans, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
@@ -166,7 +169,9 @@ void gemm_cublas(DeviceContext& ctx, const GemmProblem& p, const std::string& wh
   STRATA_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(ctx.blas, p.ta, p.tb, p.m, p.n, p.k, alpha, p.A, ty, p.lda,
                                                     p.stride_a, p.B, ty, p.ldb, p.stride_b, beta, p.C, ty, p.ldc,
                                                     p.stride_c, p.batch,
-                                                    f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
+                                                    f64                                              ? CUBLAS_COMPUTE_64F
+                                                    : p.dtype == DType::f32 && ops::tf32_allowed() ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                                                    : CUBLAS_COMPUTE_32F,
                                                     CUBLAS_GEMM_DEFAULT),
                       what);
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "strata/core/error.h"
+#include "strata/memory/planner/cost_model.h"
 #include "strata/memory/planner/hardware.h"
 
 using namespace strata;
@@ -33,7 +34,8 @@ TEST(HardwareProfile, EveryPresetParsesAndNamesItsSources) {
     HardwareProfile h = load_hardware_profile(e.path().string());
     EXPECT_EQ(h.name + ".textproto", e.path().filename().string());
     EXPECT_TRUE(h.gpu) << h.name;
-    EXPECT_GT(h.matmul_flops_bf16.value, h.matmul_flops_fp32.value) << h.name;
+    EXPECT_GT(h.matmul_flops_bf16.value, h.matmul_flops_tf32.value) << h.name;
+    EXPECT_GT(h.matmul_flops_tf32.value, h.matmul_flops_fp32.value) << h.name;
     EXPECT_FALSE(h.device_memory_bytes_per_second.source.empty()) << h.name;
     EXPECT_FALSE(h.drives.empty()) << h.name;
     EXPECT_NE(h.efficiency("matmul").kind, "*") << h.name;
@@ -119,4 +121,26 @@ TEST(HardwareProfile, IoThreadFiguresRoundTripAndTheStealIsBounded) {
   EXPECT_DOUBLE_EQ(hardware_profile_from_text(hardware_profile_to_text(cpu)).io_compute_steal.value, 1.5);
   cpu.io_compute_steal.value = 5;
   EXPECT_THROW(hardware_profile_from_text(hardware_profile_to_text(cpu), "steal.textproto"), ValueError);
+}
+
+// A compute-bound GEMM's modeled time scales with the rate of the precision it multiplies in; a
+// profile without a TF32 or bf16 figure (a CPU) runs those at its f32 rate; elementwise ops keep
+// the vector rate whatever the precision.
+TEST(HardwareProfile, GemmPrecisionPicksTheMatmulRate) {
+  const HardwareProfile h100 = preset("h100-sxm-pcie5-1xgen4");
+  const double flops = 1e13, bytes = 1e6;  // far above the ridge point: compute-bound
+  const double launch = h100.kernel_launch_seconds.value;
+  const double f32 = op_seconds(h100, "linear", flops, bytes, GemmPrecision::fp32) - launch;
+  const double tf32 = op_seconds(h100, "linear", flops, bytes, GemmPrecision::tf32) - launch;
+  const double bf16 = op_seconds(h100, "linear", flops, bytes, GemmPrecision::bf16) - launch;
+  EXPECT_NEAR(f32 / tf32, h100.matmul_flops_tf32.value / h100.matmul_flops_fp32.value, 1e-9);
+  EXPECT_NEAR(tf32 / bf16, h100.matmul_flops_bf16.value / h100.matmul_flops_tf32.value, 1e-9);
+  EXPECT_DOUBLE_EQ(op_seconds(h100, "gelu", 1e6, 1e9, GemmPrecision::tf32),
+                   op_seconds(h100, "gelu", 1e6, 1e9, GemmPrecision::fp32));
+  const HardwareProfile cpu = hardware_profile_from_text(kMinimalCpu);
+  EXPECT_DOUBLE_EQ(matmul_flops(cpu, GemmPrecision::tf32), 1.5e11);
+  EXPECT_DOUBLE_EQ(matmul_flops(cpu, GemmPrecision::bf16), 1.5e11);
+  EXPECT_EQ(parse_gemm_precision("tf32"), GemmPrecision::tf32);
+  EXPECT_STREQ(gemm_precision_name(GemmPrecision::bf16), "bf16");
+  EXPECT_THROW(parse_gemm_precision("fp16"), ValueError);
 }

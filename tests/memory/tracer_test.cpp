@@ -194,7 +194,7 @@ TEST(StepTracer, AShapeOnlyMetaStepIsTracedWithTheCostModel) {
     model.loss(idx, targets).backward();
   }
   StepTrace t = tracer->finish("gpt tiny");
-  EXPECT_EQ(t.source, "cost model: h100-sxm-pcie5-1xgen4");
+  EXPECT_EQ(t.source, "cost model: h100-sxm-pcie5-1xgen4, fp32 GEMMs");
   EXPECT_EQ(t.blocks.size(), size_t(cfg.n_layer));
   EXPECT_FALSE(t.tensors.empty());
   EXPECT_EQ(t.resident_bytes, uint64_t(model.num_parameters()) * 4 * 2) << "parameters and their gradients";

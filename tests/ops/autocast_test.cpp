@@ -34,6 +34,25 @@ TEST(Autocast, GuardNestsAndRestores) {
   EXPECT_THROW(ops::AutocastGuard(DType::f16), NotImplementedError);
 }
 
+// TF32 is per thread and off by default; on the CPU it changes no bit of a matmul.
+TEST(AllowTf32, GuardNestsRestoresAndLeavesTheCpuExact) {
+  manual_seed(5);
+  Tensor a = ops::randn({33, 70}), b = ops::randn({70, 19});
+  Tensor want = ops::matmul(a, b);
+  EXPECT_FALSE(ops::tf32_allowed());
+  {
+    ops::AllowTf32Guard on;
+    EXPECT_TRUE(ops::tf32_allowed());
+    {
+      ops::AllowTf32Guard off(false);
+      EXPECT_FALSE(ops::tf32_allowed());
+    }
+    EXPECT_TRUE(ops::tf32_allowed());
+    EXPECT_EQ(ops::matmul(a, b).to_double_vector(), want.to_double_vector());
+  }
+  EXPECT_FALSE(ops::tf32_allowed());
+}
+
 TEST(Autocast, LinearAndLmHeadAreCloseToF32WithF32Results) {
   if (!STRATA_HAVE_DNNL) GTEST_SKIP() << "built without oneDNN: autocast is a no-op";
   manual_seed(5);

@@ -386,6 +386,29 @@ TEST(CudaBackend, BmmWithAnEmptyInnerDimensionScalesTheOutputByBeta) {
   expect_same(got, ops::zeros({2, 3, 4}), "bmm K=0 beta=0");
 }
 
+// f32 GEMMs multiply in f32 unless the thread holds ops::AllowTf32Guard: then inputs round to
+// TF32's 10-bit mantissa (relative error ~1e-3 over K = 1024 products), the CPU does not change.
+TEST(CudaBackend, Tf32OnlyInsideTheGuard) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const int64_t B = 2, M = 64, K = 1024, N = 48;
+  Tensor a = random_cpu({B, M, K}, DType::f32, 60, 1.0), b = random_cpu({B, K, N}, DType::f32, 61, 1.0);
+  Tensor want = ops::zeros({B, M, N});
+  host().bmm(want, a, b, 1.0, 0.0);
+  Tensor strict = gpu_empty({B, M, N}, DType::f32), tf32 = gpu_empty({B, M, N}, DType::f32);
+  gpu().bmm(strict, to_gpu(a), to_gpu(b), 1.0, 0.0);
+  {
+    ops::AllowTf32Guard allow;
+    EXPECT_TRUE(ops::tf32_allowed());
+    gpu().bmm(tf32, to_gpu(a), to_gpu(b), 1.0, 0.0);
+    Tensor cpu_in_guard = ops::zeros({B, M, N});
+    host().bmm(cpu_in_guard, a, b, 1.0, 0.0);
+    expect_same(cpu_in_guard, want, "CPU bmm inside AllowTf32Guard");
+  }
+  EXPECT_FALSE(ops::tf32_allowed());
+  expect_close(strict, want, 1e-4, 1e-3, "f32 bmm outside the guard");
+  expect_close(tf32, want, 2e-2, 0.5, "f32 bmm inside AllowTf32Guard (TF32)");
+}
+
 // ---------------------------------------------------------------------------------------
 // Row kernels
 

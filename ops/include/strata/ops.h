@@ -11,6 +11,7 @@
 #include "strata/ops/factory.h"
 #include "strata/ops/indexing.h"
 #include "strata/ops/linalg.h"
+#include "strata/ops/matmul_precision.h"
 #include "strata/ops/nn.h"
 #include "strata/ops/reduction.h"
 #include "strata/ops/shape_ops.h"

@@ -14,8 +14,21 @@ namespace strata::memory::planner {
 // lower-cased name itself ("gelu", "add", ...).
 std::string op_class(std::string_view kind);
 
+// How the step's GEMM-like ops multiply: f32 (Strata's default), f32 on TF32 Tensor Cores
+// (ops::AllowTf32Guard), or bf16 operands (ops::AutocastGuard). Activations stay f32 in all three.
+enum class GemmPrecision { fp32, tf32, bf16 };
+
+// "fp32", "tf32", "bf16"; anything else throws ValueError.
+GemmPrecision parse_gemm_precision(const std::string& name);
+const char* gemm_precision_name(GemmPrecision p);
+
+// The matmul rate for `p`: matmul_flops_tf32 / _bf16 where the profile has it, else the f32 rate
+// (a CPU has no TF32 units: the guard changes nothing there).
+double matmul_flops(const HardwareProfile& hw, GemmPrecision p);
+
 // max(flops / (rate x compute efficiency), bytes / (bandwidth x memory efficiency)) + launch.
-// GEMM-like classes run at the matmul rate (bf16 when `bf16`), the rest at the vector rate.
-double op_seconds(const HardwareProfile& hw, std::string_view kind, double flops, double bytes, bool bf16 = false);
+// GEMM-like classes run at matmul_flops(hw, precision), the rest at the vector rate.
+double op_seconds(const HardwareProfile& hw, std::string_view kind, double flops, double bytes,
+                  GemmPrecision precision = GemmPrecision::fp32);
 
 }  // namespace strata::memory::planner

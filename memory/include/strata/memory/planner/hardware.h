@@ -43,7 +43,7 @@ struct HardwareProfile {
   std::string name, description;
   bool gpu = false;  // false: the device is the CPU (its host pool is the same RAM)
   Sourced device_memory_bytes, host_memory_bytes;
-  Sourced matmul_flops_fp32, matmul_flops_bf16, vector_flops_fp32;
+  Sourced matmul_flops_fp32, matmul_flops_bf16, matmul_flops_tf32, vector_flops_fp32;
   Sourced device_memory_bytes_per_second;
   Sourced host_to_device_bytes_per_second, device_to_host_bytes_per_second, link_latency_seconds;
   Sourced host_memcpy_bytes_per_second;

@@ -26,6 +26,7 @@
 #include "strata/autograd/saved_tensor.h"
 #include "strata/core/op_observer.h"
 #include "strata/core/device.h"
+#include "strata/memory/planner/cost_model.h"
 #include "strata/memory/planner/hardware.h"
 #include "strata/memory/planner/trace.h"
 
@@ -35,7 +36,7 @@ struct TracerOptions {
   // Op times from this profile's cost model instead of the clock: how a shape-only run on the
   // Meta device (no data, no kernels) is traced for a machine it never ran on.
   const HardwareProfile* cost_model = nullptr;
-  bool bf16 = false;       // GEMM-like ops at the profile's bf16 rate
+  GemmPrecision precision = GemmPrecision::fp32;  // the rate of GEMM-like ops (cost model only)
   Device device = kCPU;    // whose allocator's temporaries are the ops' workspace
   // Ops with a leaner variant take it, as they do under any tensor-cache policy that saves memory
   // (the plan the trace is for will run under one).
