@@ -192,6 +192,7 @@ int run(const TrainOptions& o) {
     std::optional<autograd::SavePolicyGuard> cache_guard(tcache.tensor_cache());
     tcache.begin_step();
     double loss_sum = 0;
+    ops::AllowTf32Guard tf32(o.tf32);  // forward and backward
     for (int64_t micro = 0; micro < o.grad_accum; ++micro) {
       Tensor x, y;
       train.next(&x, &y);

@@ -28,7 +28,7 @@ struct Overrides {
   std::optional<double> dropout, max_seconds, lr, min_lr, weight_decay, beta1, beta2, grad_clip, temperature,
       bucket_mb, collective_timeout;
   std::optional<uint64_t> seed;
-  std::optional<bool> shuffle, resume, zero1, profile, bf16;
+  std::optional<bool> shuffle, resume, zero1, profile, bf16, tf32;
   CacheFlags cache;
 };
 
@@ -42,7 +42,7 @@ void from_proto(const TrainGptConfig& c, Overrides* o) {
   STRATA_TAKE(log_every) STRATA_TAKE(sample_tokens) STRATA_TAKE(top_k) STRATA_TAKE(dropout)
   STRATA_TAKE(max_seconds) STRATA_TAKE(lr) STRATA_TAKE(min_lr) STRATA_TAKE(weight_decay) STRATA_TAKE(beta1)
   STRATA_TAKE(beta2) STRATA_TAKE(grad_clip) STRATA_TAKE(temperature) STRATA_TAKE(seed) STRATA_TAKE(shuffle)
-  STRATA_TAKE(resume) STRATA_TAKE(zero1) STRATA_TAKE(profile) STRATA_TAKE(bf16) STRATA_TAKE(bucket_mb) STRATA_TAKE(collective_timeout)
+  STRATA_TAKE(resume) STRATA_TAKE(zero1) STRATA_TAKE(profile) STRATA_TAKE(bf16) STRATA_TAKE(tf32) STRATA_TAKE(bucket_mb) STRATA_TAKE(collective_timeout)
 #undef STRATA_TAKE
   o->cache.take(c);
 }
@@ -102,6 +102,9 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   app.add_flag("--bf16{true},--autocast{true}", f.bf16,
                "bf16 mixed precision: linear and LM-head GEMMs in bf16 (oneDNN, AVX512-BF16), f32 master weights, "
                "activations and reductions (as torch.autocast(cpu, bfloat16))");
+  app.add_flag("--tf32{true}", f.tf32,
+               "CUDA: f32 GEMMs and convolutions on TF32 Tensor Cores over forward and backward (as "
+               "torch.backends.cuda.matmul.allow_tf32); the CPU ignores it");
   app.add_flag("--profile{true}", f.profile,
                "time every op kind (forward ops, backward nodes, optimizer) from step 3 on; prints a table at the "
                "end and writes <out-dir>/profile_trace.json (chrome://tracing)");
@@ -125,7 +128,7 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   merge(o.grad_clip, f.grad_clip), merge(o.temperature, f.temperature), merge(o.seed, f.seed);
   merge(o.shuffle, f.shuffle), merge(o.resume, f.resume);
   o.cache.merge(f.cache);
-  merge(o.profile, f.profile), merge(o.bf16, f.bf16), merge(o.zero1, f.zero1), merge(o.bucket_mb, f.bucket_mb), merge(o.collective_timeout, f.collective_timeout);
+  merge(o.profile, f.profile), merge(o.bf16, f.bf16), merge(o.tf32, f.tf32), merge(o.zero1, f.zero1), merge(o.bucket_mb, f.bucket_mb), merge(o.collective_timeout, f.collective_timeout);
 
   TrainOptions& t = *out;
   t.preset = o.preset.value_or(t.preset);
@@ -154,6 +157,7 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   t.collective_timeout = o.collective_timeout.value_or(t.collective_timeout);
   t.profile = o.profile.value_or(t.profile);
   t.bf16 = o.bf16.value_or(t.bf16);
+  t.tf32 = o.tf32.value_or(t.tf32);
   o.cache.apply(&t.cache);
 
   t.model.validate();

@@ -34,6 +34,8 @@ struct TrainOptions {
   bool profile = false;
   // bf16 mixed precision: forward + loss under ops::AutocastGuard (bf16 GEMMs, f32 master weights).
   bool bf16 = false;
+  // CUDA: forward and backward under ops::AllowTf32Guard (TF32 Tensor Cores for f32 GEMMs).
+  bool tf32 = false;
   // Tensor cache: policy, budget, tiers (memory::CacheSettings).
   memory::CacheSettings cache;
   // Whether the run is bounded by time (no --max-steps): the schedule length is then estimated.
