@@ -1,5 +1,6 @@
 #include "strata/memory/tensor_cache.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -89,6 +90,19 @@ struct TensorCache::Impl {
   IoChannel& load_channel(const Record& rec) const;
   // Declared after the tiers so they stop (joining their threads) before the tiers go.
   std::unique_ptr<Worker> store_worker, load_worker;
+  // Stores queued or running, for the activation limit (run_store signals each one's end).
+  std::mutex backlog_mu;
+  std::condition_variable backlog_cv;
+  size_t stores_pending = 0;
+  std::atomic<size_t> activation_limit{0};
+  void store_finished() {
+    {
+      std::lock_guard<std::mutex> lk(backlog_mu);
+      --stores_pending;
+    }
+    backlog_cv.notify_all();
+  }
+  void hold_activation_limit(Device dev);
 
   // Statistics (innermost lock).
   mutable std::mutex stats_mu;
@@ -187,6 +201,7 @@ std::shared_ptr<TensorCache> TensorCache::create(TensorCacheOptions options,
   Impl& m = *c->impl_;
   m.opt = std::move(options);
   m.policy = policy ? std::move(policy) : make_keep_all_policy();
+  m.activation_limit.store(m.opt.activation_limit_bytes);
   if (m.opt.host_pool_bytes > 0) m.host = std::make_unique<HostTier>(m.opt.host_pool_bytes);
   Backend* device_backend = nullptr;
   if (m.opt.device.type != DeviceType::CPU) {
@@ -274,6 +289,7 @@ autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& in
   if (autograd::current_phase() != autograd::Phase::Forward) return {t, nullptr};
   const Storage& s = t.storage();
   std::shared_ptr<Record> rec;
+  bool wait_for_stores = false;
   {
     std::lock_guard<std::mutex> lk(m.index_mu);
     if (m.in_backward) m.reset_step_index();  // a new micro-batch's forward
@@ -356,7 +372,12 @@ autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& in
             rec->storage = s;
             rec->has_extent = true;
             rec->extent = *extent;
+            {
+              std::lock_guard<std::mutex> bl(m.backlog_mu);
+              ++m.stores_pending;
+            }
             m.store_worker->push([&m, rec] { m.run_store(rec); });
+            wait_for_stores = true;
           }
         }
       }
@@ -370,6 +391,7 @@ autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& in
   auto h = std::make_shared<Handle>();
   h->rec = rec;
   rec->handles.fetch_add(1);
+  if (wait_for_stores) m.hold_activation_limit(s->device());
   h->shape = t.shape();
   h->strides = t.strides();
   h->offset = t.storage_offset();
@@ -443,7 +465,34 @@ Tensor TensorCache::unpack(autograd::Packed& p, const autograd::SaveInfo& info) 
 
 // ---- the workers' jobs ----
 
+void TensorCache::Impl::hold_activation_limit(Device dev) {
+  const size_t limit = activation_limit.load();
+  if (limit == 0) return;
+  MemoryStats& mem = backend_for(dev).allocator(dev.index).stats();
+  auto over = [&] { return mem.snapshot().current_of(MemoryCategory::SavedActivation) > int64_t(limit); };
+  if (!over()) return;
+  const auto t0 = Clock::now();
+  bool waited = false;
+  {
+    std::unique_lock<std::mutex> lk(backlog_mu);
+    // More than the store just queued (which frees nothing while forward still uses its tensor).
+    while (stores_pending > 1 && over()) {
+      waited = true;
+      backlog_cv.wait_for(lk, std::chrono::milliseconds(2));
+    }
+  }
+  if (!waited) return;
+  std::lock_guard<std::mutex> sl(stats_mu);
+  stats.store_wait_seconds += seconds_since(t0);
+  ++stats.store_waits;
+}
+
 void TensorCache::Impl::run_store(const std::shared_ptr<Record>& rec) {
+  // Signals the store's end last, after `src` below has let go of the storage.
+  struct Finished {
+    Impl* m;
+    ~Finished() { m->store_finished(); }
+  } finished{this};
   Storage src;
   {
     std::lock_guard<std::mutex> lk(rec->mu);
@@ -725,6 +774,8 @@ bool TensorCache::prefers_low_memory(const char* op) {
   where.block = autograd::current_block_path();
   return impl_->policy->prefers_lean(where);
 }
+
+void TensorCache::set_activation_limit(size_t bytes) { impl_->activation_limit.store(bytes); }
 
 void TensorCache::set_policy(std::shared_ptr<CachePolicy> policy) {
   impl_->policy = policy ? std::move(policy) : make_keep_all_policy();

@@ -73,6 +73,11 @@ std::string TrainerCache::end_step(const MemorySnapshot& m) {
   if (!s_.save_plan.empty()) save_plan(b.plan, s_.save_plan);
   policy_ = make_plan_policy(b.plan);
   cache_->set_policy(policy_);
+  // Stores that fall behind the plan (a drive slower than measured) make forward wait instead of
+  // taking the budget: the activation bytes the plan predicts, plus its headroom under the budget.
+  const Plan& p = b.plan;
+  if (p.predicted_activation_peak > 0 && p.budget_bytes >= p.predicted_step_peak)
+    cache_->set_activation_limit(size_t(p.predicted_activation_peak + (p.budget_bytes - p.predicted_step_peak)));
   return b.explanation;
 }
 
@@ -81,10 +86,11 @@ std::string TrainerCache::stats_line() const {
   const CacheStats& s = last_;
   std::snprintf(buf, sizeof buf,
                 "cache: nvme %.0f/%.0f MB out/in, host %.0f/%.0f MB, %lu segments, %lu ops recomputed, "
-                "%lu forwarded, %lu fallbacks, stall %.2f s, recompute %.2f s",
+                "%lu forwarded, %lu fallbacks, stall %.2f s, store waits %.2f s, recompute %.2f s",
                 double(s.nvme.bytes_written) / 1e6, double(s.nvme.bytes_read) / 1e6, double(s.host.bytes_written) / 1e6,
                 double(s.host.bytes_read) / 1e6, (unsigned long)s.segments, (unsigned long)s.op_recomputes,
-                (unsigned long)s.forwarded, (unsigned long)s.fallbacks, s.stall_seconds, s.recompute_seconds);
+                (unsigned long)s.forwarded, (unsigned long)s.fallbacks, s.stall_seconds, s.store_wait_seconds,
+                s.recompute_seconds);
   return buf;
 }
 

@@ -193,6 +193,58 @@ TEST(TensorCache, PoisonedDroppedStoragesChangeNothing) {
   expect_identical(ref, run, "poisoned");
 }
 
+// A drive slower than compute (every write stalls 50 ms): without a limit every store is still
+// in flight when forward ends, so all the activations are in memory; with activation_limit_bytes
+// forward waits for earlier stores instead, so forward ends near the limit (plus the tensor
+// being saved), and the losses and gradients do not change.
+TEST(TensorCache, ASlowDriveMakesForwardWaitInsteadOfExceedingTheActivationLimit) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  struct Run {
+    std::vector<double> losses;
+    std::vector<float> grads;
+    int64_t forward_end_bytes = 0;  // saved-activation bytes when forward ends, step 0
+    CacheStats stats;
+  };
+  auto run = [](size_t limit) {
+    TensorCacheOptions o = options();
+    o.faults.faults.push_back({IoFault::Kind::SlowWrite, 0, UINT64_MAX});
+    o.activation_limit_bytes = limit;
+    auto cache = TensorCache::create(o, parse_cache_policy("nvme", 0));
+    manual_seed(1234);
+    models::GPT model(config());
+    optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-2).weight_decay(0.1));
+    Tensor x = Tensor::empty({2, 32}, DType::i64), y = Tensor::empty({2, 32}, DType::i64);
+    for (int64_t i = 0; i < 64; ++i) x.data<int64_t>()[i] = (i * 31) % 256, y.data<int64_t>()[i] = (i * 17 + 1) % 256;
+    Run r;
+    for (int step = 0; step < 2; ++step) {
+      autograd::SavePolicyGuard guard(cache);
+      cache->begin_step();
+      Tensor loss = model.loss(x, y);
+      if (step == 0)
+        r.forward_end_bytes = cpu_allocator().stats().snapshot().current_of(MemoryCategory::SavedActivation);
+      r.losses.push_back(loss.item<double>());
+      opt.zero_grad();
+      loss.backward();
+      r.stats = cache->end_step();
+      if (step == 0)
+        for (const Tensor& p : model.parameters()) r.grads.insert(r.grads.end(), p.grad().data<float>(), p.grad().data<float>() + p.grad().numel());
+      opt.step();
+    }
+    return r;
+  };
+  const Run piled = run(0);
+  EXPECT_EQ(piled.stats.store_waits, 0u);
+  const int64_t limit = piled.forward_end_bytes / 4;
+  const Run held = run(size_t(limit));
+  EXPECT_EQ(held.losses, piled.losses);
+  EXPECT_EQ(held.grads, piled.grads);
+  const int64_t largest = int64_t(config().n_embd) * 4 * 64 * 4;  // the MLP's hidden activation, f32
+  EXPECT_LE(held.forward_end_bytes, limit + largest) << "without the limit: " << piled.forward_end_bytes;
+  EXPECT_GT(held.stats.store_waits, 0u);
+  EXPECT_GT(held.stats.store_wait_seconds, 0.0);
+  EXPECT_EQ(held.stats.fallbacks, 0u);
+}
+
 // A slow disk: backward catches stores still in flight. Those unpacks are served from memory
 // (forwarding), the stores are cancelled, and the results do not change.
 TEST(TensorCache, ForwardingInFlightStoresGivesTheSameGradients) {

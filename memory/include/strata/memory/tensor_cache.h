@@ -51,6 +51,12 @@ struct TensorCacheOptions {
   std::string direct_engine = "cufile";
   // Blocks ahead (in backward order) whose tensors are loaded when backward enters a block.
   size_t prefetch_blocks = 1;
+  // The budget the cache holds when stores lag: a forward save that is sent to a tier while
+  // the device's saved-activation bytes are above this waits for earlier stores to finish (until
+  // under it, or no other store is pending). A drive slower than planned then costs time
+  // (store_wait_seconds) instead of memory over the budget (on a GPU: out of memory). 0: never
+  // waits. set_activation_limit changes it between steps.
+  size_t activation_limit_bytes = 0;
   // Waits for every store at the start of backward (tests: deterministic counters).
   bool sync_stores_before_backward = false;
   IoFaults faults;  // injected under the real I/O layer (tests)
@@ -81,6 +87,8 @@ struct CacheStats {
   uint64_t op_recompute_drops = 0;  // storages dropped for op-level recompute
   uint64_t op_recomputes = 0;       // ... and made again in backward
   double stall_seconds = 0;       // unpacks waiting for loads
+  double store_wait_seconds = 0;  // forward waiting for stores, above activation_limit_bytes
+  uint64_t store_waits = 0;       // ... how many saves waited
   double recompute_seconds = 0;   // segments re-running their forward, ops making outputs again
   uint64_t host_pool_peak = 0;    // bytes in use, peak
   uint64_t nvme_arena_peak = 0;
@@ -110,6 +118,8 @@ class TensorCache final : public autograd::SavePolicy,
   bool prefers_low_memory(const char* op) override;
   // Replaces the policy from the next step on (e.g. a plan made from a profiling step).
   void set_policy(std::shared_ptr<CachePolicy> policy);
+  // TensorCacheOptions::activation_limit_bytes, from the next save on (0: never wait).
+  void set_activation_limit(size_t bytes);
   // The profile of the last finished step (what end_step handed to the policy).
   StepProfile last_profile() const;
 
