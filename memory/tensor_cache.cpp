@@ -597,6 +597,19 @@ void TensorCache::Impl::run_load(const std::shared_ptr<Record>& rec) {
       rec->state = RecState::Stored;
       return;
     }
+    // The memory copy outlived the store (something outside the cache still holds it, unchanged
+    // since the save): it is the saved tensor, and a read would only make a second copy.
+    if (auto alive = rec->dropped.lock(); alive && !opt.poison_dropped && alive->version() == rec->version) {
+      rec->storage = std::move(alive);
+      rec->state = RecState::Loaded;
+      rec->free_extent_locked();
+      rec->cv.notify_all();
+      std::lock_guard<std::mutex> sl(stats_mu);
+      TierCounters& t = rec->action == CacheAction::Host ? stats.host : stats.nvme;
+      t.bytes_reused += rec->nbytes;
+      ++t.tensors_reused;
+      return;
+    }
   }
   const bool on_cpu = rec->device.type == DeviceType::CPU;
   Allocator* alloc = on_cpu ? &cpu_allocator() : &backend_for(rec->device).allocator(rec->device.index);

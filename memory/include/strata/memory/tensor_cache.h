@@ -71,6 +71,10 @@ struct TierCounters {
   uint64_t bytes_read = 0;
   uint64_t tensors_written = 0;
   uint64_t tensors_read = 0;
+  // Reads skipped: the stored tensor's memory copy was still alive when backward needed it (held
+  // outside the cache, e.g. a batch's inputs), so it was used. read + reused = written.
+  uint64_t bytes_reused = 0;
+  uint64_t tensors_reused = 0;
 };
 
 // One step's figures (begin_step .. end_step).
