@@ -476,10 +476,9 @@ void TensorCache::Impl::hold_activation_limit(Device dev) {
   {
     std::unique_lock<std::mutex> lk(backlog_mu);
     // More than the store just queued (which frees nothing while forward still uses its tensor).
-    while (stores_pending > 1 && over()) {
-      waited = true;
-      backlog_cv.wait_for(lk, std::chrono::milliseconds(2));
-    }
+    // Only a store's end frees memory while forward waits here, and each one signals.
+    waited = stores_pending > 1 && over();
+    backlog_cv.wait(lk, [&] { return stores_pending <= 1 || !over(); });
   }
   if (!waited) return;
   std::lock_guard<std::mutex> sl(stats_mu);

@@ -21,7 +21,9 @@ MemoryStats& stats_of(Device d) { return backend_for(d).allocator(d.index).stats
 
 void StepTracer::begin() {
   trace_ = StepTrace{};
-  trace_.source = opt_.cost_model ? "cost model: " + opt_.cost_model->name + ", " + gemm_precision_name(opt_.precision) + " GEMMs" : "profiled";
+  trace_.source = opt_.cost_model ? "cost model: " + opt_.cost_model->name + ", " +
+                                        gemm_precision_name(opt_.precision) + " GEMMs"
+                                  : "profiled";
   backward_ = in_node_ = false;
   ids_after_.clear();
   external_.clear();

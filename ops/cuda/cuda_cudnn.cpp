@@ -1,8 +1,8 @@
 // CudaBackend::conv2d / conv2d_backward / batch_norm (training and inference) through cuDNN's
 // convolution and batch-norm API: one handle per device (on the legacy default stream, like
 // every backend call), algorithms chosen once per problem by cudnnGet*Algorithm_v7 and cached,
-// f32 without TF32 (CUDNN_FMA_MATH, like the GEMMs; TF32 inside ops::AllowTf32Guard) and f64, deterministic backward algorithms
-// only. The eval-mode batch-norm backward and the statistics cuDNN does not write in inference
+// f32 without TF32 (CUDNN_FMA_MATH, like the GEMMs; TF32 inside ops::AllowTf32Guard) and f64,
+// deterministic backward algorithms only. The eval-mode batch-norm backward and the statistics cuDNN does not write in inference
 // are kernels of cuda_norm_pool.cu. The CPU implementation is the oracle (conformance harness).
 //
 // cuDNN 9 marks this API deprecated in favour of the graph API; it is still shipped and is what

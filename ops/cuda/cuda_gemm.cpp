@@ -1,6 +1,6 @@
 // CudaBackend::bmm: strided-batched GEMM through cuBLASLt (f32 with f32 compute, TF32 only
-// inside ops::AllowTf32Guard; bf16/f16 with f32 compute), and cublasGemmStridedBatchedEx for f64, batch-broadcast
-// operands and shapes cuBLASLt has no algorithm for. Row-major products are computed as
+// inside ops::AllowTf32Guard; bf16/f16 with f32 compute), and cublasGemmStridedBatchedEx for
+// f64, batch-broadcast operands and shapes cuBLASLt has no algorithm for. Row-major products are computed as
 // the column-major transposed product: out^T = b^T a^T.
 #include <cublas_v2.h>
 #include <cublasLt.h>
@@ -44,6 +44,13 @@ cudaDataType_t cuda_dtype(DType dt) {
     case DType::f16: return CUDA_R_16F;
     default: return CUDA_R_32F;
   }
+}
+
+// f64 multiplies in f64; everything else accumulates in f32, f32 on TF32 Tensor Cores only
+// inside ops::AllowTf32Guard.
+cublasComputeType_t compute_type(DType dt) {
+  if (dt == DType::f64) return CUBLAS_COMPUTE_64F;
+  return dt == DType::f32 && ops::tf32_allowed() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
 
 uint32_t pointer_alignment(const void* p) {
@@ -105,9 +112,7 @@ void ensure_handles(DeviceContext& ctx) {
 bool gemm_lt(DeviceContext& ctx, const GemmProblem& p, const std::string& what) {
   const cudaDataType_t ty = cuda_dtype(p.dtype);
   LtMatmulDesc op;
-  const cublasComputeType_t compute =
-      p.dtype == DType::f32 && ops::tf32_allowed() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  STRATA_CUBLASLT_CHECK(cublasLtMatmulDescCreate(&op.d, compute, CUDA_R_32F), what);
+  STRATA_CUBLASLT_CHECK(cublasLtMatmulDescCreate(&op.d, compute_type(p.dtype), CUDA_R_32F), what);
   STRATA_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_TRANSA, &p.ta, sizeof(p.ta)), what);
   STRATA_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_TRANSB, &p.tb, sizeof(p.tb)), what);
   auto layout = [&](LtLayout& l, bool trans, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
@@ -168,11 +173,7 @@ void gemm_cublas(DeviceContext& ctx, const GemmProblem& p, const std::string& wh
   const void* beta = f64 ? static_cast<const void*>(&beta_d) : &beta_f;
   STRATA_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(ctx.blas, p.ta, p.tb, p.m, p.n, p.k, alpha, p.A, ty, p.lda,
                                                     p.stride_a, p.B, ty, p.ldb, p.stride_b, beta, p.C, ty, p.ldc,
-                                                    p.stride_c, p.batch,
-                                                    f64                                              ? CUBLAS_COMPUTE_64F
-                                                    : p.dtype == DType::f32 && ops::tf32_allowed() ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                                                    : CUBLAS_COMPUTE_32F,
-                                                    CUBLAS_GEMM_DEFAULT),
+                                                    p.stride_c, p.batch, compute_type(p.dtype), CUBLAS_GEMM_DEFAULT),
                       what);
 }
 

@@ -11,7 +11,7 @@
 // devices, f32 GEMMs use CUBLAS_COMPUTE_32F_FAST_TF32 and cuDNN convolutions may convert to TF32
 // (10-bit mantissa inputs, f32 accumulate: ~7x the f32 rate on Hopper). Tensors stay f32. The
 // CPU and Meta backends ignore it. The planner's cost model has the same switch (strata-plan
-// --tf32: the hardware profile's matmul_flops_tf32).
+// --precision tf32: the hardware profile's matmul_flops_tf32).
 #pragma once
 
 namespace strata::ops {
