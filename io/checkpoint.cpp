@@ -17,7 +17,7 @@
 #include <utility>
 
 #include "io/checkpoint.pb.h"
-#include "core/tensor/crc32c.h"
+#include "strata/core/crc32c.h"
 #include "io/file_io.h"
 #include "strata/autograd/grad_mode.h"
 

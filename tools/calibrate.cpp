@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "../core/tensor/crc32c.h"  // the checksum the NVMe tier computes (exported by libstrata)
+#include "strata/core/crc32c.h"  // the checksum the NVMe tier computes
 #include "strata/core/error.h"
 #include "strata/memory/planner/hardware.h"
 #include "strata/strata.h"

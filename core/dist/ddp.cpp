@@ -5,7 +5,7 @@
 
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/memory_stats.h"
-#include "strata/ops/factory.h"
+#include "strata/core/factory.h"
 
 namespace strata::dist {
 
@@ -170,7 +170,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
       numel += r.params[size_t(i)].numel();
     }
     const Tensor& head = r.params[size_t(bucket.params.front())];
-    bucket.flat = ops::zeros({numel}, TensorOptions(head.dtype()).device(head.device()));
+    bucket.flat = strata::zeros({numel}, TensorOptions(head.dtype()).device(head.device()));
     r.buckets.push_back(std::move(bucket));
   }
   std::weak_ptr<Reducer> weak = reducer_;

@@ -18,7 +18,7 @@
 #include <sstream>
 #include <thread>
 
-#include "strata/ops/factory.h"
+#include "strata/core/factory.h"
 
 namespace strata::dist {
 namespace {
@@ -91,7 +91,7 @@ class NcclProcessGroup final : public ProcessGroup {
     cuda_check(cudaSetDevice(device_), "nccl: cudaSetDevice(" + std::to_string(device_) + ")");
     ncclUniqueId id;
     if (rank_ == 0) nccl_check(ncclGetUniqueId(&id), "nccl: ncclGetUniqueId");
-    Tensor id_bytes = ops::zeros({int64_t(sizeof(id))}, DType::u8);
+    Tensor id_bytes = strata::zeros({int64_t(sizeof(id))}, DType::u8);
     if (rank_ == 0) std::memcpy(id_bytes.data_ptr(), &id, sizeof(id));
     bootstrap_->broadcast_sync(id_bytes, 0);
     std::memcpy(&id, id_bytes.data_ptr(), sizeof(id));
@@ -137,7 +137,7 @@ class NcclProcessGroup final : public ProcessGroup {
     });
   }
   WorkPtr barrier() override {
-    if (!barrier_buf_.defined()) barrier_buf_ = ops::zeros({1}, TensorOptions(DType::f32).device(Device(DeviceType::CUDA, device_)));
+    if (!barrier_buf_.defined()) barrier_buf_ = strata::zeros({1}, TensorOptions(DType::f32).device(Device(DeviceType::CUDA, device_)));
     return all_reduce(barrier_buf_, ReduceOp::Sum);
   }
   void abort(int exit_code) override {

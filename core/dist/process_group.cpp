@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/dist/comm_worker.h"
-#include "strata/ops/factory.h"
+#include "strata/core/factory.h"
 
 namespace strata::dist {
 
@@ -50,7 +50,7 @@ void ProcessGroup::check_root(const char* op, int root) const {
 }
 
 double ProcessGroup::all_reduce_scalar(double value, ReduceOp op) {
-  Tensor t = ops::full({1}, value, DType::f64);
+  Tensor t = strata::full({1}, value, DType::f64);
   all_reduce(t, op)->wait();
   return t.item();
 }

@@ -4,7 +4,7 @@
 
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/memory_stats.h"
-#include "strata/ops/factory.h"
+#include "strata/core/factory.h"
 
 namespace strata::dist {
 
@@ -53,8 +53,8 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> 
   if (!local_groups.empty()) local_ = make_local(std::move(local_groups));
 
   MemoryCategoryGuard category(MemoryCategory::Temporary);
-  send_ = ops::zeros({shard_}, TensorOptions(first.dtype()).device(first.device()));
-  gathered_ = ops::zeros({shard_ * W}, TensorOptions(first.dtype()).device(first.device()));
+  send_ = strata::zeros({shard_}, TensorOptions(first.dtype()).device(first.device()));
+  gathered_ = strata::zeros({shard_ * W}, TensorOptions(first.dtype()).device(first.device()));
 }
 
 std::unique_ptr<ZeroRedundancyOptimizer> ZeroRedundancyOptimizer::adamw(std::vector<optim::ParamGroup> groups,
@@ -102,7 +102,7 @@ optim::TensorDict ZeroRedundancyOptimizer::consolidated_state_dict() {
   NoGradGuard no_grad;
   const std::vector<Tensor> params = parameters();
   // "step" per parameter, from the rank holding its first element.
-  Tensor steps = ops::zeros({int64_t(params.size())}, DType::f64);
+  Tensor steps = strata::zeros({int64_t(params.size())}, DType::f64);
   double* s = steps.data<double>();
   for (const Piece& piece : pieces_) {
     const optim::TensorDict* st = local_ ? local_->state_of(piece.view) : nullptr;
@@ -118,20 +118,20 @@ optim::TensorDict ZeroRedundancyOptimizer::consolidated_state_dict() {
       const optim::TensorDict* st = local_ ? local_->state_of(piece.view) : nullptr;
       if (st) send_.narrow(0, offset_[size_t(piece.param)] + piece.begin - shard_begin_, piece.len).copy_(st->at(name));
     }
-    Tensor all = ops::zeros({shard_ * group_->size()}, TensorOptions(send_.dtype()).device(send_.device()));
+    Tensor all = strata::zeros({shard_ * group_->size()}, TensorOptions(send_.dtype()).device(send_.device()));
     group_->all_gather(all, send_)->wait();
     full.push_back(all);
   }
   for (size_t i = 0; i < params.size(); ++i) {
     if (s[i] <= 0) continue;
     const std::string prefix = "state." + std::to_string(i) + ".";
-    out.insert(prefix + "step", ops::scalar_tensor(s[i], DType::f64));
+    out.insert(prefix + "step", strata::scalar_tensor(s[i], DType::f64));
     for (size_t n = 0; n < elementwise_state_.size(); ++n)
       out.insert(prefix + elementwise_state_[n],
                  full[n].narrow(0, offset_[i], params[i].numel()).view(params[i].shape()).clone());
   }
   for (size_t g = 0; g < param_groups().size(); ++g)
-    out.insert("param_groups." + std::to_string(g) + ".lr", ops::scalar_tensor(param_groups()[g].lr(), DType::f64));
+    out.insert("param_groups." + std::to_string(g) + ".lr", strata::scalar_tensor(param_groups()[g].lr(), DType::f64));
   return out;
 }
 
@@ -173,7 +173,7 @@ void ZeroRedundancyOptimizer::load_consolidated_state_dict(const optim::TensorDi
   for (size_t g = 0; g < param_groups().size(); ++g)
     if (local_group_[g] >= 0)
       local.insert("param_groups." + std::to_string(local_group_[g]) + ".lr",
-                   ops::scalar_tensor(param_groups()[g].lr(), DType::f64));
+                   strata::scalar_tensor(param_groups()[g].lr(), DType::f64));
   local_->load_state_dict(local);
 }
 

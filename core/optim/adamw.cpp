@@ -9,7 +9,7 @@
 
 #include "core/optim/cpu_update.h"
 #include "strata/core/memory_stats.h"
-#include "strata/ops/factory.h"
+#include "strata/core/factory.h"
 
 namespace strata::optim {
 
@@ -88,9 +88,9 @@ void AdamW::step() {
     const auto& o = static_cast<const AdamWOptions&>(options);
     if (state.empty()) {
       MemoryCategoryGuard category(MemoryCategory::OptimizerState);
-      state.insert("step", ops::zeros({}, DType::f64));
-      state.insert("exp_avg", ops::zeros(p.shape(), TensorOptions(p.dtype()).device(p.device())));
-      state.insert("exp_avg_sq", ops::zeros(p.shape(), TensorOptions(p.dtype()).device(p.device())));
+      state.insert("step", strata::zeros({}, DType::f64));
+      state.insert("exp_avg", strata::zeros(p.shape(), TensorOptions(p.dtype()).device(p.device())));
+      state.insert("exp_avg_sq", strata::zeros(p.shape(), TensorOptions(p.dtype()).device(p.device())));
     }
     Tensor& step_t = state.at("step");
     Tensor& m = state.at("exp_avg");

@@ -10,7 +10,7 @@
 #include "strata/autograd/grad_mode.h"
 #include "strata/nn/module.h"
 #include "strata/core/memory_stats.h"
-#include "strata/ops/factory.h"
+#include "strata/core/factory.h"
 
 namespace strata::optim {
 
@@ -120,7 +120,7 @@ TensorDict Optimizer::state_dict() const {
     for (const auto& [name, t] : state_[i])
       out.insert("state." + std::to_string(i) + "." + name, t.detach().clone());
   for (size_t g = 0; g < groups_.size(); ++g)
-    out.insert("param_groups." + std::to_string(g) + ".lr", ops::scalar_tensor(groups_[g].lr(), DType::f64));
+    out.insert("param_groups." + std::to_string(g) + ".lr", strata::scalar_tensor(groups_[g].lr(), DType::f64));
   return out;
 }
 

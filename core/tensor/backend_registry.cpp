@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/tensor/crc32c.h"
+#include "strata/core/crc32c.h"
 
 namespace strata {
 

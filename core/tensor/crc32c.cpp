@@ -1,4 +1,4 @@
-#include "core/tensor/crc32c.h"
+#include "strata/core/crc32c.h"
 
 #include <algorithm>
 #include <array>

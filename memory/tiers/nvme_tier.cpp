@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/tensor/crc32c.h"
+#include "strata/core/crc32c.h"
 #include "strata/core/allocator.h"
 #include "strata/core/error.h"
 

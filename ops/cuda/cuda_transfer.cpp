@@ -9,7 +9,7 @@
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_crc32c.h"
-#include "core/tensor/crc32c.h"
+#include "strata/core/crc32c.h"
 
 namespace strata::gpu {
 

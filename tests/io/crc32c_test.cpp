@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor/crc32c.h"
+#include "strata/core/crc32c.h"
 
 using strata::crc32c;
 

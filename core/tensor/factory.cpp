@@ -1,12 +1,23 @@
 // Tensor factories and in-place random initializers.
+#include "strata/core/factory.h"
+
+#include <algorithm>
 #include <cmath>
 
-#include "ops/dispatch.h"
-#include "strata/ops/factory.h"
+#include "strata/core/backend.h"
+#include "strata/core/generator.h"
+#include "strata/core/op_observer.h"
 
-namespace strata::ops {
+namespace strata {
 
 namespace {
+// The backends (CPU, Meta, CUDA) register themselves when the library loads (ops/dispatch.cpp).
+Backend& kernels(Device d) { return backend_for(d); }
+Tensor alloc(const Shape& shape, DType dtype, Device device) { return Tensor::empty(shape, dtype, device); }
+void record(const char* op, const Tensor& t) {
+  if (OpObserver* o = OpObserverGuard::current())
+    o->on_op(OpRecord{op, t.device(), {double(t.numel()), 0, double(t.nbytes())}});
+}
 Tensor finish(Tensor t, const TensorOptions& o) {
   if (o.requires_grad_) t.set_requires_grad(true);
   return t;
@@ -14,12 +25,12 @@ Tensor finish(Tensor t, const TensorOptions& o) {
 }  // namespace
 
 Tensor empty(const Shape& shape, TensorOptions o) {
-  return finish(detail::alloc(shape, o.dtype_, o.device_), o);
+  return finish(alloc(shape, o.dtype_, o.device_), o);
 }
 
 Tensor full(const Shape& shape, double value, TensorOptions o) {
-  Tensor t = detail::alloc(shape, o.dtype_, o.device_);
-  detail::kernels(o.device_).fill(t, value);
+  Tensor t = alloc(shape, o.dtype_, o.device_);
+  kernels(o.device_).fill(t, value);
   return finish(t, o);
 }
 
@@ -42,8 +53,8 @@ Tensor from_vector(const std::vector<double>& values, const Shape& shape, Tensor
   Tensor host = Tensor::from_storage(
       std::make_shared<StorageImpl>(const_cast<double*>(values.data()), values.size() * sizeof(double), kCPU, nullptr),
       shape, contiguous_strides(shape), 0, DType::f64);
-  Tensor t = detail::alloc(shape, o.dtype_, o.device_);
-  if (!o.device_.is_meta()) detail::kernels(o.device_.is_cpu() ? kCPU : o.device_).copy(t, host);
+  Tensor t = alloc(shape, o.dtype_, o.device_);
+  if (!o.device_.is_meta()) kernels(o.device_.is_cpu() ? kCPU : o.device_).copy(t, host);
   return finish(t, o);
 }
 
@@ -58,42 +69,42 @@ Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape, Tenso
       std::make_shared<StorageImpl>(const_cast<int64_t*>(values.data()), values.size() * sizeof(int64_t), kCPU,
                                     nullptr),
       shape, contiguous_strides(shape), 0, DType::i64);
-  Tensor t = detail::alloc(shape, o.dtype_, o.device_);
-  if (!o.device_.is_meta()) detail::kernels(o.device_.is_cpu() ? kCPU : o.device_).copy(t, host);
+  Tensor t = alloc(shape, o.dtype_, o.device_);
+  if (!o.device_.is_meta()) kernels(o.device_.is_cpu() ? kCPU : o.device_).copy(t, host);
   return finish(t, o);
 }
 
 Tensor scalar_tensor(double value, TensorOptions o) { return full({}, value, o); }
 
 Tensor rand(const Shape& shape, TensorOptions o) {
-  Tensor t = detail::alloc(shape, o.dtype_, o.device_);
+  Tensor t = alloc(shape, o.dtype_, o.device_);
   uniform_(t, 0.0, 1.0);
   return finish(t, o);
 }
 
 Tensor randn(const Shape& shape, TensorOptions o) {
-  Tensor t = detail::alloc(shape, o.dtype_, o.device_);
+  Tensor t = alloc(shape, o.dtype_, o.device_);
   normal_(t, 0.0, 1.0);
   return finish(t, o);
 }
 
-Tensor empty_like(const Tensor& t) { return detail::alloc(t.shape(), t.dtype(), t.device()); }
+Tensor empty_like(const Tensor& t) { return alloc(t.shape(), t.dtype(), t.device()); }
 Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), TensorOptions(t.dtype()).device(t.device())); }
 Tensor ones_like(const Tensor& t) { return ones(t.shape(), TensorOptions(t.dtype()).device(t.device())); }
 Tensor full_like(const Tensor& t, double v) { return full(t.shape(), v, TensorOptions(t.dtype()).device(t.device())); }
 
 void uniform_(Tensor& t, double low, double high) {
   RngState s = current_generator().reserve(uint64_t(t.numel()));
-  detail::kernels(t.device()).random_uniform(t, s, low, high);
-  detail::record("uniform_", t.device(), double(t.numel()), 0, double(t.nbytes()));
+  kernels(t.device()).random_uniform(t, s, low, high);
+  record("uniform_", t);
   t.bump_version();
 }
 
 void normal_(Tensor& t, double mean, double std) {
   RngState s = current_generator().reserve(2 * uint64_t(t.numel()));
-  detail::kernels(t.device()).random_normal(t, s, mean, std);
-  detail::record("normal_", t.device(), double(t.numel()), 0, double(t.nbytes()));
+  kernels(t.device()).random_normal(t, s, mean, std);
+  record("normal_", t);
   t.bump_version();
 }
 
-}  // namespace strata::ops
+}  // namespace strata
