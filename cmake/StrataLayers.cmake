@@ -1,31 +1,49 @@
-# One OBJECT library per layer in DESIGN.md's build order, combined into one shared and one
-# static `strata` (nothing compiles twice). Each layer links only the layers before it.
-set(STRATA_PUBLIC_INCLUDE_DIRS
-  ${PROJECT_SOURCE_DIR}/core/include
-  ${PROJECT_SOURCE_DIR}/ops/include)
-foreach(layer memory models io)
-  if(EXISTS ${PROJECT_SOURCE_DIR}/${layer}/include)
-    list(APPEND STRATA_PUBLIC_INCLUDE_DIRS ${PROJECT_SOURCE_DIR}/${layer}/include)
-  endif()
-endforeach()
-
+# One OBJECT library per layer in the build order of docs/design.md, combined into one shared
+# and one static `strata` (nothing compiles twice). A layer's public headers live in
+# <folder>/include/strata/...; each layer compiles with its own include directories and those
+# of the layers below it only, so a header of a higher layer is not found (tests/layers checks
+# both this and the private "<folder>/..." includes).
 configure_file(${PROJECT_SOURCE_DIR}/cmake/config.h.in
                ${PROJECT_BINARY_DIR}/include/strata/config.h @ONLY)
 
-# Everything every layer compiles against.
+# What every layer compiles against: config.h, the private include root ("ops/dispatch.h"),
+# the third-party libraries the kernels use.
 add_library(strata_build_settings INTERFACE)
 target_include_directories(strata_build_settings INTERFACE
   $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
-  "$<BUILD_INTERFACE:${STRATA_PUBLIC_INCLUDE_DIRS}>"
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
 target_link_libraries(strata_build_settings INTERFACE OpenMP::OpenMP_CXX Threads::Threads
                       Eigen3::Eigen strata_openblas $<$<BOOL:${STRATA_HAVE_DNNL}>:strata_dnnl>)
 
 set(STRATA_LAYERS "")
-# strata_layer(NAME DIRS...): an OBJECT library from the .cpp (and, with CUDA, .cu) files of DIRS.
+set(STRATA_LAYER_NAMES "")
+set(STRATA_PUBLIC_INCLUDE_DIRS "")
+# strata_layer(NAME SOURCES dir... [INCLUDES dir...] [USES layer...]): an OBJECT library
+# strata_NAME from the .cpp files of the SOURCES folders, compiled with the INCLUDES folders
+# (its public headers) and the include folders of the USES layers (and theirs, recursively).
+# Sets STRATA_LAYER_<NAME>_INCLUDES (absolute: what the layer sees), _OWN_INCLUDES and _SOURCES
+# (relative to the source root), which tests/package checks the layering with.
 function(strata_layer name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "SOURCES;INCLUDES;USES")
+  set(includes "")
+  foreach(dir ${arg_INCLUDES})
+    list(APPEND includes ${PROJECT_SOURCE_DIR}/${dir})
+  endforeach()
+  set(public ${STRATA_PUBLIC_INCLUDE_DIRS} ${includes})
+  foreach(below ${arg_USES})
+    if(NOT DEFINED STRATA_LAYER_${below}_INCLUDES)
+      message(FATAL_ERROR "strata_layer(${name}): layer '${below}' is not defined before it")
+    endif()
+    list(APPEND includes ${STRATA_LAYER_${below}_INCLUDES})
+  endforeach()
+  list(REMOVE_DUPLICATES includes)
+  set(STRATA_LAYER_${name}_INCLUDES ${includes} PARENT_SCOPE)
+  set(STRATA_LAYER_${name}_SOURCES ${arg_SOURCES} PARENT_SCOPE)
+  set(STRATA_LAYER_${name}_OWN_INCLUDES ${arg_INCLUDES} PARENT_SCOPE)
+  set(STRATA_PUBLIC_INCLUDE_DIRS ${public} PARENT_SCOPE)
+  set(STRATA_LAYER_NAMES ${STRATA_LAYER_NAMES} ${name} PARENT_SCOPE)
   set(srcs "")
-  foreach(dir ${ARGN})
+  foreach(dir ${arg_SOURCES})
     file(GLOB layer_srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${dir}/*.cpp)
     list(APPEND srcs ${layer_srcs})
   endforeach()
@@ -34,13 +52,15 @@ function(strata_layer name)
   endif()
   add_library(strata_${name} OBJECT ${srcs})
   target_link_libraries(strata_${name} PUBLIC strata_build_settings)
+  target_include_directories(strata_${name} PUBLIC ${includes})
   set(STRATA_LAYERS ${STRATA_LAYERS} strata_${name} PARENT_SCOPE)
 endfunction()
 
-strata_layer(tensor core/tensor)
-strata_layer(autograd core/autograd)
-strata_layer(ops ops ops/cpu ops/meta)
-strata_layer(nn core/nn core/optim core/dist)
+strata_layer(tensor SOURCES core/tensor INCLUDES core/tensor/include)
+strata_layer(autograd SOURCES core/autograd INCLUDES core/autograd/include USES tensor)
+strata_layer(nn SOURCES core/nn core/optim core/dist
+             INCLUDES core/nn/include core/optim/include core/dist/include USES autograd)
+strata_layer(ops SOURCES ops ops/cpu ops/meta INCLUDES ops/include USES nn)
 # core/dist: MPI and NCCL process groups (their headers stay out of the public ones).
 if(TARGET strata_nn AND STRATA_HAVE_MPI)
   target_include_directories(strata_nn SYSTEM PRIVATE ${MPI_CXX_INCLUDE_DIRS})
@@ -49,9 +69,10 @@ endif()
 if(TARGET strata_nn AND STRATA_HAVE_NCCL)
   target_include_directories(strata_nn SYSTEM PRIVATE ${CUDAToolkit_INCLUDE_DIRS} ${NCCL_INCLUDE_DIR})
 endif()
-strata_layer(memory memory memory/tiers memory/planner)
-strata_layer(models models models/layers models/gpt models/bert models/resnet)
-strata_layer(io io io/images)
+strata_layer(memory SOURCES memory memory/tiers memory/planner INCLUDES memory/include USES ops)
+strata_layer(models SOURCES models models/layers models/gpt models/bert models/resnet
+             INCLUDES models/include USES memory)
+strata_layer(io SOURCES io io/images INCLUDES io/include USES memory)
 if(TARGET strata_memory AND STRATA_HAVE_URING)
   target_link_libraries(strata_memory PRIVATE PkgConfig::URING)
 endif()
@@ -91,9 +112,10 @@ if(STRATA_HAVE_CUDA)
   if(NOT cuda_srcs)
     message(FATAL_ERROR "CUDA is on but ops/cuda has no sources")
   endif()
-  add_library(strata_cuda OBJECT ${cuda_srcs})
+  add_library(strata_cuda OBJECT ${cuda_srcs})  # the ops layer's CUDA backend
   target_link_libraries(strata_cuda PUBLIC strata_build_settings CUDA::cudart CUDA::cublasLt
                         CUDA::cublas)
+  target_include_directories(strata_cuda PUBLIC ${STRATA_LAYER_ops_INCLUDES})
   target_compile_options(strata_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-fPIC>)
   set_target_properties(strata_cuda PROPERTIES CUDA_ARCHITECTURES "${STRATA_CUDA_ARCHITECTURES}")
