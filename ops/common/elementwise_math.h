@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "ops/common/exp_poly.h"
 #include "strata/core/backend.h"
 #include "strata/core/philox.h"
 
@@ -18,29 +19,13 @@ STRATA_HD float m_log(float x) { return ::logf(x); }
 STRATA_HD double m_log(double x) { return ::log(x); }
 STRATA_HD float m_sqrt(float x) { return ::sqrtf(x); }
 STRATA_HD double m_sqrt(double x) { return ::sqrt(x); }
-// e^y for y <= 0 without a libm call, so loops over it vectorize: Cephes-style range reduction
-// (n ln2 split in two) and a degree-6 polynomial, ~2 ulp; below -87 it flushes to 0 (so does
-// NaN: callers fix NaN up themselves). |y| is clamped on the bits (see m_tanh: an integer min
-// vectorizes where a float compare leaves control flow in the loop, GCC 12); round(y / ln2) is
-// floor(v + 0.5) with the floor written out (floorf vectorizes only without trapping math);
-// |v| < 126, so the int conversion is exact.
+// e^y for y <= 0 (exp_reduced); below -87 it flushes to 0 (so does NaN: callers fix NaN up
+// themselves). |y| is clamped on the bits (see m_tanh: an integer min vectorizes where a float
+// compare leaves control flow in the loop, GCC 12).
 STRATA_HD float m_exp_nonpos(float y) {
   const uint32_t abits = detail::float_to_bits(y) & 0x7fffffffu, lim = 0x42ae0000u;  // 87.f
   const float a = detail::bits_to_float(abits < lim ? abits : lim);
-  y = -a;
-  const float v = y * 1.44269504088896341f + 0.5f;
-  float n = float(int32_t(v));
-  n = n > v ? n - 1.f : n;
-  float r = y - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.f / 720;
-  p = p * r + 1.f / 120;
-  p = p * r + 1.f / 24;
-  p = p * r + 1.f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.f;
-  p = p * r + 1.f;
-  const float e = p * detail::bits_to_float(uint32_t(int32_t(n) + 127) << 23);
+  const float e = exp_reduced(-a);
   return a >= 87.f ? 0.f : e;
 }
 STRATA_HD double m_exp_nonpos(double y) { return ::exp(y); }

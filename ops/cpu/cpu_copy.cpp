@@ -2,7 +2,7 @@
 #include <cstring>
 
 #include "ops/cpu/cpu_backend.h"
-#include "ops/cpu/dtype_dispatch.h"
+#include "ops/common/dtype_dispatch.h"
 #include "ops/cpu/strided_loop.h"
 
 namespace strata::cpu {
@@ -56,16 +56,16 @@ void CpuBackend::copy(const Tensor& dst, const Tensor& src) {
     if (dst.dtype() == DType::f32 && src.dtype() == DType::bf16)
       return convert_bf16_to_f32(dst.data<float>(), static_cast<const uint16_t*>(src.data_ptr()), dst.numel());
   }
-  dispatch_dtype(dst.dtype(), [&](auto d) {
+  common::dispatch_dtype(dst.dtype(), [&](auto d) {
     using D = decltype(d);
-    dispatch_dtype(src.dtype(), [&](auto s) {
+    common::dispatch_dtype(src.dtype(), [&](auto s) {
       using S = decltype(s);
       strided_for_each<2>(dst.shape(), {static_cast<char*>(dst.data_ptr()), static_cast<char*>(src.data_ptr())},
                           {&dst.strides(), &src.strides()}, {int64_t(sizeof(D)), int64_t(sizeof(S))},
                           [](std::array<char*, 2> p, const int64_t* st, int64_t n) {
                             for (int64_t i = 0; i < n; ++i)
                               *reinterpret_cast<D*>(p[0] + i * st[0]) =
-                                  convert<D>(*reinterpret_cast<const S*>(p[1] + i * st[1]));
+                                  common::convert<D>(*reinterpret_cast<const S*>(p[1] + i * st[1]));
                           });
     });
   });
@@ -73,9 +73,9 @@ void CpuBackend::copy(const Tensor& dst, const Tensor& src) {
 
 void CpuBackend::fill(const Tensor& dst, double value) {
   if (dst.numel() == 0) return;
-  dispatch_dtype(dst.dtype(), [&](auto d) {
+  common::dispatch_dtype(dst.dtype(), [&](auto d) {
     using D = decltype(d);
-    D v = convert<D>(value);
+    D v = common::convert<D>(value);
     strided_for_each<1>(dst.shape(), {static_cast<char*>(dst.data_ptr())}, {&dst.strides()},
                         {int64_t(sizeof(D))}, [v](std::array<char*, 1> p, const int64_t* st, int64_t n) {
                           for (int64_t i = 0; i < n; ++i) *reinterpret_cast<D*>(p[0] + i * st[0]) = v;

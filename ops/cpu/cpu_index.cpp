@@ -3,22 +3,16 @@
 #include <cstring>
 
 #include "ops/cpu/cpu_backend.h"
-#include "ops/cpu/dtype_dispatch.h"
+#include "ops/common/dims3.h"
+#include "ops/common/dtype_dispatch.h"
 #include "ops/cpu/strided_loop.h"
 
 namespace strata::cpu {
 
 namespace {
 
-struct Dims3 {
-  int64_t outer, d, inner;
-};
-Dims3 dims3(const Tensor& t, int64_t dim) {
-  Dims3 r{1, t.size(dim), 1};
-  for (int64_t i = 0; i < dim; ++i) r.outer *= t.size(i);
-  for (int64_t i = dim + 1; i < t.dim(); ++i) r.inner *= t.size(i);
-  return r;
-}
+using common::Dims3;
+using common::dims3;
 
 void check_index(int64_t v, int64_t n, const char* op, const Tensor& t) {
   STRATA_CHECK(v >= 0 && v < n, IndexError, op, ": index ", v, " out of range [0, ", n, ") for ", t.str());
@@ -111,7 +105,7 @@ void CpuBackend::index_add(const Tensor& out, int64_t dim, const Tensor& index, 
     index_add(o32, dim, index, contiguous_as(src, DType::f32));
     return copy(out, o32);
   }
-  dispatch_float_or_int(out.dtype(), "index_add", [&](auto v) { index_add_typed<decltype(v)>(out, dim, index, src); });
+  common::dispatch_float_or_int(out.dtype(), "index_add", [&](auto v) { index_add_typed<decltype(v)>(out, dim, index, src); });
 }
 
 void CpuBackend::gather(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) {
@@ -121,7 +115,7 @@ void CpuBackend::gather(const Tensor& out, const Tensor& in, int64_t dim, const 
     gather(o32, contiguous_as(in, DType::f32), dim, index);
     return copy(out, o32);
   }
-  dispatch_float_or_int(in.dtype(), "gather", [&](auto v) { gather_typed<decltype(v)>(out, in, dim, index); });
+  common::dispatch_float_or_int(in.dtype(), "gather", [&](auto v) { gather_typed<decltype(v)>(out, in, dim, index); });
 }
 
 void CpuBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
@@ -131,7 +125,7 @@ void CpuBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& index
     scatter_add(o32, dim, index, contiguous_as(src, DType::f32));
     return copy(out, o32);
   }
-  dispatch_float_or_int(out.dtype(), "scatter_add", [&](auto v) { scatter_add_typed<decltype(v)>(out, dim, index, src); });
+  common::dispatch_float_or_int(out.dtype(), "scatter_add", [&](auto v) { scatter_add_typed<decltype(v)>(out, dim, index, src); });
 }
 
 }  // namespace strata::cpu

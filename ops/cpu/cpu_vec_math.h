@@ -9,28 +9,17 @@
 #include <immintrin.h>
 #endif
 
+#include "ops/common/exp_poly.h"
 #include "strata/core/host_device.h"
 
 namespace strata::cpu {
 
-// exp(x) for x <= 0 (up to rounding: any x < 88 works) (softmax numerators: x - max, x - lse); exp(-inf) = 0, underflow flushes to 0.
-// Cephes-style range reduction and a degree-6 polynomial (as m_tanh in ops/common), ~2 ulp.
+// exp(x) for x <= 0 (softmax numerators: x - max, x - lse); exp(-inf) = 0, underflow flushes
+// to 0, NaN in, NaN out. The shared reduction and polynomial (ops/common/exp_poly.h).
 inline float exp_nonpos(float x) {
   x = x < -87.f ? -87.f : x;  // -inf and underflow: e^-87 ~ 1.6e-38, flushed below
-  const float v = x * 1.44269504088896341f + 0.5f;
-  float n = float(int32_t(v));
-  n = n > v ? n - 1.f : n;
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.f / 720;
-  p = p * r + 1.f / 120;
-  p = p * r + 1.f / 24;
-  p = p * r + 1.f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.f;
-  p = p * r + 1.f;
-  const float e = p * strata::detail::bits_to_float(uint32_t(int32_t(n) + 127) << 23);
-  return x != x ? x : (x <= -87.f ? 0.f : e);  // NaN in, NaN out
+  const float e = common::exp_reduced(x);
+  return x != x ? x : (x <= -87.f ? 0.f : e);
 }
 inline double exp_nonpos(double x) { return std::exp(x); }
 
@@ -38,23 +27,25 @@ inline double exp_nonpos(double x) { return std::exp(x); }
 // exp_nonpos on 16 lanes, written with intrinsics: GCC 12 leaves the scalar function's float
 // compares as branches, so loops over it ran one element at a time (the LM head's softmax over
 // V = 50304 took a third of a small GPT step). Same reduction and polynomial; floor is one
-// roundscale and 2^n one scalef.
+// roundscale and 2^n one scalef (fused multiply-adds: the last bits may differ from the
+// scalar function).
 inline __m512 exp_nonpos16(__m512 x) {
+  using namespace common::exp_poly;
   const __m512 lo = _mm512_set1_ps(-87.f);
   const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
   const __mmask16 live = _mm512_cmp_ps_mask(x, lo, _CMP_GT_OQ);  // -inf, underflow, NaN: not live
   const __m512 xc = _mm512_max_ps(x, lo);
-  const __m512 v = _mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f));
+  const __m512 v = _mm512_fmadd_ps(xc, _mm512_set1_ps(kLog2e), _mm512_set1_ps(0.5f));
   const __m512 n = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.f / 720);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), xc);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
+  __m512 p = _mm512_set1_ps(kC6);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC5));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC4));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC3));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC2));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC1));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC0));
   const __m512 e = _mm512_maskz_mov_ps(live, _mm512_scalef_ps(p, n));
   return _mm512_mask_mov_ps(e, nan, x);  // NaN in, NaN out
 }

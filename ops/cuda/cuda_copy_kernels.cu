@@ -2,7 +2,7 @@
 // the CPU's conversions), and fills.
 #include <cstring>
 
-#include "ops/cpu/dtype_dispatch.h"
+#include "ops/common/dtype_dispatch.h"
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_device_utils.cuh"
@@ -67,9 +67,9 @@ void launch_fill(const Tensor& dst, double value) {
   if (dst.numel() == 0) return;
   // The element's bytes, converted on the host exactly as CpuBackend::fill does.
   RawElement<8> bits{};
-  cpu::dispatch_dtype(dst.dtype(), [&](auto d) {
+  common::dispatch_dtype(dst.dtype(), [&](auto d) {
     using D = decltype(d);
-    D v = cpu::convert<D>(value);
+    D v = common::convert<D>(value);
     std::memcpy(bits.b, &v, sizeof(D));
   });
   const size_t es = dst.element_size();

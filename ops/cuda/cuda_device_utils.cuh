@@ -1,5 +1,5 @@
 // Device-side helpers for the CUDA kernels: dtype loads/stores that convert exactly like
-// the CPU backend (core/tensor/dtype.cpp, ops/cpu/dtype_dispatch.h), strided offsets, and
+// the CPU backend (core/tensor/dtype.cpp, ops/common/dtype_dispatch.h), strided offsets, and
 // deterministic warp/block reductions (fixed shuffle trees, no atomics).
 #pragma once
 

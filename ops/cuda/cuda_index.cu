@@ -4,7 +4,8 @@
 // element sums its contributions in the CPU's order, without atomics. Indices are validated
 // on the device first (IndexError naming the op, like the CPU), at the cost of one
 // device-to-host sync per call.
-#include "ops/cpu/dtype_dispatch.h"
+#include "ops/common/dims3.h"
+#include "ops/common/dtype_dispatch.h"
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_device_utils.cuh"
@@ -13,16 +14,8 @@ namespace strata::gpu {
 
 namespace {
 
-struct Dims3 {
-  int64_t outer, d, inner;
-};
-
-Dims3 dims3(const Tensor& t, int64_t dim) {
-  Dims3 r{1, t.size(dim), 1};
-  for (int64_t i = 0; i < dim; ++i) r.outer *= t.size(i);
-  for (int64_t i = dim + 1; i < t.dim(); ++i) r.inner *= t.size(i);
-  return r;
-}
+using common::Dims3;
+using common::dims3;
 
 __global__ void check_index_kernel(const int64_t* idx, int64_t n, int64_t bound, int64_t* bad) {
   STRATA_GRID_STRIDE(i, n) {
@@ -163,7 +156,7 @@ void CudaBackend::index_add(const Tensor& out, int64_t dim, const Tensor& index,
     index_add(o32, dim, index, f32_copy(*this, src));
   });
   const Dims3 out3 = dims3(out, dim);
-  cpu::dispatch_float_or_int(out.dtype(), "index_add", [&](auto v) {
+  common::dispatch_float_or_int(out.dtype(), "index_add", [&](auto v) {
     using T = decltype(v);
     validate_index(*this, dev, index, out3.d, "index_add", out);
     if (src.numel() == 0) return;
@@ -188,7 +181,7 @@ void CudaBackend::gather(const Tensor& out, const Tensor& in, int64_t dim, const
     gather(o32, f32_copy(*this, in), dim, index);
     return launch_convert(out, o32);
   }
-  cpu::dispatch_float_or_int(in.dtype(), "gather", [&](auto v) {
+  common::dispatch_float_or_int(in.dtype(), "gather", [&](auto v) {
     using T = decltype(v);
     const Dims3 idx3 = dims3(index, dim);
     const int64_t in_d = in.size(dim);
@@ -213,7 +206,7 @@ void CudaBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& inde
   if (is_half(out.dtype())) return through_f32(*this, out, [&](const Tensor& o32) {
     scatter_add(o32, dim, index, f32_copy(*this, src));
   });
-  cpu::dispatch_float_or_int(out.dtype(), "scatter_add", [&](auto v) {
+  common::dispatch_float_or_int(out.dtype(), "scatter_add", [&](auto v) {
     using T = decltype(v);
     const Dims3 idx3 = dims3(index, dim);
     const int64_t out_d = out.size(dim);

@@ -1,11 +1,8 @@
-// make_strided_args: reuses the CPU's dim coalescing so both backends walk the same layout.
+// make_strided_args: the shared dim coalescing (ops/common/strided_layout.h), so both backends
+// walk the same layout.
 #include "ops/cuda/cuda_strided.h"
 
-#include "ops/cpu/strided_loop.h"
-
 namespace strata::gpu {
-
-static_assert(kMaxDims == cpu::kMaxDims);
 
 template <int N>
 StridedArgs<N> make_strided_args(const std::array<const Tensor*, N>& ts) {
@@ -17,7 +14,7 @@ StridedArgs<N> make_strided_args(const std::array<const Tensor*, N>& ts) {
     strides[size_t(k)] = &ts[k]->strides();
     esize[size_t(k)] = int64_t(ts[k]->element_size());
   }
-  cpu::StridedLayout<N> L = cpu::coalesce<N>(ts[0]->shape(), strides, esize);
+  common::StridedLayout<N> L = common::coalesce<N>(ts[0]->shape(), strides, esize);
   StridedArgs<N> a{};
   a.ndim = L.ndim;
   a.numel = 1;

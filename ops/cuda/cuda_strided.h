@@ -6,11 +6,12 @@
 #include <array>
 #include <cstdint>
 
+#include "ops/common/strided_layout.h"
 #include "strata/core/tensor.h"
 
 namespace strata::gpu {
 
-inline constexpr int kMaxDims = 16;
+using common::kMaxDims;
 
 // Operand 0 is usually the output. Strides are in bytes; dims are the shape after dropping
 // size-1 dims and merging dims contiguous in every operand (at least one dim).

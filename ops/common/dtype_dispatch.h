@@ -1,4 +1,5 @@
-// STRATA_DISPATCH_ALL: runs a generic lambda with the C++ type of a DType.
+// dispatch_dtype: runs a generic lambda with the C++ type of a DType; convert<To>(from): the
+// element conversion both backends round with (the CUDA kernels launch from these on the host).
 #pragma once
 
 #include <cstdint>
@@ -6,7 +7,7 @@
 #include "strata/core/dtype.h"
 #include "strata/core/error.h"
 
-namespace strata::cpu {
+namespace strata::common {
 
 template <class F>
 decltype(auto) dispatch_dtype(DType t, F&& f) {
@@ -52,4 +53,4 @@ inline To convert(From v) {
   }
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::common
