@@ -1,5 +1,6 @@
-// CPU batched GEMM through OpenBLAS (OpenMP build): f32 sgemm, f64 dgemm; 16-bit floats are
-// widened to f32 (DESIGN.md: bf16 GEMM via oneDNN is a later speed item).
+// CPU batched GEMM: f32 through oneDNN's sgemm (kernels picked by CPU features; OpenBLAS's, the
+// OpenMP build, without oneDNN), f64 through OpenBLAS; bf16 x bf16 -> f32 (autocast) through
+// oneDNN (gemm_bf16_f32, cpu_gemm_bf16.cpp); other 16-bit outputs are computed in f32.
 #include <cblas.h>
 
 #include "ops/cpu/cpu_backend.h"
