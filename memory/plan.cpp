@@ -48,7 +48,7 @@ class PlanPolicy final : public CachePolicy {
   explicit PlanPolicy(Plan p) : plan_(std::move(p)) {}
   std::string name() const override { return "plan" + (plan_.solver.empty() ? "" : ":" + plan_.solver); }
   CacheAction decide(const SaveRequest& r) override {
-    auto t = plan_.tensors.find(r.key);
+    auto t = plan_.tensors.find(r.info->key);
     if (t != plan_.tensors.end()) return t->second;
     if (r.info->block.empty()) return plan_.outside_blocks;
     auto b = plan_.blocks.find(r.info->block);

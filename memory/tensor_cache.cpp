@@ -127,7 +127,6 @@ struct TensorCache::Impl {
   std::unordered_map<std::string, size_t> group_of_block;
   std::unordered_map<std::string, size_t> group_of_scope;
   std::unordered_map<uint64_t, std::weak_ptr<Record>> by_storage;
-  std::unordered_map<std::string, uint32_t> scope_counter;
   std::unordered_map<std::string, Clock::time_point> entered;
   size_t groups_last_step = 0;
   bool in_backward = false;
@@ -154,7 +153,6 @@ struct TensorCache::Impl {
     group_of_block.clear();
     group_of_scope.clear();
     by_storage.clear();
-    scope_counter.clear();
     entered.clear();
     in_backward = false;
     last_bwd_group = SIZE_MAX;
@@ -283,10 +281,9 @@ CachePolicy& TensorCache::policy() const { return *impl_->policy; }
 
 autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& info) {
   Impl& m = *impl_;
-  if (!t.defined() || info.is_parameter || t.is_parameter() || t.storage()->holds_parameter())
-    return {t, nullptr};
-  // Tensors saved while backward runs (double backward) are needed soon: kept (SSDTrain).
-  if (autograd::current_phase() != autograd::Phase::Forward) return {t, nullptr};
+  // Parameters stay; tensors saved while backward runs (double backward) are needed soon: kept
+  // (SSDTrain). SaveInfo::key is set for exactly the others.
+  if (!t.defined() || !info.cacheable()) return {t, nullptr};
   const Storage& s = t.storage();
   std::shared_ptr<Record> rec;
   bool wait_for_stores = false;
@@ -302,7 +299,6 @@ autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& in
         if (std::strcmp(info.op, "checkpoint") == 0) g.input_bytes += s->nbytes();
       }
     }
-    uint32_t n = m.scope_counter[info.scope]++;
     auto it = m.by_storage.find(s->id());
     if (it != m.by_storage.end()) {
       auto live = it->second.lock();
@@ -319,7 +315,6 @@ autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& in
       if (nbytes >= m.opt.min_bytes && (dev.type == DeviceType::CPU || dev == m.opt.device)) {
         SaveRequest req;
         req.info = &info;
-        req.key = info.scope + "#" + std::to_string(n) + ":" + info.op;
         req.storage_bytes = nbytes;
         req.group = group;
         req.groups_last_step = m.groups_last_step;
@@ -347,7 +342,7 @@ autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& in
         if (extent || action == CacheAction::Recompute) {
           rec = std::make_shared<Record>();
           rec->cache = &m;
-          rec->key = std::move(req.key);
+          rec->key = info.key;
           rec->action = action;
           rec->storage_id = s->id();
           rec->version = s->version();
@@ -779,7 +774,7 @@ void TensorCache::observe_recompute(const Tensor& t, const autograd::SaveInfo& i
   if (g.seen.insert(t.storage()->id()).second) g.recompute_bytes += t.storage()->nbytes();
 }
 
-bool TensorCache::prefers_low_memory(const char* op) {
+bool TensorCache::prefers_lean(const char* op) {
   autograd::SaveInfo where;
   where.op = op;
   where.scope = autograd::current_scope_path();
@@ -808,6 +803,7 @@ void TensorCache::begin_step() {
     std::lock_guard<std::mutex> lk(m.index_mu);
     m.reset_step_index();
   }
+  autograd::restart_save_keys();
   std::lock_guard<std::mutex> sl(m.stats_mu);
   m.stats = CacheStats{};
   m.stats.io_backend = m.io_backend;

@@ -105,7 +105,7 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
     scale = count > 0 ? 1.0 / double(count) : std::numeric_limits<double>::quiet_NaN();
   }
   auto node = make_node("LinearCrossEntropyBackward", {x, weight, bias});
-  if (node && autograd::current_save_policy().prefers_low_memory(op)) {
+  if (node && autograd::current_save_policy().prefers_lean(op)) {
     // The lean variant: forward keeps only the row log-sum-exp; backward recomputes each
     // chunk's logits (a third more LM-head FLOPs, no [V, C] dW held across the step).
     Tensor loss_rows = detail::alloc({N}, dt, dev), lse = detail::alloc({N}, dt, dev);

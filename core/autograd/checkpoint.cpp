@@ -182,6 +182,7 @@ std::vector<Tensor> checkpoint(SegmentFn fn, const std::vector<Tensor>& inputs, 
   std::vector<Tensor> out;
   {
     SavePolicyGuard guard(std::make_shared<SegmentForwardPolicy>(seg));
+    SaveKeysOffGuard no_keys;
     out = fn(inputs);
   }
   seg->fn = std::move(fn);

@@ -81,6 +81,7 @@ void run(const std::vector<Edge>& roots, const std::vector<Tensor>& seeds, bool 
 
   SavePolicy& policy = current_save_policy();
   PhaseGuard phase(Phase::Backward);  // saves made while backward runs (create_graph) say so
+  detail::note_backward_ran();
   std::string scope;
   bool in_scope = false;
   while (!ready.empty()) {

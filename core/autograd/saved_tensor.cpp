@@ -1,5 +1,7 @@
 #include "strata/autograd/saved_tensor.h"
 
+#include <unordered_map>
+
 #include "strata/autograd/node.h"
 #include "strata/autograd/scope.h"
 
@@ -11,7 +13,36 @@ std::shared_ptr<SavePolicy>& keep_all() {
   return *p;
 }
 thread_local std::shared_ptr<SavePolicy> tl_policy;
+
+// The per-scope count of this thread's forward saves in the current step (save_key's n).
+struct SaveKeyCounter {
+  std::unordered_map<std::string, uint32_t> next;
+  bool backward_ran = false;  // since the count started: the next forward save restarts it
+  int off = 0;                // SaveKeysOffGuard depth
+};
+thread_local SaveKeyCounter tl_keys;
+
+// The key of a tensor saved now, or "" when no cache may move it (SaveInfo::key).
+std::string next_save_key(const SaveInfo& info) {
+  if (info.is_parameter || current_phase() != Phase::Forward || tl_keys.off > 0) return {};
+  if (tl_keys.backward_ran) restart_save_keys();
+  return save_key(info.scope, tl_keys.next[info.scope]++, info.op);
+}
 }  // namespace
+
+std::string save_key(const std::string& scope, uint32_t n, const char* op) {
+  return scope + "#" + std::to_string(n) + ":" + op;
+}
+
+void restart_save_keys() {
+  tl_keys.next.clear();
+  tl_keys.backward_ran = false;
+}
+
+SaveKeysOffGuard::SaveKeysOffGuard() { ++tl_keys.off; }
+SaveKeysOffGuard::~SaveKeysOffGuard() { --tl_keys.off; }
+
+void detail::note_backward_ran() { tl_keys.backward_ran = true; }
 
 std::shared_ptr<SavePolicy> current_save_policy_ptr() { return tl_policy ? tl_policy : keep_all(); }
 SavePolicy& current_save_policy() { return tl_policy ? *tl_policy : *keep_all(); }
@@ -34,6 +65,7 @@ SavedTensor::SavedTensor(const Tensor& t, SaveInfo info) : info_(std::move(info)
   storage_ = t.storage();
   if (!info_.is_output && t.grad_fn() && t.grad_fn()->can_recompute(t.output_nr()))
     info_.producer = t.grad_fn();
+  info_.key = next_save_key(info_);
   if (!info_.is_parameter) t.storage()->acquire_saved();
   policy_ = current_save_policy_ptr();
   // Saved without autograd metadata: a node holding its own output must not form a cycle.

@@ -29,7 +29,7 @@ void StepTracer::begin() {
   external_.clear();
   ids_at_begin_ = StorageImpl::next_id();
   tensor_of_storage_.clear();
-  scope_counter_.clear();
+  autograd::restart_save_keys();
   block_ids_.clear();
   scope_blocks_.clear();
   lap();
@@ -125,9 +125,7 @@ void StepTracer::on_scope(autograd::ScopeEvent e, autograd::Phase phase, const s
 
 autograd::Packed StepTracer::pack(const Tensor& t, const autograd::SaveInfo& info) {
   autograd::Packed p = inner_->pack(t, info);
-  if (!t.defined() || info.is_parameter || t.is_parameter() || t.storage()->holds_parameter()) return p;
-  if (backward_ || autograd::current_phase() != autograd::Phase::Forward) return p;
-  const uint32_t n = scope_counter_[info.scope]++;
+  if (!t.defined() || !info.cacheable() || backward_) return p;
   const uint64_t sid = t.storage()->id();
   const int32_t saving_op = int32_t(trace_.ops.size());  // the op now running reports after it saves
   auto it = tensor_of_storage_.find(sid);
@@ -137,7 +135,7 @@ autograd::Packed StepTracer::pack(const Tensor& t, const autograd::SaveInfo& inf
     return p;
   }
   TraceTensor x;
-  x.key = info.scope + "#" + std::to_string(n) + ":" + info.op;
+  x.key = info.key;
   x.bytes = t.storage()->nbytes();
   // The storage was made by the first op after which the id watermark passed it.
   auto made = std::upper_bound(ids_after_.begin(), ids_after_.end(), sid);

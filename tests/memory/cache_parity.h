@@ -34,7 +34,7 @@ class CountingPolicy final : public autograd::SavePolicy {
   Tensor unpack(autograd::Packed& p, const autograd::SaveInfo&) override { return p.tensor; }
   // Like every cache policy but keep-all: counts what the lean paths save (e.g. GPT's LM head).
   // The keep-all runs (fast paths, more saved) must still match it bit for bit.
-  bool prefers_low_memory(const char*) override { return true; }
+  bool prefers_lean(const char*) override { return true; }
   void reset() {
     inside_.clear(), outside_.clear();
     bytes_inside = bytes_outside = 0;

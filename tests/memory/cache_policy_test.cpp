@@ -10,7 +10,6 @@ namespace {
 SaveRequest request(const autograd::SaveInfo& info, size_t bytes, size_t group = 1, size_t groups_last = 0) {
   SaveRequest r;
   r.info = &info;
-  r.key = info.scope + "#0:" + info.op;
   r.storage_bytes = bytes;
   r.group = group;
   r.groups_last_step = groups_last;
@@ -21,6 +20,7 @@ autograd::SaveInfo info(const char* op, std::string scope, std::string block) {
   i.op = op;
   i.scope = std::move(scope);
   i.block = std::move(block);
+  i.key = autograd::save_key(i.scope, 0, op);
   return i;
 }
 }  // namespace

@@ -166,6 +166,7 @@ class StandInGpuTest : public ::testing::Test {
     si.op = "test";
     si.scope = block;
     si.block = block;
+    si.key = autograd::save_key(block, 0, si.op);
     return si;
   }
   StandInGpu* gpu_ = nullptr;

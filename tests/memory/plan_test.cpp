@@ -59,12 +59,12 @@ TEST(Plan, ThePolicyFollowsTensorThenBlockDecisions) {
   a.block = "h.0";
   SaveRequest r;
   r.info = &a;
-  r.key = "h.0.mlp.c_fc#0:MatmulBackward";
+  a.key = "h.0.mlp.c_fc#0:MatmulBackward";
   EXPECT_EQ(pol->decide(r), CacheAction::Nvme);
-  r.key = "h.0.attn#1:AttentionBackward";
+  a.key = "h.0.attn#1:AttentionBackward";
   EXPECT_EQ(pol->decide(r), CacheAction::Keep);
   a.block = "h.1";  // a segment's input
-  r.key = "h.1#0:checkpoint";
+  a.key = "h.1#0:checkpoint";
   EXPECT_EQ(pol->decide(r), CacheAction::Keep);
   EXPECT_TRUE(pol->recompute_block("h.1"));
   EXPECT_FALSE(pol->recompute_block("h.0"));

@@ -21,8 +21,7 @@ CacheAction parse_cache_action(std::string_view text);
 
 // What a policy sees when a storage is saved for the first time in a step.
 struct SaveRequest {
-  const autograd::SaveInfo* info = nullptr;
-  std::string key;              // stable across steps: "<scope>#<n>:<op>"
+  const autograd::SaveInfo* info = nullptr;  // info->key: stable across steps, "<scope>#<n>:<op>"
   size_t storage_bytes = 0;     // the whole storage (views of one storage are stored once)
   size_t group = 0;             // forward index of the block it was saved in
   size_t groups_last_step = 0;  // blocks seen in the previous step (0 in the first step)

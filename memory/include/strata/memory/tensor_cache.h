@@ -119,7 +119,7 @@ class TensorCache final : public autograd::SavePolicy,
   bool wants_segment(const std::string& block_path) override;
   void observe_recompute(const Tensor& t, const autograd::SaveInfo& info) override;
   // Asks the policy (CachePolicy::prefers_lean) for the current scope and block.
-  bool prefers_low_memory(const char* op) override;
+  bool prefers_lean(const char* op) override;
   // Replaces the policy from the next step on (e.g. a plan made from a profiling step).
   void set_policy(std::shared_ptr<CachePolicy> policy);
   // TensorCacheOptions::activation_limit_bytes, from the next save on (0: never wait).

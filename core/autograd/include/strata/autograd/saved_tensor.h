@@ -32,7 +32,34 @@ struct SaveInfo {
   // The recompute recipe: the node that produced the tensor, when it can make it again from its
   // own saved tensors (Node::can_recompute); null otherwise and for a node's own outputs.
   std::shared_ptr<Node> producer;
+  // The saved tensor's stable key, "<scope>#<n>:<op>" (save_key): the name a plan, a step trace
+  // and the cache's statistics give it. Set by SavedTensor for the tensors a cache may move:
+  // saved in forward, not a parameter or a view of one, not inside a recompute segment's
+  // forward. Empty for every other save, which policies keep as it is.
+  std::string key;
+  bool cacheable() const { return !key.empty(); }
 };
+
+// The one definition of the key: `n` counts the forward saves in `scope` before this one since
+// the step began (restart_save_keys), so the same tensor gets the same key in every step.
+std::string save_key(const std::string& scope, uint32_t n, const char* op);
+// Starts the per-scope count of this thread's forward saves afresh. The first forward save after
+// a backward pass ran on this thread does it by itself (a new step or micro-batch); a cache or a
+// tracer calls it where its step begins.
+void restart_save_keys();
+// Saves made while one is alive get no key (a recompute segment's forward, whose saves are
+// placeholders the segment keeps: no cache sees them).
+class SaveKeysOffGuard {
+ public:
+  SaveKeysOffGuard();
+  ~SaveKeysOffGuard();
+  SaveKeysOffGuard(const SaveKeysOffGuard&) = delete;
+  SaveKeysOffGuard& operator=(const SaveKeysOffGuard&) = delete;
+};
+namespace detail {
+// Called by the engine when a backward pass starts: the next forward save restarts the keys.
+void note_backward_ran();
+}  // namespace detail
 
 // What a policy returns from pack: either the tensor itself, or a handle it understands.
 struct Packed {
@@ -56,10 +83,10 @@ class SavePolicy {
   // Told about each tensor a segment's recompute saves (kept by the segment itself), so a policy
   // can learn what a block saves without keeping it (the budget planner's profiling step).
   virtual void observe_recompute(const Tensor& t, const SaveInfo& info) {}
-  // Ops with a faster, hungrier variant ask this before choosing it: true asks for the variant
-  // that saves least (e.g. the fused LM head saving only the row log-sum-exp and recomputing its
-  // logits in backward, instead of saving dx and dW).
-  virtual bool prefers_low_memory(const char* op) { return false; }
+  // Ops with a faster, hungrier variant ask this before choosing it: true asks for the lean
+  // variant, the one that saves least (e.g. the fused LM head saving only the row log-sum-exp and
+  // recomputing its logits in backward, instead of saving dx and dW).
+  virtual bool prefers_lean(const char* op) { return false; }
 };
 
 // The default policy: keep every saved tensor resident, zero overhead.

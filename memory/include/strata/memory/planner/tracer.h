@@ -40,7 +40,7 @@ struct TracerOptions {
   Device device = kCPU;    // whose allocator's temporaries are the ops' workspace
   // Ops with a leaner variant take it, as they do under any tensor-cache policy that saves memory
   // (the plan the trace is for will run under one).
-  bool low_memory_variants = true;
+  bool lean_variants = true;
 };
 
 class StepTracer final : public OpObserver, public autograd::SavePolicy {
@@ -61,7 +61,7 @@ class StepTracer final : public OpObserver, public autograd::SavePolicy {
   Tensor unpack(autograd::Packed& p, const autograd::SaveInfo& info) override;
   void on_scope(autograd::ScopeEvent e, autograd::Phase phase, const std::string& path) override;
   bool wants_segment(const std::string&) override { return false; }
-  bool prefers_low_memory(const char* op) override { return opt_.low_memory_variants || inner_->prefers_low_memory(op); }
+  bool prefers_lean(const char* op) override { return opt_.lean_variants || inner_->prefers_lean(op); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -81,7 +81,6 @@ class StepTracer final : public OpObserver, public autograd::SavePolicy {
   uint64_t ids_at_begin_ = 0;        // storages below it existed before the step (its inputs)
   std::vector<char> external_;       // per tensor: made before the step
   std::unordered_map<uint64_t, int32_t> tensor_of_storage_;
-  std::unordered_map<std::string, uint32_t> scope_counter_;
   std::map<std::string, int32_t> block_ids_;
   std::map<std::string, int32_t> scope_blocks_;
 };
