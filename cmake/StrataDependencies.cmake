@@ -11,7 +11,7 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Threads REQUIRED)
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 
-# OpenBLAS, the OpenMP build (DESIGN.md: mixing the pthreads build with OpenMP cuts GEMM speed).
+# OpenBLAS, the OpenMP build (mixing the pthreads build with OpenMP cuts GEMM speed: idle OpenMP threads spin).
 find_path(OPENBLAS_INCLUDE_DIR cblas.h
   PATHS /usr/include/x86_64-linux-gnu/openblas-openmp /usr/include/aarch64-linux-gnu/openblas-openmp
         /usr/include/openblas /usr/include NO_DEFAULT_PATH)

@@ -1,6 +1,6 @@
 // OpNode: the autograd node every op uses. Its backward is a function of the output
 // gradients and of the node's SavedTensors; the function may capture shapes and scalars,
-// never tensors (DESIGN.md, "The seam that makes the product").
+// never tensors (docs/design.md, "Layer 2: autograd and the SavedTensor seam").
 #pragma once
 
 #include <functional>

@@ -12,7 +12,7 @@ namespace strata::optim {
 namespace {
 
 // Fixed-size blocks reduced in parallel, then combined in block order: the same bits for any
-// thread count or schedule (DESIGN.md, deterministic reductions).
+// thread count or schedule (docs/design.md, "Invariants": deterministic reductions).
 constexpr int64_t kBlock = 1 << 14;
 
 // sum |g|^p (or max |g| for p = inf) over one gradient.

@@ -1,5 +1,5 @@
 // CPU row reductions: fixed blocking and summation order, so the bits do not depend on the
-// thread count or on pointer alignment (DESIGN.md, "What must always hold").
+// thread count or on pointer alignment (docs/design.md, "Invariants").
 #include <limits>
 #include <vector>
 

@@ -1,5 +1,5 @@
 // Reductions give the same bits whatever the thread count or the data's alignment
-// (DESIGN.md, "What must always hold"): bit-exact policy tests depend on it.
+// (docs/design.md, "Invariants"): bit-exact policy tests depend on it.
 #include <gtest/gtest.h>
 #include <omp.h>
 

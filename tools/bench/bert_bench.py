@@ -12,10 +12,10 @@ median over rounds of each process's median step time. Rounds alternate the orde
 is printed. Sides:
   strata        models::BertForMaskedLM: the MLM head on the labelled rows only, fused loss head
   torch         BertForMaskedLM as Hugging Face computes it: the head on all B*T positions (the
-                BASELINES.md reference, ~5.07 s here)
+                recorded reference, ~5.07 s here)
   torch-masked  (--torch-masked) the same PyTorch model gathering the labelled rows first
 The reference runs with OPENBLAS_CORETYPE=SkylakeX where OpenBLAS 0.3.21 misdetects an AVX-512
-CPU (see gpt_bench.py), and its time is checked against BASELINES.md.
+CPU (see gpt_bench.py), and its time is checked against the recorded reference.
 """
 import argparse, json, os, statistics, subprocess, sys
 
@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from gpt_bench import AVX512_CORES, has_avx512, run_child  # noqa: E402
 
-BASELINE_S = 5.07  # BASELINES.md: BERT-base MLM, B=8, T=128, PyTorch 1.13 fp32, 2 threads
+BASELINE_S = 5.07  # The recorded reference (docs/benchmarks.md): BERT-base MLM, B=8, T=128, PyTorch 1.13 fp32, 2 threads
 
 
 def main():
@@ -84,7 +84,7 @@ def main():
         summary[name] = dict(median_s=med[name], best_s=best, peak_rss_mb=rss, strata_ratio=med["strata"] / med[name])
         print(f"{name:>12} | {med[name]:7.3f} [{best:6.3f}] | {med['strata'] / med[name]:12.2f} | {rss:6.0f} MB")
     dev = med["torch"] / BASELINE_S - 1
-    print(f"reference check: PyTorch {med['torch']:.2f} s vs BASELINES.md {BASELINE_S:.2f} s ({dev:+.0%}): "
+    print(f"reference check: PyTorch {med['torch']:.2f} s vs the recorded reference {BASELINE_S:.2f} s ({dev:+.0%}): "
           + ("within 20%: valid" if abs(dev) <= 0.2 else "outside 20%" + (" (faster)" if dev < 0 else " (SLOWER: not valid)")))
     fc = [r["foreign_cores"] for rs in res.values() for r in rs]
     print(f"other processes during the runs: median {statistics.median(fc):.2f} cores, max {max(fc):.2f} cores"

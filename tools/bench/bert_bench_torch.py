@@ -7,12 +7,12 @@ position / token-type embeddings + LayerNorm, post-LN layers with separate query
 projections, attention written out (q@k^T / sqrt(hs) + padding mask, softmax, @v: torch 1.13 has
 no SDPA), GELU(erf), MLM head (dense + GELU + LayerNorm, decoder tied to the word embeddings +
 bias), dropout 0, AdamW lr 1e-4, betas (0.9, 0.999), eps 1e-6, weight decay 0.01. The batch:
-random tokens, 15% of the positions labelled (labels -100 elsewhere), as ../shared/reference/
-torch_bench.py. One step = zero_grad(set_to_none=True) + forward + loss + backward + step +
+random tokens, 15% of the positions labelled (labels -100 elsewhere), as in the recorded
+reference figure (docs/benchmarks.md). One step = zero_grad(set_to_none=True) + forward + loss + backward + step +
 loss.item().
 
 --head all (the default) applies the MLM head to every position and lets cross_entropy ignore
-the -100 labels, as BertForMaskedLM and the BASELINES.md reference do; --head masked gathers the
+the -100 labels, as BertForMaskedLM and the recorded reference (docs/benchmarks.md) do; --head masked gathers the
 labelled rows first (what Strata does), for a like-for-like comparison of the rest.
 
 Prints its torch version, BLAS and OpenBLAS core, one line per timed step and a final

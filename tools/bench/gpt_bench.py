@@ -11,11 +11,11 @@ rounds of each process's median step time. Rounds alternate which side goes firs
 disturbance from other processes hits both alike; the CPU time other processes took during
 each run is printed (cores), since this machine is shared.
 
-The PyTorch reference (tools/bench/gpt_bench_torch.py) must be a valid one (BASELINES.md):
+The PyTorch reference (tools/bench/gpt_bench_torch.py) must be a valid one (docs/benchmarks.md):
 Debian torch with the OpenMP OpenBLAS, 2 threads, and OpenBLAS on its AVX-512 kernels. OpenBLAS
 0.3.21 picks kernels by CPU model and falls back to SSE3 "Prescott" kernels on models it does
 not know (some virtualized Xeons): then the reference runs with OPENBLAS_CORETYPE=SkylakeX. Its
-fp32 step time is checked against BASELINES.md (within 20%).
+fp32 step time is checked against the recorded reference (within 20%).
 """
 import argparse, json, os, resource, statistics, subprocess, sys, time
 
@@ -24,7 +24,7 @@ CONFIGS = {
     "124m": dict(L=12, C=768, NH=12),
     "small": dict(L=4, C=256, NH=4),
 }
-# BASELINES.md, PyTorch 1.13 fp32, 2 threads, B=4 T=256 (median seconds).
+# The recorded reference (docs/benchmarks.md): PyTorch 1.13 fp32, 2 threads, B=4 T=256 (median seconds).
 BASELINE_S = {"124m": 6.86, "small": 1.16}
 AVX512_CORES = ("SkylakeX", "Cooperlake", "SapphireRapids")
 
@@ -148,10 +148,10 @@ def main():
             tm = summary[f"{cfg}/fp32"]["torch_s"]
             dev = tm / BASELINE_S[cfg] - 1
             verdict = ("within 20%: valid" if abs(dev) <= 0.20 else
-                       "FASTER than BASELINES.md by more than 20%: outside the window, on the strong side (this CPU "
-                       "is faster than the one BASELINES.md was measured on; the reference is not crippled)"
-                       if dev < 0 else "SLOWER than BASELINES.md by more than 20%: NOT a valid reference")
-            print(f"reference check {cfg}: PyTorch fp32 {tm:.2f} s vs BASELINES.md {BASELINE_S[cfg]:.2f} s "
+                       "FASTER than the recorded reference by more than 20%: outside the window, on the strong side (this CPU "
+                       "is faster than the one the recorded reference was measured on; the reference is not crippled)"
+                       if dev < 0 else "SLOWER than the recorded reference by more than 20%: NOT a valid reference")
+            print(f"reference check {cfg}: PyTorch fp32 {tm:.2f} s vs the recorded reference {BASELINE_S[cfg]:.2f} s "
                   f"({dev:+.0%}): {verdict}")
     fc = [r["foreign_cores"] for j in jobs for side in ("strata", "torch") for r in res[j][side]]
     print(f"other processes during the runs: median {statistics.median(fc):.2f} cores, max {max(fc):.2f} cores"

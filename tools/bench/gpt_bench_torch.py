@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GPT training-step benchmark, PyTorch reference side (Debian python3-torch 1.13).
 
-The model and optimizer are those of the reference figures in ../shared/BASELINES.md
+The model and optimizer are those of the recorded reference figures (docs/benchmarks.md)
 (nanoGPT-style GPT-2: tied wte/lm_head, learned wpe over maxT positions, pre-LN, GELU(tanh),
 causal attention written out as q@k^T, mask, softmax, @v (torch 1.13 has no SDPA), biases on,
 dropout 0, vocab padded to a multiple of 128, AdamW lr 1e-4, betas (0.9, 0.999), eps 1e-8,

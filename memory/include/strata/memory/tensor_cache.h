@@ -1,7 +1,7 @@
 // TensorCache: the SavePolicy every saved activation goes through. Per saved storage it keeps
 // the tensor, drops it for recompute, or stores it asynchronously to a pinned host pool or to an
 // O_DIRECT NVMe file arena, and brings it back (prefetched in reverse block order) before
-// backward needs it. DESIGN.md, "The seam that makes the product".
+// backward needs it. docs/design.md, "Layer 5: memory".
 //
 //   auto cache = memory::TensorCache::create(options, memory::parse_cache_policy("nvme"));
 //   autograd::SavePolicyGuard guard(cache);

@@ -54,7 +54,7 @@ class CachingCpuAllocator final : public Allocator {
   std::unique_ptr<Impl> impl_;
 };
 
-// The process-wide CPU allocator (one caching allocator per device, DESIGN.md).
+// The process-wide CPU allocator (one caching allocator per device: docs/design.md, "Invariants").
 Allocator& cpu_allocator();
 
 }  // namespace strata

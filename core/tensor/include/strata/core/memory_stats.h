@@ -9,7 +9,7 @@
 
 namespace strata {
 
-// What a buffer holds; DESIGN.md "memory accounting". A buffer is re-tagged when its role
+// What a buffer holds; docs/design.md, "Invariants": memory accounting. A buffer is re-tagged when its role
 // changes (e.g. the tensor cache packs an activation).
 enum class MemoryCategory : uint8_t {
   Parameter,

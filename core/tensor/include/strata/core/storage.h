@@ -45,7 +45,7 @@ class StorageImpl {
 
   MemoryCategory category() const { return category_; }
   // Counts SavedTensors holding this storage: while any does, a Temporary buffer is accounted
-  // as SavedActivation (DESIGN.md, memory accounting); the last release re-tags it back.
+  // as SavedActivation (docs/design.md, "Invariants": memory accounting); the last release re-tags it back.
   void acquire_saved();
   void release_saved();
   // Re-tags the bytes in the owning allocator's stats (no-op for external memory).
