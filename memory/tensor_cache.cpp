@@ -209,9 +209,9 @@ std::shared_ptr<TensorCache> TensorCache::create(TensorCacheOptions options,
     if (m.host) m.host->pin_for(*device_backend);
   }
   std::string direct_refusal;  // DeviceIo::Direct asked for and not possible: an error
-  if (!m.opt.spill_dir.empty() && m.opt.nvme_arena_bytes > 0) {
+  if (!m.opt.spill_dir.empty() && m.opt.spill_arena_bytes > 0) {
     try {
-      m.nvme = std::make_unique<NvmeTier>(m.opt.spill_dir, m.opt.nvme_arena_bytes);
+      m.nvme = std::make_unique<NvmeTier>(m.opt.spill_dir, m.opt.spill_arena_bytes);
       auto counters = std::make_shared<FaultCounters>();
       std::string why;
       m.store_ch = m.nvme->open_channel(m.opt.io_backend, m.opt.io_chunk_bytes, m.opt.io_queue_depth,
@@ -826,8 +826,8 @@ CacheStats TensorCache::stats() const {
     s.host_pool_used = m.host->extents().used();
   }
   if (m.nvme) {
-    s.nvme_arena_peak = m.nvme->extents().peak();
-    s.nvme_arena_used = m.nvme->extents().used();
+    s.spill_arena_peak = m.nvme->extents().peak();
+    s.spill_arena_used = m.nvme->extents().used();
   }
   return s;
 }

@@ -42,7 +42,7 @@ TrainerCache::TrainerCache(CacheSettings s) : s_(std::move(s)) {
   o.min_bytes = s_.min_bytes;
   o.host_pool_bytes = s_.host_pool_bytes;
   o.spill_dir = s_.spill_dir;
-  o.nvme_arena_bytes = s_.spill_dir.empty() ? 0 : s_.spill_arena_bytes;
+  o.spill_arena_bytes = s_.spill_dir.empty() ? 0 : s_.spill_arena_bytes;
   planning_ = s_.memory_budget > 0;
   cache_ = TensorCache::create(o, planning_ ? parse_cache_policy("recompute") : policy_);
 }

@@ -1,10 +1,10 @@
-// strata-plan: for a model config (or a recorded trace), a hardware profile and a memory budget,
+// strata_plan: for a model config (or a recorded trace), a hardware profile and a memory budget,
 // prints each policy's predicted step time and peaks, the chosen plan per block or per tensor,
 // and draws every policy's activation memory over the step as an SVG.
 //
-//   strata-plan --model gpt2-xl --batch 8 --seq 1024 --hardware tools/hardware/h100-sxm-pcie5-1xgen4.textproto
+//   strata_plan --model gpt2-xl --batch 8 --seq 1024 --hardware tools/hardware/h100-sxm-pcie5-1xgen4.textproto
 //               --budget 50% --svg gpt2xl.svg --save-plan gpt2xl.plan
-//   strata-plan --model gpt2-xl ... --budget 50%,25% --markdown    (the README's relative-throughput rows)
+//   strata_plan --model gpt2-xl ... --budget 50%,25% --markdown    (the README's relative-throughput rows)
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -30,7 +30,7 @@ using namespace strata::memory::planner;
 namespace {
 
 uint64_t parse_bytes(const std::string& s) {
-  STRATA_CHECK(!s.empty(), ValueError, "strata-plan: empty size");
+  STRATA_CHECK(!s.empty(), ValueError, "strata_plan: empty size");
   size_t end = 0;
   double v = std::stod(s, &end);
   std::string unit = s.substr(end);
@@ -41,7 +41,7 @@ uint64_t parse_bytes(const std::string& s) {
   else if (unit == "KiB") mul = 1024.0;
   else if (unit == "MiB") mul = 1024.0 * 1024;
   else if (unit == "GiB") mul = 1024.0 * 1024 * 1024;
-  else STRATA_CHECK(unit.empty(), ValueError, "strata-plan: unknown size unit in '", s, "'");
+  else STRATA_CHECK(unit.empty(), ValueError, "strata_plan: unknown size unit in '", s, "'");
   return uint64_t(v * mul);
 }
 
@@ -96,7 +96,7 @@ StepTrace meta_trace(const std::string& model, int64_t batch, int64_t seq, int64
     run([&] { ops::cross_entropy(m.forward(x), labels).backward(); });
     name += " B=" + std::to_string(batch) + " " + std::to_string(image) + "x" + std::to_string(image);
   } else {
-    throw ValueError("strata-plan: unknown model '" + model + "' (gpt2*, bert*, resnet* presets)");
+    throw ValueError("strata_plan: unknown model '" + model + "' (gpt2*, bert*, resnet* presets)");
   }
   return tracer->finish(name);
 }
@@ -120,7 +120,7 @@ void write_svg(const std::string& path, const std::vector<const PolicyResult*>& 
   auto y = [&](double b) { return H - B - (H - T - B) * b / double(ymax); };
   const char* colors[] = {"#1f77b4", "#7f7f7f", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"};
   std::ofstream f(path);
-  STRATA_CHECK(bool(f), IoError, "strata-plan: cannot write '", path, "'");
+  STRATA_CHECK(bool(f), IoError, "strata_plan: cannot write '", path, "'");
   f << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H << "' font-family='sans-serif' font-size='12'>\n";
   f << "<rect width='100%' height='100%' fill='white'/>\n";
   f << "<text x='" << L << "' y='20' font-size='14'>" << title << "</text>\n";
@@ -195,7 +195,7 @@ void print_breakdown(const PolicyResult& p, const SimResult& keep) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"strata-plan: the tensor cache's plan for a memory budget, beside the baseline policies"};
+  CLI::App app{"strata_plan: the tensor cache's plan for a memory budget, beside the baseline policies"};
   std::string model = "gpt2", hardware, budget_text = "50%", trace_in, trace_out, svg, plan_out;
   int64_t batch = 8, seq = 1024, image = 224;
   bool step_budget = false, tensors = false, markdown = false;
@@ -231,7 +231,7 @@ int main(int argc, char** argv) {
     const double trace_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!trace_out.empty()) save_trace(trace, trace_out);
     if (!what_if.empty()) {
-      STRATA_CHECK(plan_out.empty(), ValueError, "strata-plan: --save-plan with --what-if-recomputable: the cache cannot run that plan");
+      STRATA_CHECK(plan_out.empty(), ValueError, "strata_plan: --save-plan with --what-if-recomputable: the cache cannot run that plan");
       const size_t n = assume_recomputable(trace, what_if);
       std::printf("WHAT-IF: %zu saved tensors made by ", n);
       for (const auto& c : what_if) std::printf("%s ", c.c_str());
@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
     opt.activations_only = !step_budget;
     const SimResult keep = simulate(trace, SimPlan::keep_all(trace), hw);
     const uint64_t keep_peak = budgeted_peak(keep, opt, hw);
-    std::printf("strata-plan: %s on %s (%s), %zu ops, %zu saved tensors, %zu blocks, traced in %.1f s\n",
+    std::printf("strata_plan: %s on %s (%s), %zu ops, %zu saved tensors, %zu blocks, traced in %.1f s\n",
                 trace.model.c_str(), hw.name.c_str(), trace.source.c_str(), trace.ops.size(), trace.tensors.size(),
                 trace.blocks.size(), trace_s);
     std::vector<std::string> budgets;
@@ -251,9 +251,9 @@ int main(int argc, char** argv) {
       if (comma > a) budgets.push_back(budget_text.substr(a, comma - a));
       a = comma + 1;
     }
-    STRATA_CHECK(!budgets.empty(), ValueError, "strata-plan: no --budget");
+    STRATA_CHECK(!budgets.empty(), ValueError, "strata_plan: no --budget");
     STRATA_CHECK(budgets.size() == 1 || (plan_out.empty() && svg.empty()), ValueError,
-                 "strata-plan: --save-plan and --svg take one --budget");
+                 "strata_plan: --save-plan and --svg take one --budget");
     std::vector<std::string> rows;
     int rc = 0;
     for (const std::string& btext : budgets) {
@@ -308,7 +308,7 @@ int main(int argc, char** argv) {
         plan.budget_bytes = budget;
         plan.predicted_activation_peak = r.plan.predicted.activation_peak;
         plan.predicted_step_peak = r.plan.predicted.step_peak;
-        plan.solver = "strata-plan";
+        plan.solver = "strata_plan";
         plan.note = r.explanation;
         save_plan(plan, plan_out);
         std::printf("wrote %s\n", plan_out.c_str());
@@ -321,7 +321,7 @@ int main(int argc, char** argv) {
     }
     return rc;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "strata-plan: %s\n", e.what());
+    std::fprintf(stderr, "strata_plan: %s\n", e.what());
     return 1;
   }
 }

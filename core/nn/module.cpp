@@ -40,7 +40,10 @@ std::string quoted_list(const std::vector<std::string>& keys) {
 }  // namespace
 
 ModuleScope::ModuleScope(const Module& module) {
-  if (!module.scope_name().empty()) guard_.emplace(module.scope_name(), module.is_block());
+  const std::string& path = module.path();
+  if (path.empty() || autograd::current_scope_path() == path) return;
+  guard_.emplace(autograd::ScopeGuard::Absolute{}, path,
+                 module.is_block() ? path : autograd::current_block_path());
 }
 
 // ---- registration ----
@@ -77,21 +80,13 @@ void Module::attach_child(const std::string& name, std::shared_ptr<Module> child
   STRATA_CHECK(child != nullptr, ValueError, type_name(), ": module '", name, "' is null");
   STRATA_CHECK(child.get() != this, ValueError, type_name(), ": cannot register a module as its own child");
   child->name_ = name;
-  child->scope_name_ = scope_transparent_ && !scope_name_.empty() ? scope_name_ + "." + name : name;
-  if (child->scope_transparent_) child->restamp_child_scopes();
+  child->set_path(path_.empty() ? name : path_ + "." + name);
   children_.insert(name, std::move(child));
 }
 
-void Module::set_scope_transparent(bool transparent) {
-  scope_transparent_ = transparent;
-  restamp_child_scopes();
-}
-
-void Module::restamp_child_scopes() {
-  for (auto& [name, child] : children_) {
-    child->scope_name_ = scope_transparent_ && !scope_name_.empty() ? scope_name_ + "." + name : name;
-    if (child->scope_transparent_) child->restamp_child_scopes();
-  }
+void Module::set_path(std::string path) {
+  path_ = std::move(path);
+  for (auto& [name, child] : children_) child->set_path(path_.empty() ? name : path_ + "." + name);
 }
 
 // ---- traversal ----
@@ -308,15 +303,15 @@ Tensor Module::operator()(const Tensor& x) {
 }
 
 bool Module::wants_segment() const {
-  return is_block_ && !scope_name_.empty() && autograd::GradMode::is_enabled() &&
+  return is_block_ && !path_.empty() && autograd::GradMode::is_enabled() &&
          !autograd::in_recompute() &&
-         autograd::current_save_policy().wants_segment(autograd::child_scope_path(scope_name_));
+         autograd::current_save_policy().wants_segment(path_);
 }
 
 Tensor Module::run_segment(std::function<std::vector<Tensor>(const std::vector<Tensor>&)> fn,
                            const std::vector<Tensor>& inputs) {
   std::vector<Tensor> out =
-      autograd::checkpoint(std::move(fn), inputs, autograd::child_scope_path(scope_name_));
+      autograd::checkpoint(std::move(fn), inputs, path_);
   STRATA_CHECK(out.size() == 1, ValueError, type_name(), ": a recompute segment returned ",
                out.size(), " tensors");
   return out[0];

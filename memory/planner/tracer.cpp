@@ -60,7 +60,7 @@ int32_t StepTracer::block_index(const std::string& path) {
 }
 
 int32_t StepTracer::block_of_scope(const std::string& scope) const {
-  // The scope itself, else its closest recorded ancestor ("h.3.attn.c_proj" -> "h.3.attn" -> "h.3").
+  // The scope itself, else its closest recorded ancestor ("transformer.h.3.attn.c_proj" -> "transformer.h.3.attn" -> "transformer.h.3").
   std::string s = scope;
   for (;;) {
     auto it = scope_blocks_.find(s);

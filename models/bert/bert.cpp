@@ -82,6 +82,7 @@ BertEmbeddings::BertEmbeddings(const BertConfig& c) : pad_token_id_(c.pad_token_
 }
 
 Tensor BertEmbeddings::forward(const Tensor& input_ids, const Tensor& token_type_ids) {
+  nn::ModuleScope scope(*this);  // the same scope called directly or through call()
   STRATA_CHECK(input_ids.dim() == 2 && input_ids.dtype() == DType::i64, ValueError,
                "BertEmbeddings: input_ids must be i64 [B, T], got ", input_ids.str());
   const int64_t T = input_ids.size(1);
@@ -119,6 +120,7 @@ BertSelfAttention::BertSelfAttention(const BertConfig& c) : n_head_(c.num_attent
 }
 
 Tensor BertSelfAttention::forward(const Tensor& x, const Tensor& mask) {
+  nn::ModuleScope scope(*this);
   // One [3C, C] projection instead of three [C, C] ones (one GEMM each way, and backward sums no
   // three dx), feeding the packed attention, which reads the heads in place. The three
   // parameters stay (Hugging Face's names); concatenating them each step costs 3 C^2 copies
@@ -135,6 +137,7 @@ BertResidualOutput::BertResidualOutput(const BertConfig& c, int64_t in_features)
 }
 
 Tensor BertResidualOutput::forward(const Tensor& x, const Tensor& residual) {
+  nn::ModuleScope scope(*this);
   return (*LayerNorm)(ops::add((*dropout)((*dense)(x)), residual));
 }
 
@@ -144,6 +147,7 @@ BertAttention::BertAttention(const BertConfig& c) {
 }
 
 Tensor BertAttention::forward(const Tensor& x, const Tensor& mask) {
+  nn::ModuleScope scope(*this);
   Tensor a = self->call(&BertSelfAttention::forward, x, mask);
   return output->call(&BertResidualOutput::forward, a, x);
 }
@@ -158,6 +162,7 @@ BertLayer::BertLayer(const BertConfig& c) {
 }
 
 Tensor BertLayer::forward(const Tensor& x, const Tensor& mask) {
+  nn::ModuleScope scope(*this);
   Tensor a = attention->call(&BertAttention::forward, x, mask);
   Tensor h;
   {
@@ -199,6 +204,7 @@ void BertModel::init_weights() {
 }
 
 Tensor BertModel::forward(const Tensor& input_ids, const Tensor& token_type_ids, const Tensor& attention_mask) {
+  nn::ModuleScope scope(*this);
   Tensor mask;  // bool [B, 1, 1, T], only when some key is padding
   if (attention_mask.defined()) {
     STRATA_CHECK(attention_mask.shape() == input_ids.shape(), ShapeError, "BertModel: attention_mask ",
@@ -327,6 +333,7 @@ void BertForSequenceClassification::init_weights() {
 
 Tensor BertForSequenceClassification::forward(const Tensor& input_ids, const Tensor& token_type_ids,
                                               const Tensor& attention_mask) {
+  nn::ModuleScope scope(*this);
   Tensor pooled = bert->pool(bert->forward(input_ids, token_type_ids, attention_mask));
   return (*classifier)((*dropout)(pooled));
 }

@@ -171,7 +171,7 @@ Tensor GPT::forward(const Tensor& idx) { return ops::linear(hidden_states(idx), 
 
 Tensor GPT::loss(const Tensor& idx, const Tensor& targets) {
   Tensor x = hidden_states(idx);
-  autograd::ScopeGuard scope("lm_head");
+  nn::ModuleScope scope(*lm_head);
   return ops::linear_cross_entropy(x, wte->weight, targets);
 }
 

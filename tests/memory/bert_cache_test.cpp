@@ -95,7 +95,7 @@ TEST(BertTensorCache, NvmeEveryLayerIsBitIdenticalAndEveryByteMakesTheRoundTrip)
     EXPECT_EQ(s.host.bytes_written, 0u);
     EXPECT_EQ(s.fallbacks, 0u);
     EXPECT_EQ(s.forwarded, 0u);
-    EXPECT_EQ(s.nvme_arena_used, 0u);
+    EXPECT_EQ(s.spill_arena_used, 0u);
   }
   EXPECT_EQ(cache->live_records(), 0u);
 }
@@ -122,7 +122,7 @@ TEST(BertTensorCache, HostEverythingIsBitIdentical) {
 TEST(BertTensorCache, AMixedPolicyIsBitIdentical) {
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
   auto cache =
-      TensorCache::create(options(), parse_cache_policy("rules:layer.0*=nvme;layer.1*=recompute;*=host", 0));
+      TensorCache::create(options(), parse_cache_policy("rules:bert.encoder.layer.0*=nvme;bert.encoder.layer.1*=recompute;*=host", 0));
   TrainResult run = train(cache, 3, cache.get());
   expect_identical(reference(), run, "mixed");
   for (const CacheStats& s : run.stats) {
@@ -140,7 +140,7 @@ TEST(BertTensorCache, AMixedPolicyIsBitIdentical) {
 // and made again from GELU's input in backward.
 TEST(BertTensorCache, OpLevelRecomputeOfGeluOutputsIsBitIdentical) {
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
-  auto cache = TensorCache::create(options(), parse_cache_policy("rules:layer.?.output.dense=recompute", 0));
+  auto cache = TensorCache::create(options(), parse_cache_policy("rules:bert.encoder.layer.?.output.dense=recompute", 0));
   TrainResult run = train(cache, 3, cache.get());
   expect_identical(reference(), run, "op-level recompute");
   for (const CacheStats& s : run.stats) {
@@ -158,7 +158,7 @@ TEST(BertTensorCache, OpLevelRecomputeOfTheLayerInputFromThePreviousLayersNormIs
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
   Plan plan;
   for (int64_t i = 1; i < config().num_hidden_layers; ++i)
-    plan.tensors["layer." + std::to_string(i) + ".attention.self#0:LinearBackward"] = CacheAction::Recompute;
+    plan.tensors["bert.encoder.layer." + std::to_string(i) + ".attention.self#0:LinearBackward"] = CacheAction::Recompute;
   auto cache = TensorCache::create(options(), make_plan_policy(plan));
   TrainResult run = train(cache, 3, cache.get());
   expect_identical(reference(), run, "layer inputs recomputed");

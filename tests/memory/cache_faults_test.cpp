@@ -68,7 +68,7 @@ TensorCacheOptions spill_options(std::vector<IoFault> faults = {}, std::string d
   TensorCacheOptions o;
   o.min_bytes = 0;
   o.spill_dir = std::move(dir);
-  o.nvme_arena_bytes = arena;
+  o.spill_arena_bytes = arena;
   o.io_chunk_bytes = 8192;
   o.sync_stores_before_backward = true;
   o.faults.faults = std::move(faults);
@@ -96,7 +96,7 @@ TEST(CacheFaults, NoSpaceOnWriteKeepsTheTensorInMemory) {
   EXPECT_TRUE(has_warning(o.stats, "ENOSPC"));
   EXPECT_GT(o.stats.nvme.tensors_written, 0u);
   EXPECT_EQ(o.stats.nvme.tensors_read + o.stats.nvme.tensors_reused, o.stats.nvme.tensors_written);
-  EXPECT_EQ(o.stats.nvme_arena_used, 0u);
+  EXPECT_EQ(o.stats.spill_arena_used, 0u);
 }
 
 TEST(CacheFaults, EioAndShortWritesKeepTheTensorInMemory) {
@@ -130,7 +130,7 @@ TEST(CacheFaults, ATensorTrulyLostFailsTheStepNamingTensorFileAndOffset) {
       FAIL() << "backward did not fail";
     } catch (const IoError& e) {
       std::string m = e.what();
-      EXPECT_NE(m.find("saved tensor 'h."), std::string::npos) << m;
+      EXPECT_NE(m.find("saved tensor 'transformer.h."), std::string::npos) << m;
       EXPECT_NE(m.find(spill_dir()), std::string::npos) << m;
       EXPECT_NE(m.find("at offset"), std::string::npos) << m;
       EXPECT_NE(m.find(kind == IoFault::Kind::Corrupt ? "checksum mismatch" : "EIO"), std::string::npos) << m;
@@ -143,7 +143,7 @@ TEST(CacheFaults, ATensorTrulyLostFailsTheStepNamingTensorFileAndOffset) {
 TEST(CacheFaults, ALostTensorWithARecipeIsRecomputed) {
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
   auto cache = TensorCache::create(spill_options({{IoFault::Kind::Corrupt, 0, UINT64_MAX}}),
-                                   parse_cache_policy("rules:h.*.mlp.c_proj=nvme", 0));
+                                   parse_cache_policy("rules:transformer.h.*.mlp.c_proj=nvme", 0));
   Outcome out = step(cache);
   expect_reference_gradients(out);
   EXPECT_EQ(out.stats.nvme.tensors_written, 2u);
@@ -168,7 +168,7 @@ TEST(CacheFaults, AFullArenaKeepsWhatDoesNotFit) {
   EXPECT_GT(o.stats.fallbacks, 0u);
   EXPECT_GT(o.stats.nvme.tensors_written, 0u);
   EXPECT_TRUE(has_warning(o.stats, "spill arena full"));
-  EXPECT_LE(o.stats.nvme_arena_peak, uint64_t(64) << 10);
+  EXPECT_LE(o.stats.spill_arena_peak, uint64_t(64) << 10);
 }
 
 TEST(CacheFaults, ARefusedIoUringFallsBackToThreads) {

@@ -63,7 +63,7 @@ TEST(CacheLeaks, TwoHundredStepsOfRandomSizesLeaveNothingBehind) {
   TensorCacheOptions o;
   o.min_bytes = 4096;
   o.spill_dir = dir.string();
-  o.nvme_arena_bytes = 16 << 20;
+  o.spill_arena_bytes = 16 << 20;
   o.host_pool_bytes = 4 << 20;
   o.io_chunk_bytes = 64 << 10;
   o.sync_stores_before_backward = true;  // every stored byte is read back: no forwarding
@@ -86,7 +86,7 @@ TEST(CacheLeaks, TwoHundredStepsOfRandomSizesLeaveNothingBehind) {
     CacheStats s = cache->end_step();
     ASSERT_TRUE(std::isfinite(loss.item<double>()));
     ASSERT_EQ(s.fallbacks, 0u) << "step " << step;
-    ASSERT_EQ(s.nvme_arena_used, 0u) << "step " << step;
+    ASSERT_EQ(s.spill_arena_used, 0u) << "step " << step;
     ASSERT_EQ(s.host_pool_used, 0u) << "step " << step;
     ASSERT_EQ(cache->live_records(), 0u) << "step " << step;
     written += s.nvme.bytes_written;

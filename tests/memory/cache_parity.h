@@ -105,12 +105,12 @@ inline void expect_identical(const TrainResult& a, const TrainResult& b, const s
 // Every tensor through the policy, both tiers sized for a tiny model, and stores finished
 // before backward (deterministic counters: no forwarding).
 inline memory::TensorCacheOptions parity_cache_options(const std::string& spill_tag, uint64_t host_pool_bytes,
-                                                       uint64_t nvme_arena_bytes) {
+                                                       uint64_t spill_arena_bytes) {
   memory::TensorCacheOptions o;
   o.min_bytes = 0;
   o.host_pool_bytes = host_pool_bytes;
   o.spill_dir = spill_dir(spill_tag);
-  o.nvme_arena_bytes = nvme_arena_bytes;
+  o.spill_arena_bytes = spill_arena_bytes;
   o.io_chunk_bytes = 16384;
   o.sync_stores_before_backward = true;
   return o;

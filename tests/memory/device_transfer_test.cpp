@@ -225,7 +225,7 @@ TEST_F(StandInGpuTest, NvmeTierStagesDeviceChunksThroughPinnedBuffers) {
   o.device = cuda(0);
   o.min_bytes = 0;
   o.spill_dir = dir.string();
-  o.nvme_arena_bytes = 4 << 20;
+  o.spill_arena_bytes = 4 << 20;
   o.io_chunk_bytes = 64 << 10;
   o.io_queue_depth = 3;
   o.device_io = DeviceIo::Staged;
@@ -265,7 +265,7 @@ TEST_F(StandInGpuTest, DirectPathMovesDeviceChunksThroughDeviceStagingBuffers) {
   o.device = cuda(0);
   o.min_bytes = 0;
   o.spill_dir = dir.string();
-  o.nvme_arena_bytes = 4 << 20;
+  o.spill_arena_bytes = 4 << 20;
   o.io_chunk_bytes = 64 << 10;
   o.io_queue_depth = 3;
   o.device_io = DeviceIo::Direct;
@@ -310,7 +310,7 @@ TEST_F(StandInGpuTest, DirectPathWhereGdsCannotRunIsStagedUnderAutoAndAnErrorUnd
   TensorCacheOptions o;
   o.device = cuda(0);
   o.spill_dir = dir.string();
-  o.nvme_arena_bytes = 1 << 20;
+  o.spill_arena_bytes = 1 << 20;
   {
     auto cache = TensorCache::create(o, parse_cache_policy("nvme", 0));
     EXPECT_EQ(cache->end_step().device_io.rfind("staged (", 0), 0u);

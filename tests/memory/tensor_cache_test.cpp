@@ -82,7 +82,7 @@ TEST(TensorCache, NvmeEveryBlockIsBitIdenticalAndEveryByteMakesTheRoundTrip) {
     EXPECT_EQ(s.host.bytes_written, 0u);
     EXPECT_EQ(s.fallbacks, 0u);
     EXPECT_EQ(s.forwarded, 0u);
-    EXPECT_EQ(s.nvme_arena_used, 0u) << "every extent is freed after its last use";
+    EXPECT_EQ(s.spill_arena_used, 0u) << "every extent is freed after its last use";
     EXPECT_TRUE(s.warnings.empty()) << s.warnings.front();
   }
   EXPECT_EQ(cache->live_records(), 0u);
@@ -123,7 +123,7 @@ TEST(TensorCache, RecomputeEveryBlockIsBitIdenticalAndSavesLess) {
 
 TEST(TensorCache, AMixedPolicyIsBitIdentical) {
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
-  auto cache = TensorCache::create(options(), parse_cache_policy("rules:h.0*=nvme;h.1*=recompute;*=host", 0));
+  auto cache = TensorCache::create(options(), parse_cache_policy("rules:transformer.h.0*=nvme;transformer.h.1*=recompute;*=host", 0));
   TrainResult run = train(cache, 5, cache.get());
   expect_identical(reference(), run, "mixed");
   for (const CacheStats& s : run.stats) {
@@ -141,7 +141,7 @@ TEST(TensorCache, AMixedPolicyIsBitIdentical) {
 // made again from GELU's saved input when c_proj's backward needs it.
 TEST(TensorCache, OpLevelRecomputeOfGeluOutputsIsBitIdentical) {
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
-  auto cache = TensorCache::create(options(), parse_cache_policy("rules:h.*.mlp.c_proj=recompute", 0));
+  auto cache = TensorCache::create(options(), parse_cache_policy("rules:transformer.h.*.mlp.c_proj=recompute", 0));
   TrainResult run = train(cache, 5, cache.get());
   expect_identical(reference(), run, "op-level recompute");
   for (const CacheStats& s : run.stats) {
@@ -157,7 +157,7 @@ TEST(TensorCache, OpLevelRecomputeOfGeluOutputsIsBitIdentical) {
 // layer-norm input in backward: the same kernel, the same bits.
 TEST(TensorCache, OpLevelRecomputeOfLayerNormOutputsIsBitIdentical) {
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
-  auto cache = TensorCache::create(options(), parse_cache_policy("rules:h.*.attn.c_attn=recompute;h.*.mlp.c_fc=recompute", 0));
+  auto cache = TensorCache::create(options(), parse_cache_policy("rules:transformer.h.*.attn.c_attn=recompute;transformer.h.*.mlp.c_fc=recompute", 0));
   TrainResult run = train(cache, 5, cache.get());
   expect_identical(reference(), run, "layer-norm recompute");
   for (const CacheStats& s : run.stats) {
@@ -173,7 +173,7 @@ TEST(TensorCache, OpLevelRecomputeOfLayerNormOutputsIsBitIdentical) {
 // and weight: the same operands and kernel, the same bits.
 TEST(TensorCache, OpLevelRecomputeOfLinearOutputsIsBitIdentical) {
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
-  auto cache = TensorCache::create(options(), parse_cache_policy("rules:h.*.mlp@GeluTanhBackward=recompute", 0));
+  auto cache = TensorCache::create(options(), parse_cache_policy("rules:transformer.h.*.mlp@GeluTanhBackward=recompute", 0));
   TrainResult run = train(cache, 5, cache.get());
   expect_identical(reference(), run, "linear recompute");
   for (const CacheStats& s : run.stats) {
@@ -190,7 +190,7 @@ TEST(TensorCache, PoisonedDroppedStoragesChangeNothing) {
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
   TensorCacheOptions o = options();
   o.poison_dropped = true;
-  auto cache = TensorCache::create(o, parse_cache_policy("rules:h.*.mlp.c_proj=recompute;*=host", 0));
+  auto cache = TensorCache::create(o, parse_cache_policy("rules:transformer.h.*.mlp.c_proj=recompute;*=host", 0));
   TrainResult run = train(cache, 2, cache.get());
   TrainResult ref = reference();
   ref.losses.resize(2);
@@ -266,6 +266,6 @@ TEST(TensorCache, ForwardingInFlightStoresGivesTheSameGradients) {
     EXPECT_GT(s.cancelled_stores, 0u);
     EXPECT_EQ(s.fallbacks, 0u);
     EXPECT_EQ(s.nvme.tensors_read + s.nvme.tensors_reused, s.nvme.tensors_written);
-    EXPECT_EQ(s.nvme_arena_used, 0u);
+    EXPECT_EQ(s.spill_arena_used, 0u);
   }
 }

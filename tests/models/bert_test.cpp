@@ -187,11 +187,13 @@ TEST(Bert, HuggingFaceNamesTiedDecoderAndBlocks) {
     labels.data<int64_t>()[3] = 5;
     m.loss(ids, Tensor(), Tensor(), labels);
   }
-  for (const char* scope : {"embeddings.LayerNorm", "layer.1.attention.self", "layer.0.intermediate",
-                            "layer.0.output.dense", "cls.predictions.transform.dense", "cls.predictions.decoder"})
+  // The scopes are the named_modules() paths, as the state_dict names are.
+  for (const char* scope : {"bert.embeddings.LayerNorm", "bert.encoder.layer.1.attention.self",
+                            "bert.encoder.layer.0.intermediate", "bert.encoder.layer.0.output.dense",
+                            "cls.predictions.transform.dense", "cls.predictions.decoder"})
     EXPECT_TRUE(s->scopes.count(scope)) << scope;
-  EXPECT_TRUE(s->blocks.count("layer.0"));
-  EXPECT_TRUE(s->blocks.count("layer.1"));
+  EXPECT_TRUE(s->blocks.count("bert.encoder.layer.0"));
+  EXPECT_TRUE(s->blocks.count("bert.encoder.layer.1"));
 }
 
 TEST(Bert, PresetsAndConfigErrors) {

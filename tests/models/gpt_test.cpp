@@ -120,11 +120,11 @@ TEST(Gpt, ParameterNamesFollowNanoGptAndScopesAreBlocks) {
     autograd::SavePolicyGuard g(s);
     m.loss(ops::zeros({1, 8}, DType::i64), ops::zeros({1, 8}, DType::i64));
   }
-  EXPECT_TRUE(s->scopes.count("h.1.attn")) << "scopes seen: " << s->scopes.size();
-  EXPECT_TRUE(s->scopes.count("h.0.mlp.c_fc"));
+  EXPECT_TRUE(s->scopes.count("transformer.h.1.attn")) << "scopes seen: " << s->scopes.size();
+  EXPECT_TRUE(s->scopes.count("transformer.h.0.mlp.c_fc"));
   EXPECT_TRUE(s->scopes.count("lm_head"));
-  EXPECT_TRUE(s->blocks.count("h.0"));
-  EXPECT_TRUE(s->blocks.count("h.1"));
+  EXPECT_TRUE(s->blocks.count("transformer.h.0"));
+  EXPECT_TRUE(s->blocks.count("transformer.h.1"));
 }
 
 TEST(Gpt, GenerationWithKvCacheMatchesFullRecompute) {

@@ -264,7 +264,7 @@ memory::TensorCacheOptions cache_options() {
   o.min_bytes = 0;
   o.host_pool_bytes = 8 << 20;
   o.spill_dir = strata::test::spill_dir("resnet");
-  o.nvme_arena_bytes = 16 << 20;
+  o.spill_arena_bytes = 16 << 20;
   o.io_chunk_bytes = 16384;
   o.sync_stores_before_backward = true;
   return o;

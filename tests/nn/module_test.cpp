@@ -61,7 +61,6 @@ class Block : public nn::Module {
 class BlockList : public nn::Module {
  public:
   explicit BlockList(int n) {
-    set_scope_transparent(true);
     for (int i = 0; i < n; ++i) blocks.push_back(register_module(std::to_string(i), std::make_shared<Block>()));
   }
   std::vector<std::shared_ptr<Block>> blocks;
@@ -372,20 +371,22 @@ TEST(ModuleScope, ScopeIsPoppedWhenForwardThrows) {
   EXPECT_EQ(autograd::current_scope_path(), "");
 }
 
-TEST(ModuleScope, ManualScopeAndTransparentContainersRegisteredLate) {
-  // Blocks registered into a transparent container before the container gets its name.
+TEST(ModuleScope, TheScopeIsTheNamedModulesPathEvenWhenRegisteredLate) {
+  // Blocks registered into a plain container before the container gets its name.
   auto list = std::make_shared<BlockList>(4);
-  EXPECT_EQ(list->blocks[3]->scope_name(), "3");
+  EXPECT_EQ(list->blocks[3]->path(), "3");
   auto root = std::make_shared<nn::Module>();
   root->register_module("layers", list);
-  EXPECT_EQ(list->blocks[3]->scope_name(), "layers.3");
-  EXPECT_EQ(list->blocks[3]->attn->scope_name(), "attn");
+  EXPECT_EQ(list->blocks[3]->path(), "layers.3");
+  EXPECT_EQ(list->blocks[3]->attn->path(), "layers.3.attn");
+  for (const auto& [name, module] : root->named_modules()) EXPECT_EQ(module->path(), name);
   std::string seen;
   {
-    nn::ModuleScope scope(*list->blocks[3]->attn);
+    nn::ModuleScope scope(*list->blocks[3]->attn);  // called outside its parent: same path
     seen = autograd::current_scope_path();
+    EXPECT_EQ(autograd::current_block_path(), "");
   }
-  EXPECT_EQ(seen, "attn");
+  EXPECT_EQ(seen, "layers.3.attn");
   {
     nn::ModuleScope outer(*list->blocks[3]);
     nn::ModuleScope inner(*list->blocks[3]->attn);
@@ -393,6 +394,19 @@ TEST(ModuleScope, ManualScopeAndTransparentContainersRegisteredLate) {
     EXPECT_EQ(autograd::current_block_path(), "layers.3");
   }
   EXPECT_EQ(seen, "layers.3.attn");
+}
+
+TEST(ModuleScope, AForwardThatOpensItsOwnScopeEntersItOnce) {
+  auto policy = std::make_shared<RecordingPolicy>();
+  auto root = std::make_shared<nn::Module>();
+  auto list = root->register_module("layers", std::make_shared<BlockList>(1));
+  {
+    autograd::SavePolicyGuard guard(policy);
+    nn::ModuleScope a(*list->blocks[0]);
+    nn::ModuleScope again(*list->blocks[0]);  // a public forward's own scope, called through call()
+    EXPECT_EQ(autograd::current_scope_path(), "layers.0");
+  }
+  EXPECT_EQ(policy->events, (std::vector<std::string>{"enter layers.0", "exit layers.0"}));
 }
 
 }  // namespace

@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
     co.min_bytes = 0;
     co.host_pool_bytes = saved + (uint64_t(64) << 20);
     co.spill_dir = spill_dir;
-    co.nvme_arena_bytes = saved + (uint64_t(64) << 20);
+    co.spill_arena_bytes = saved + (uint64_t(64) << 20);
     // The cache holds the budget when stores lag: forward waits for them (counted as stall).
     co.activation_limit_bytes = budget;
     std::vector<Run> runs;

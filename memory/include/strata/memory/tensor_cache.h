@@ -38,10 +38,10 @@ struct TensorCacheOptions {
   size_t min_bytes = size_t(1) << 20;
   // Host tier: one pool of this many bytes, allocated once (0: no host tier; Host -> Keep).
   size_t host_pool_bytes = 0;
-  // NVMe tier: an unlinked file in this directory, fallocate'd to nvme_arena_bytes
+  // NVMe tier: an unlinked file in this directory, fallocate'd to spill_arena_bytes
   // ("" or 0 bytes: no NVMe tier; Nvme -> Keep, counted as a fallback).
   std::string spill_dir;
-  size_t nvme_arena_bytes = 0;
+  size_t spill_arena_bytes = 0;
   IoBackend io_backend = IoBackend::Auto;
   size_t io_chunk_bytes = size_t(4) << 20;  // one I/O request (and one staging buffer)
   size_t io_queue_depth = 4;                // requests in flight per direction
@@ -95,9 +95,9 @@ struct CacheStats {
   uint64_t store_waits = 0;       // ... how many saves waited
   double recompute_seconds = 0;   // segments re-running their forward, ops making outputs again
   uint64_t host_pool_peak = 0;    // bytes in use, peak
-  uint64_t nvme_arena_peak = 0;
+  uint64_t spill_arena_peak = 0;
   uint64_t host_pool_used = 0;    // bytes in use when the figures were taken
-  uint64_t nvme_arena_used = 0;
+  uint64_t spill_arena_used = 0;
   std::vector<std::string> warnings;  // each cause once
   std::string io_backend;             // "io_uring", "threads", or "" (no NVMe tier)
   // A GPU's path to NVMe: "direct (cufile)", "staged (io_uring)", ...; "" without a GPU or tier.

@@ -4,8 +4,10 @@
 // post-LN layers with bidirectional attention (query, key and value projected by one GEMM on
 // their concatenated weights, then ops::packed_self_attention with the padding mask), erf GELU; the masked-LM head (dense + GELU + LayerNorm,
 // decoder tied to the word embeddings, plus a bias) runs only on the masked rows, through the
-// fused LM-head loss; an optional pooler + classifier. Scopes: `embeddings`, `layer.3`,
-// `layer.3.attention.self`, ..., `cls.predictions`; each layer is a planner block.
+// fused LM-head loss; an optional pooler + classifier. Scopes are the named_modules() paths
+// (in BertForMaskedLM: `bert.embeddings`, `bert.encoder.layer.3`,
+// `bert.encoder.layer.3.attention.self`, ..., `cls.predictions`); each layer is a planner block.
+// Every public forward opens its module's scope, so it runs in the same scope called directly.
 #pragma once
 
 #include <cstdint>

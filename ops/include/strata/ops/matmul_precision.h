@@ -10,7 +10,7 @@
 // cuDNN CUDNN_FMA_MATH), which the CPU oracle matches to rounding. Inside the guard, on CUDA
 // devices, f32 GEMMs use CUBLAS_COMPUTE_32F_FAST_TF32 and cuDNN convolutions may convert to TF32
 // (10-bit mantissa inputs, f32 accumulate: ~7x the f32 rate on Hopper). Tensors stay f32. The
-// CPU and Meta backends ignore it. The planner's cost model has the same switch (strata-plan
+// CPU and Meta backends ignore it. The planner's cost model has the same switch (strata_plan
 // --precision tf32: the hardware profile's matmul_flops_tf32).
 #pragma once
 

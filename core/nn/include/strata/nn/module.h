@@ -1,6 +1,8 @@
 // Module: the base of every layer and model. Parameters, buffers and child modules with
 // libtorch's vocabulary and PyTorch's dotted names, train/eval, state_dict, and the module
-// scope that every forward runs in (so saved tensors know their path, e.g. "h.3.attn").
+// scope that every forward runs in: the module's path as named_modules() gives it
+// ("transformer.h.3.attn"), so a saved tensor, a cache rule, a plan key and a state_dict name
+// all say the same thing.
 //
 //   class Block : public strata::nn::Module {
 //    public:
@@ -12,9 +14,10 @@
 //     std::shared_ptr<Linear> fc;
 //   };
 //
-// Multi-input forwards: define `Tensor forward(const Tensor& x, const Tensor& mask)` and an
-// `operator()` that returns `call(&Block::forward, x, mask)`, or open the scope by hand with
-// `ModuleScope scope(*this);` at the top of any member function.
+// Multi-input forwards: define `Tensor forward(const Tensor& x, const Tensor& mask)` and call it
+// as `block->call(&Block::forward, x, mask)` (which also runs a block as a recompute segment when
+// the policy asks), or open the scope with `ModuleScope scope(*this);` at the top of any public
+// member function: a public entry point that does so runs in the same scope however it is called.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +45,9 @@ class Module;
 // Optimizer::zero_grad).
 void zero_grad(const std::vector<Tensor>& tensors, bool set_to_none = true);
 
-// Pushes `module`'s scope (its scope_name and block flag) for the lifetime of this object;
-// pushes nothing for a module without a name (a root model, or one never registered).
+// Pushes `module`'s scope (its path and block flag) for the lifetime of this object; pushes
+// nothing for a module without a path (a root model, or one never registered) or one whose scope
+// is already the innermost (a public forward that opens its own scope, called through call()).
 class ModuleScope {
  public:
   explicit ModuleScope(const Module& module);
@@ -122,9 +126,10 @@ class Module : public std::enable_shared_from_this<Module> {
 
   // Name in the parent ("" for a root or an unregistered module).
   const std::string& name() const { return name_; }
-  // What forward pushes onto the scope stack: the name, prefixed with the names of
-  // containers that are never called themselves (a ModuleList "h" makes item 3 "h.3").
-  const std::string& scope_name() const { return scope_name_; }
+  // The dotted path from the root of the module tree, as named_modules() names this module
+  // ("transformer.h.3"; "" for the root): the scope forward runs in. Registering a module (or
+  // an ancestor) under a new parent renames its subtree.
+  const std::string& path() const { return path_; }
   // Marks this module as a planner block (its scope is a checkpointing/offload unit).
   void mark_as_block(bool block = true) { is_block_ = block; }
   bool is_block() const { return is_block_; }
@@ -171,9 +176,6 @@ class Module : public std::enable_shared_from_this<Module> {
   }
 
  protected:
-  // For containers that are never called (ModuleList): children's scope names get this
-  // module's scope name as a prefix.
-  void set_scope_transparent(bool transparent);
   // Whether this call should run as a recompute segment: a named block, grad mode on, not
   // already recomputing, and the current SavePolicy asks for it.
   bool wants_segment() const;
@@ -199,17 +201,16 @@ class Module : public std::enable_shared_from_this<Module> {
   };
   void attach_child(const std::string& name, std::shared_ptr<Module> child);
   void check_new_name(const std::string& name, const char* what) const;
-  void restamp_child_scopes();
+  void set_path(std::string path);
   // Calls fn(prefixed_name, module) for this module and every descendant, preorder.
   void visit(const std::string& prefix,
              const std::function<void(const std::string&, const Module&)>& fn) const;
   void convert_tensors(const std::function<Tensor(const Tensor&)>& fn);
 
   std::string name_;
-  std::string scope_name_;
+  std::string path_;
   bool is_block_ = false;
   bool training_ = true;
-  bool scope_transparent_ = false;
   OrderedDict<Tensor> parameters_;
   OrderedDict<TensorSlot> buffers_;
   OrderedDict<std::shared_ptr<Module>> children_;

@@ -13,7 +13,7 @@ enum class TracePhase : uint8_t { Forward, Backward };
 
 struct TraceOp {
   std::string kind;   // "matmul", "gelu", ... (the cost model's op kinds)
-  std::string scope;  // module path at the time ("h.3.mlp")
+  std::string scope;  // module path at the time ("transformer.h.3.mlp")
   int32_t block = -1;  // index into StepTrace::blocks, -1 outside every block
   TracePhase phase = TracePhase::Forward;
   double seconds = 0;  // measured, or from the cost model

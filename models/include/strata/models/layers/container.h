@@ -51,14 +51,12 @@ class Sequential final : public ModuleSequence {
   Tensor forward(const Tensor& x) override;
 };
 
-// A list that is never called itself: the parent's forward calls the items. Its scope is
-// transparent, so item 3 of a list registered as "h" runs in scope "h.3".
+// A list that is never called itself: the parent's forward calls the items, each in its own
+// path's scope (item 3 of a list registered as "h" runs in scope "h.3").
 class ModuleList final : public ModuleSequence {
  public:
-  ModuleList() { set_scope_transparent(true); }
-  ModuleList(std::initializer_list<std::shared_ptr<Module>> modules) : ModuleSequence(modules) {
-    set_scope_transparent(true);
-  }
+  ModuleList() = default;
+  ModuleList(std::initializer_list<std::shared_ptr<Module>> modules) : ModuleSequence(modules) {}
 };
 
 }  // namespace strata::nn
