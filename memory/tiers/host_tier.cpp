@@ -41,4 +41,30 @@ void HostTier::free(uint64_t offset, uint64_t bytes) {
   cpu_allocator().stats().on_free(MemoryCategory::HostPool, int64_t(extents_.rounded(bytes)));
 }
 
+IoStatus HostTier::write(const void* src, uint64_t bytes, uint64_t offset, TensorMemory mem,
+                         std::vector<uint32_t>&, const std::atomic<bool>*) {
+  IoStatus st;
+  try {
+    copy_to_host(at(offset), src, bytes, mem);
+  } catch (const std::exception& e) {
+    st.ok = false;
+    st.what = e.what();
+    st.file_offset = offset;
+  }
+  return st;
+}
+
+IoStatus HostTier::read(void* dst, uint64_t bytes, uint64_t offset, TensorMemory mem,
+                        const std::vector<uint32_t>&) {
+  IoStatus st;
+  try {
+    copy_from_host(dst, at(offset), bytes, mem);
+  } catch (const std::exception& e) {
+    st.ok = false;
+    st.what = e.what();
+    st.file_offset = offset;
+  }
+  return st;
+}
+
 }  // namespace strata::memory

@@ -5,12 +5,11 @@
 
 #include <cstdint>
 
-#include "memory/tiers/extent_allocator.h"
-#include "strata/core/backend.h"
+#include "memory/tiers/tier.h"
 
 namespace strata::memory {
 
-class HostTier {
+class HostTier final : public Tier {
  public:
   explicit HostTier(uint64_t capacity);
   ~HostTier();
@@ -18,10 +17,17 @@ class HostTier {
   HostTier& operator=(const HostTier&) = delete;
 
   // An extent (nullopt when the pool is full), accounted as HostPool bytes.
-  std::optional<uint64_t> allocate(uint64_t bytes);
-  void free(uint64_t offset, uint64_t bytes);
+  std::optional<uint64_t> allocate(uint64_t bytes) override;
+  void free(uint64_t offset, uint64_t bytes) override;
   void* at(uint64_t offset) const { return static_cast<char*>(base_) + offset; }
-  ExtentAllocator& extents() { return extents_; }
+  ExtentAllocator& extents() override { return extents_; }
+  const char* name() const override { return "host pool"; }
+  std::string describe() const override { return "the host pool"; }
+  // Copies (no checksums: the bytes never leave memory); a failed device copy is the status.
+  IoStatus write(const void* src, uint64_t bytes, uint64_t offset, TensorMemory mem,
+                 std::vector<uint32_t>& crcs, const std::atomic<bool>* cancel) override;
+  IoStatus read(void* dst, uint64_t bytes, uint64_t offset, TensorMemory mem,
+                const std::vector<uint32_t>& crcs) override;
   // Page-locks the whole pool for `backend`'s transfers (a GPU's), once; undone on destruction.
   void pin_for(Backend& backend);
 

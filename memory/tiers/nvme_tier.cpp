@@ -66,7 +66,36 @@ NvmeTier::NvmeTier(const std::string& dir, uint64_t capacity) : extents_(capacit
 }
 
 NvmeTier::~NvmeTier() {
+  device_store_.reset();  // the channels use the file: closed first
+  device_load_.reset();
+  store_.reset();
+  load_.reset();
   if (fd_ >= 0) ::close(fd_);
+}
+
+void NvmeTier::use_channels(std::unique_ptr<IoChannel> store, std::unique_ptr<IoChannel> load) {
+  store_ = std::move(store);
+  load_ = std::move(load);
+}
+
+void NvmeTier::use_device_channels(std::unique_ptr<IoChannel> store, std::unique_ptr<IoChannel> load) {
+  device_store_ = std::move(store);
+  device_load_ = std::move(load);
+}
+
+IoStatus NvmeTier::write(const void* src, uint64_t bytes, uint64_t offset, TensorMemory mem,
+                         std::vector<uint32_t>& crcs, const std::atomic<bool>* cancel) {
+  if (mem.device.type == DeviceType::CPU) return store_->write(src, bytes, offset, crcs, cancel);
+  // A GPU's chunks: into device staging buffers (direct), or through the host ones (staged).
+  ChunkCopy copy = [mem](void* dst, const void* from, size_t n) { copy_to_host(dst, from, n, mem); };
+  return (device_store_ ? *device_store_ : *store_).write(src, bytes, offset, crcs, cancel, &copy);
+}
+
+IoStatus NvmeTier::read(void* dst, uint64_t bytes, uint64_t offset, TensorMemory mem,
+                        const std::vector<uint32_t>& crcs) {
+  if (mem.device.type == DeviceType::CPU) return load_->read(dst, bytes, offset, crcs);
+  ChunkCopy copy = [mem](void* to, const void* from, size_t n) { copy_from_host(to, from, n, mem); };
+  return (device_load_ ? *device_load_ : *load_).read(dst, bytes, offset, crcs, &copy);
 }
 
 std::unique_ptr<IoChannel> NvmeTier::open_channel(IoBackend backend, size_t chunk, size_t depth,

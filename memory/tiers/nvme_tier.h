@@ -1,6 +1,7 @@
 // NvmeTier: the spill file (an unlinked O_DIRECT file, fallocate'd once, mode 0600) with its
 // extent allocator, and IoChannels that move byte ranges between memory and the file through
-// 4 KiB-aligned staging buffers, checksumming every chunk (CRC-32C) on the way.
+// 4 KiB-aligned staging buffers, checksumming every chunk (CRC-32C) on the way. As a Tier it
+// writes and reads through the channels it was given (use_channels).
 #pragma once
 
 #include <atomic>
@@ -12,18 +13,11 @@
 
 #include "memory/tiers/extent_allocator.h"
 #include "memory/tiers/io_engine.h"
+#include "memory/tiers/tier.h"
 #include "strata/core/backend.h"
 #include "strata/memory/tensor_cache.h"
 
 namespace strata::memory {
-
-// What a transfer ended as; `what` names the cause ("ENOSPC", "short write: 2097152 of ...").
-struct IoStatus {
-  bool ok = true;
-  bool cancelled = false;
-  std::string what;
-  uint64_t file_offset = 0;  // where it failed
-};
 
 class NvmeTier;
 
@@ -79,7 +73,7 @@ class IoChannel {
   uint64_t zero_copy_chunks_ = 0;  // one channel is used by one worker thread at a time
 };
 
-class NvmeTier {
+class NvmeTier final : public Tier {
  public:
   // Opens the arena in `dir`; throws IoError naming the directory and the cause.
   NvmeTier(const std::string& dir, uint64_t capacity);
@@ -101,10 +95,27 @@ class NvmeTier {
   std::unique_ptr<IoChannel> open_device_channel(Backend& backend, int device_index, const std::string& engine,
                                                  size_t chunk, size_t depth, const IoFaults& faults,
                                                  std::shared_ptr<FaultCounters> counters);
-  ExtentAllocator& extents() { return extents_; }
+  // The channels write and read use: one pair for host memory (and a GPU's staged chunks), and
+  // optionally a pair with device staging buffers for a GPU's tensors (the direct path). Each
+  // direction has its own, as each has its own worker thread.
+  void use_channels(std::unique_ptr<IoChannel> store, std::unique_ptr<IoChannel> load);
+  void use_device_channels(std::unique_ptr<IoChannel> store, std::unique_ptr<IoChannel> load);
+  IoChannel& store_channel() { return *store_; }
+  IoChannel& load_channel() { return *load_; }
+  const char* engine_name() const { return store_ ? store_->engine_name() : ""; }
+  const char* device_engine_name() const { return device_store_ ? device_store_->engine_name() : ""; }
+
+  const char* name() const override { return "spill arena"; }
+  // "<dir>/<unlinked spill file>".
+  std::string describe() const override { return desc_; }
+  ExtentAllocator& extents() override { return extents_; }
+  std::optional<uint64_t> allocate(uint64_t bytes) override { return extents_.allocate(bytes); }
+  void free(uint64_t offset, uint64_t bytes) override { extents_.free(offset, bytes); }
+  IoStatus write(const void* src, uint64_t bytes, uint64_t offset, TensorMemory mem,
+                 std::vector<uint32_t>& crcs, const std::atomic<bool>* cancel) override;
+  IoStatus read(void* dst, uint64_t bytes, uint64_t offset, TensorMemory mem,
+                const std::vector<uint32_t>& crcs) override;
   int fd() const { return fd_; }
-  // "<dir>/<unlinked spill file>": for messages.
-  const std::string& describe() const { return desc_; }
   bool direct() const { return direct_; }
 
  private:
@@ -112,6 +123,7 @@ class NvmeTier {
   bool direct_ = false;
   std::string desc_;
   ExtentAllocator extents_;
+  std::unique_ptr<IoChannel> store_, load_, device_store_, device_load_;
 };
 
 }  // namespace strata::memory
