@@ -1,13 +1,13 @@
 #include "strata/memory/trainer_cache.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 
 #include "strata/core/allocator.h"
 #include "strata/core/error.h"
-
-#include <algorithm>
+#include "strata/memory/planner/budget_planner.h"
 
 namespace strata::memory {
 
@@ -59,7 +59,7 @@ std::string TrainerCache::end_step(const MemorySnapshot& m) {
     return "";
   }
   planning_ = false;
-  BudgetInputs in;
+  planner::BudgetInputs in;
   in.profile = cache_->last_profile();
   // The optimizer's state appears in its first step, after backward's peak: later steps carry it
   // through backward, so it counts as if it had been there all along.
@@ -68,7 +68,7 @@ std::string TrainerCache::end_step(const MemorySnapshot& m) {
   in.activation_peak = uint64_t(m.peak_of(MemoryCategory::SavedActivation));
   in.nvme = !s_.spill_dir.empty() && last_.io_backend != "";
   in.prefetch_blocks = cache_->options().prefetch_blocks;
-  BudgetPlan b = plan_for_budget(in, s_.memory_budget);
+  planner::BudgetPlan b = planner::plan_for_budget(in, s_.memory_budget);
   STRATA_CHECK(b.feasible, ValueError, "--memory-budget: ", b.explanation);
   if (!s_.save_plan.empty()) save_plan(b.plan, s_.save_plan);
   policy_ = make_plan_policy(b.plan);

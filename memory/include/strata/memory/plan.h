@@ -33,27 +33,4 @@ Plan load_plan(const std::string& path);                    // IoError / ValueEr
 
 std::shared_ptr<CachePolicy> make_plan_policy(Plan plan);
 
-// What the greedy solver needs: a profiled step (run with every block as a recompute segment, so
-// that the profile holds what each block saves while the step itself stays small), its peaks,
-// and which tiers exist.
-struct BudgetInputs {
-  StepProfile profile;
-  uint64_t step_peak = 0;        // all memory categories, bytes
-  uint64_t activation_peak = 0;  // SavedActivation, bytes
-  bool nvme = false;             // an NVMe tier is open
-  size_t prefetch_blocks = 1;
-  double margin = 0.05;          // fraction of the budget held back for estimation error
-};
-
-struct BudgetPlan {
-  Plan plan;
-  bool feasible = false;
-  uint64_t min_step_peak = 0;  // the lowest step peak the solver can predict
-  std::string explanation;     // one line: what was chosen, or why the budget cannot be met
-};
-
-// Greedy: starting from keep-all, blocks in forward order (the earliest are held longest) go to
-// NVMe (when there is a tier) or recompute until the predicted step peak fits the budget.
-BudgetPlan plan_for_budget(const BudgetInputs& in, uint64_t budget_bytes);
-
 }  // namespace strata::memory

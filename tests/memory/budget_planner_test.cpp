@@ -1,0 +1,106 @@
+// The trainers' greedy budget planner: hand-computed profiles, and a measured budget held for
+// real on a GPT step.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/spill_room.h"
+#include "strata/memory/planner/budget_planner.h"
+#include "strata/models/gpt.h"
+#include "strata/strata.h"
+
+using namespace strata;
+using namespace strata::memory;
+using strata::memory::planner::BudgetInputs;
+using strata::memory::planner::BudgetPlan;
+using strata::memory::planner::plan_for_budget;
+
+// Hand-made profile: 4 blocks keeping 100 bytes each (inputs 10), 50 bytes saved outside blocks,
+// 1000 bytes of everything else. Keep-all: 1000 + 50 + 400 = 1450.
+TEST(BudgetPlanner, GreedySolverOnAHandComputedProfile) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  BudgetInputs in;
+  in.profile.groups.push_back({"", 0, 50, 0, 0, false});
+  for (int i = 0; i < 4; ++i) in.profile.groups.push_back({"h." + std::to_string(i), 1, 10, 10, 100, true});
+  in.activation_peak = 150;
+  in.step_peak = 1150;  // other = 1000
+  in.margin = 0;
+  // Recompute only: blocks 0, 1 -> 1000 + 50 + 100 + 100 + 10 + 10 + max 100 = 1370.
+  BudgetPlan b = plan_for_budget(in, 1380);
+  EXPECT_TRUE(b.feasible) << b.explanation;
+  EXPECT_EQ(b.plan.blocks.at("h.0"), CacheAction::Recompute);
+  EXPECT_EQ(b.plan.blocks.at("h.1"), CacheAction::Recompute);
+  EXPECT_EQ(b.plan.blocks.at("h.2"), CacheAction::Keep);
+  EXPECT_EQ(b.plan.predicted_step_peak, 1370u);
+  // Everything recomputed: 1000 + 50 + 40 + 100 = 1190 is the floor.
+  BudgetPlan tight = plan_for_budget(in, 1100);
+  EXPECT_FALSE(tight.feasible);
+  EXPECT_EQ(tight.min_step_peak, 1190u);
+  EXPECT_NE(tight.explanation.find("cannot be met"), std::string::npos) << tight.explanation;
+  // With NVMe (prefetch window of 2 blocks): blocks 0..2 offloaded -> 1000 + 50 + 100 + 200 = 1350.
+  in.nvme = true;
+  BudgetPlan nv = plan_for_budget(in, 1360);
+  EXPECT_TRUE(nv.feasible) << nv.explanation;
+  EXPECT_EQ(nv.plan.blocks.at("h.2"), CacheAction::Nvme);
+  EXPECT_EQ(nv.plan.blocks.at("h.3"), CacheAction::Keep);
+  EXPECT_EQ(nv.plan.predicted_step_peak, 1350u);
+}
+
+// End to end on the tiny GPT: profile one step with every block recomputed, plan for a budget
+// between that step's peak and the keep-all peak, and the planned steps stay under it, with the
+// same gradients.
+TEST(BudgetPlanner, AMeasuredBudgetIsHeldForReal) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  models::GPTConfig c = models::GPTConfig::preset("tiny");
+  c.dropout = 0.1;
+  c.n_layer = 4;
+  manual_seed(3);
+  models::GPT model(c);
+  Tensor x = Tensor::empty({4, 64}, DType::i64), y = Tensor::empty({4, 64}, DType::i64);
+  for (int64_t i = 0; i < 256; ++i) {
+    x.data<int64_t>()[i] = (i * 7) % 256;
+    y.data<int64_t>()[i] = (i * 11 + 1) % 256;
+  }
+  TensorCacheOptions o;
+  o.min_bytes = 0;
+  auto cache = TensorCache::create(o, parse_cache_policy("keep"));
+  auto run_step = [&](std::vector<float>* grad0) {
+    autograd::SavePolicyGuard guard(cache);
+    model.zero_grad();
+    cpu_allocator().stats().reset_peaks();
+    cache->begin_step();
+    Tensor loss = model.loss(x, y);
+    loss.backward();
+    cache->end_step();
+    if (grad0) {
+      Tensor g = model.parameters()[0].grad();
+      grad0->assign(g.data<float>(), g.data<float>() + g.numel());
+    }
+    return cpu_allocator().stats().snapshot();
+  };
+  std::vector<float> g_keep, g_plan;
+  // Same RNG state for every step, so dropout masks and gradients compare.
+  RngState rng = current_generator().state();
+  MemorySnapshot keep = run_step(&g_keep);
+  current_generator().set_state(rng);
+  cache->set_policy(parse_cache_policy("recompute"));
+  MemorySnapshot prof = run_step(nullptr);
+  BudgetInputs in;
+  in.profile = cache->last_profile();
+  in.step_peak = uint64_t(prof.total_peak);
+  in.activation_peak = uint64_t(prof.peak_of(MemoryCategory::SavedActivation));
+  const uint64_t budget = (uint64_t(prof.total_peak) + uint64_t(keep.total_peak)) / 2;
+  BudgetPlan b = plan_for_budget(in, budget);
+  ASSERT_TRUE(b.feasible) << b.explanation;
+  cache->set_policy(make_plan_policy(b.plan));
+  current_generator().set_state(rng);
+  MemorySnapshot planned = run_step(&g_plan);
+  EXPECT_LE(uint64_t(planned.total_peak), budget) << b.explanation;
+  EXPECT_LT(planned.total_peak, keep.total_peak);
+  EXPECT_EQ(g_plan, g_keep);
+  // A budget under the floor is refused with the reason.
+  BudgetPlan no = plan_for_budget(in, uint64_t(prof.total_peak) / 2);
+  EXPECT_FALSE(no.feasible);
+}
