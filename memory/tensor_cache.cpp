@@ -12,6 +12,16 @@
 
 namespace strata::memory {
 
+const char* io_engine_name(IoEngineKind e) {
+  switch (e) {
+    case IoEngineKind::Auto: return "auto";
+    case IoEngineKind::Uring: return "io_uring";
+    case IoEngineKind::Threads: return "threads";
+    case IoEngineKind::CuFile: return "cufile";
+  }
+  return "?";
+}
+
 // ---- creation ----
 
 std::shared_ptr<TensorCache> TensorCache::create(TensorCacheOptions options,
@@ -27,7 +37,7 @@ std::shared_ptr<TensorCache> TensorCache::create(TensorCacheOptions options,
   for (const auto& w : m.setup_warnings) m.warn(w);
   m.store_worker = std::make_unique<Worker>();
   m.load_worker = std::make_unique<Worker>();
-  m.stats.io_backend = m.tiers.io_backend;
+  m.stats.io_engine = m.tiers.io_engine;
   m.stats.device_io = m.tiers.device_io;
   return c;
 }
@@ -230,7 +240,7 @@ void TensorCache::begin_step() {
   autograd::restart_save_keys();
   std::lock_guard<std::mutex> sl(m.stats_mu);
   m.stats = CacheStats{};
-  m.stats.io_backend = m.tiers.io_backend;
+  m.stats.io_engine = m.tiers.io_engine;
   m.stats.device_io = m.tiers.device_io;
   m.stats.warnings = m.setup_warnings;
   m.store_busy_seconds = 0;

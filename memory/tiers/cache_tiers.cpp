@@ -17,9 +17,7 @@ std::string try_direct_path(NvmeTier& nvme, Backend& device, const TensorCacheOp
                                          opt.io_queue_depth, opt.faults, counters);
     nvme.use_device_channels(std::move(store), std::move(load));
     return {};
-  } catch (const IoUringRefused& e) {
-    return e.why;
-  } catch (const Error& e) {  // e.g. no device memory for the staging buffers
+  } catch (const Error& e) {  // the engine cannot run here, or no device memory for the staging buffers
     return e.what();
   }
 }
@@ -42,10 +40,10 @@ CacheTiers open_cache_tiers(const TensorCacheOptions& opt) {
     t.nvme = std::make_unique<NvmeTier>(opt.spill_dir, opt.spill_arena_bytes);
     auto counters = std::make_shared<FaultCounters>();
     std::string why;
-    auto store = t.nvme->open_channel(opt.io_backend, opt.io_chunk_bytes, opt.io_queue_depth, opt.faults, counters, &why);
-    auto load = t.nvme->open_channel(opt.io_backend, opt.io_chunk_bytes, opt.io_queue_depth, opt.faults, counters, &why);
+    auto store = t.nvme->open_channel(opt.io_engine, opt.io_chunk_bytes, opt.io_queue_depth, opt.faults, counters, &why);
+    auto load = t.nvme->open_channel(opt.io_engine, opt.io_chunk_bytes, opt.io_queue_depth, opt.faults, counters, &why);
     t.nvme->use_channels(std::move(store), std::move(load));
-    t.io_backend = t.nvme->engine_name();
+    t.io_engine = t.nvme->engine_name();
     if (device) {
       std::string direct_why = "it was not asked for";
       if (opt.device_io != DeviceIo::Staged) direct_why = try_direct_path(*t.nvme, *device, opt, counters);
@@ -53,7 +51,7 @@ CacheTiers open_cache_tiers(const TensorCacheOptions& opt) {
         t.device_io = std::string("direct (") + t.nvme->device_engine_name() + ")";
       } else {
         if (opt.device_io == DeviceIo::Direct) direct_refusal = direct_why;
-        t.device_io = std::string("staged (") + t.io_backend + ")";
+        t.device_io = std::string("staged (") + t.io_engine + ")";
         t.nvme->store_channel().pin_staging(*device);  // the host buffers carry device chunks
         t.nvme->load_channel().pin_staging(*device);
       }
@@ -61,11 +59,11 @@ CacheTiers open_cache_tiers(const TensorCacheOptions& opt) {
     if (!why.empty()) t.warnings.push_back(why);
   } catch (const IoError& e) {
     t.nvme.reset();
-    t.io_backend.clear();
+    t.io_engine.clear();
     t.device_io.clear();
     t.warnings.push_back(std::string("NVMe tier off: ") + e.what());
   }
-  STRATA_CHECK(direct_refusal.empty(), IoError, "tensor cache: the direct GPU-to-NVMe path (", opt.direct_engine,
+  STRATA_CHECK(direct_refusal.empty(), IoError, "tensor cache: the direct GPU-to-NVMe path (", io_engine_name(opt.direct_engine),
                ") was asked for but ", direct_refusal);
   return t;
 }

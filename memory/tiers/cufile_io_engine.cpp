@@ -85,11 +85,11 @@ class CuFileIoEngine final : public QueuedIoEngine {
     d.type = 1;
     d.handle.fd = fd;
     CUfileError_t e = api_.handle_register(&handle_, &d);
-    if (e.err != 0) throw IoUringRefused{"cuFileHandleRegister failed (error " + std::to_string(e.err) + ")"};
+    if (e.err != 0) throw IoEngineUnavailable("cuFileHandleRegister failed (error " + std::to_string(e.err) + ")");
     for (const iovec& b : device_buffers) {
       if (api_.buf_register(b.iov_base, b.iov_len, 0).err != 0) {
         release();
-        throw IoUringRefused{"cuFileBufRegister failed"};
+        throw IoEngineUnavailable("cuFileBufRegister failed");
       }
       buffers_.push_back(b.iov_base);
     }
@@ -130,7 +130,7 @@ class CuFileIoEngine final : public QueuedIoEngine {
 std::unique_ptr<IoEngine> make_cufile_engine(int fd, std::span<const iovec> device_buffers, size_t depth) {
   std::string why;
   const CuFileApi* api = CuFileApi::get(&why);
-  if (!api) throw IoUringRefused{why};
+  if (!api) throw IoEngineUnavailable(why);
   return std::make_unique<CuFileIoEngine>(*api, fd, device_buffers, depth);
 }
 

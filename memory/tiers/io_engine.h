@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 
+#include "strata/core/error.h"
 #include "strata/memory/io_faults.h"
 
 namespace strata::memory {
@@ -43,16 +44,18 @@ class IoEngine {
   virtual IoCompletion wait() = 0;
 };
 
-// Thrown by make_uring_engine when the kernel (or a sandbox) refuses io_uring.
-struct IoUringRefused {
-  std::string why;
+// Thrown where an I/O engine cannot run here: the kernel (or a sandbox) refuses io_uring, or
+// GPUDirect Storage is missing; the message is the reason.
+class IoEngineUnavailable : public IoError {
+ public:
+  using IoError::IoError;
 };
 
-// io_uring over `fd` with `buffers` registered; throws IoUringRefused.
+// io_uring over `fd` with `buffers` registered; throws IoEngineUnavailable.
 std::unique_ptr<IoEngine> make_uring_engine(int fd, std::span<const iovec> buffers, size_t depth);
 bool uring_compiled_in();
 // GPUDirect Storage: cuFileRead/Write between `fd` and device staging buffers registered with
-// cuFileBufRegister; libcufile is loaded at run time. Throws IoUringRefused (with the reason)
+// cuFileBufRegister; libcufile is loaded at run time. Throws IoEngineUnavailable (with the reason)
 // where GDS is missing. The tensor cache's GPU path uses it for CUDA tensors.
 std::unique_ptr<IoEngine> make_cufile_engine(int fd, std::span<const iovec> device_buffers, size_t depth);
 bool cufile_available(std::string* why);

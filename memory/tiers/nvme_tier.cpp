@@ -98,10 +98,11 @@ IoStatus NvmeTier::read(void* dst, uint64_t bytes, uint64_t offset, TensorMemory
   return (device_load_ ? *device_load_ : *load_).read(dst, bytes, offset, crcs, &copy);
 }
 
-std::unique_ptr<IoChannel> NvmeTier::open_channel(IoBackend backend, size_t chunk, size_t depth,
+std::unique_ptr<IoChannel> NvmeTier::open_channel(IoEngineKind kind, size_t chunk, size_t depth,
                                                    const IoFaults& faults,
                                                    std::shared_ptr<FaultCounters> counters,
                                                    std::string* fallback_reason) {
+  STRATA_CHECK(kind != IoEngineKind::CuFile, ValueError, "tensor cache: cuFile runs only a GPU's direct path");
   chunk = round_block(std::max<size_t>(chunk, kBlock));
   depth = std::max<size_t>(depth, 1);
   // Staging buffers are allocated (and, for io_uring, registered) here, once.
@@ -116,14 +117,13 @@ std::unique_ptr<IoChannel> NvmeTier::open_channel(IoBackend backend, size_t chun
     cpu_allocator().stats().on_alloc(MemoryCategory::CacheStaging, int64_t(chunk));
   }
   std::unique_ptr<IoEngine> engine;
-  if (backend != IoBackend::Threads) {
+  if (kind != IoEngineKind::Threads) {
     try {
-      if (faults.refuse_uring) throw IoUringRefused{"refused by fault injection"};
+      if (faults.refuse_uring) throw IoEngineUnavailable("refused by fault injection");
       engine = make_uring_engine(fd_, iov, depth);
-    } catch (const IoUringRefused& e) {
-      if (fallback_reason) *fallback_reason = "io_uring unavailable (" + e.why + "): using threads";
-      STRATA_CHECK(backend != IoBackend::Uring, IoError, "tensor cache: io_uring was asked for but ",
-                   e.why);
+    } catch (const IoEngineUnavailable& e) {
+      if (fallback_reason) *fallback_reason = std::string("io_uring unavailable (") + e.what() + "): using threads";
+      STRATA_CHECK(kind != IoEngineKind::Uring, IoError, "tensor cache: io_uring was asked for but ", e.what());
     }
   }
   if (!engine) engine = make_thread_engine(fd_, std::min<size_t>(depth, 2), depth);
@@ -133,16 +133,16 @@ std::unique_ptr<IoChannel> NvmeTier::open_channel(IoBackend backend, size_t chun
   return ch;
 }
 
-std::unique_ptr<IoChannel> NvmeTier::open_device_channel(Backend& backend, int device_index, const std::string& engine,
+std::unique_ptr<IoChannel> NvmeTier::open_device_channel(Backend& backend, int device_index, IoEngineKind engine,
                                                           size_t chunk, size_t depth, const IoFaults& faults,
                                                           std::shared_ptr<FaultCounters> counters) {
   chunk = round_block(std::max<size_t>(chunk, kBlock));
   depth = std::max<size_t>(depth, 1);
-  if (engine == "cufile") {
+  if (engine == IoEngineKind::CuFile) {
     std::string why;
-    if (!cufile_available(&why)) throw IoUringRefused{"GPUDirect Storage unavailable: " + why};
-  } else if (engine != "threads") {
-    throw IoUringRefused{"unknown direct engine '" + engine + "' (cufile or threads)"};
+    if (!cufile_available(&why)) throw IoEngineUnavailable("GPUDirect Storage unavailable: " + why);
+  } else if (engine != IoEngineKind::Threads) {
+    throw IoEngineUnavailable(std::string("the direct path runs on cufile or threads, not ") + io_engine_name(engine));
   }
   auto ch = std::make_unique<IoChannel>(*this, nullptr, chunk, 0);
   ch->device_backend_ = &backend;
@@ -156,7 +156,7 @@ std::unique_ptr<IoChannel> NvmeTier::open_device_channel(Backend& backend, int d
     ch->staging_.push_back(reinterpret_cast<void*>(at));
     iov.push_back({ch->staging_.back(), chunk});
   }
-  std::unique_ptr<IoEngine> eng = engine == "cufile" ? make_cufile_engine(fd_, iov, depth)
+  std::unique_ptr<IoEngine> eng = engine == IoEngineKind::CuFile ? make_cufile_engine(fd_, iov, depth)
                                                      : make_thread_engine(fd_, std::min<size_t>(depth, 2), depth);
   if (!faults.faults.empty()) eng = make_faulty_engine(std::move(eng), faults, std::move(counters));
   ch->engine_ = std::move(eng);

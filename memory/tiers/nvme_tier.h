@@ -81,18 +81,18 @@ class NvmeTier final : public Tier {
   NvmeTier(const NvmeTier&) = delete;
   NvmeTier& operator=(const NvmeTier&) = delete;
 
-  // A channel on the chosen backend (io_uring, else threads); `faults` are injected under it.
-  std::unique_ptr<IoChannel> open_channel(IoBackend backend, size_t chunk, size_t depth,
+  // A channel for host memory on an engine of `kind` (Auto, Uring or Threads); `faults` are injected under it.
+  std::unique_ptr<IoChannel> open_channel(IoEngineKind kind, size_t chunk, size_t depth,
                                           const IoFaults& faults,
                                           std::shared_ptr<FaultCounters> counters,
                                           std::string* fallback_reason);
   // The direct path for a GPU's tensors: staging buffers in `backend`'s device memory, moved to
-  // and from the file by `engine` without touching host memory: "cufile" (GPUDirect Storage;
-  // libcufile loaded at run time) or "threads" (pread/pwrite straight into device memory, for a
+  // and from the file by `engine` without touching host memory: CuFile (GPUDirect Storage;
+  // libcufile loaded at run time) or Threads (pread/pwrite straight into device memory, for a
   // device whose memory the host can address, such as the tests' stand-in GPU). Chunks are
-  // checksummed on the device (Backend::crc32c_of). Throws IoUringRefused with the reason where
+  // checksummed on the device (Backend::crc32c_of). Throws IoEngineUnavailable with the reason where
   // the engine cannot run.
-  std::unique_ptr<IoChannel> open_device_channel(Backend& backend, int device_index, const std::string& engine,
+  std::unique_ptr<IoChannel> open_device_channel(Backend& backend, int device_index, IoEngineKind engine,
                                                  size_t chunk, size_t depth, const IoFaults& faults,
                                                  std::shared_ptr<FaultCounters> counters);
   // The channels write and read use: one pair for host memory (and a GPU's staged chunks), and

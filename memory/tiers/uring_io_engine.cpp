@@ -19,18 +19,18 @@ class UringIoEngine final : public IoEngine {
  public:
   UringIoEngine(int fd, std::span<const iovec> buffers, size_t depth) : depth_(depth) {
     int rc = io_uring_queue_init(unsigned(depth < 2 ? 2 : depth), &ring_, 0);
-    if (rc < 0) throw IoUringRefused{std::string("io_uring_queue_init: ") + std::strerror(-rc)};
+    if (rc < 0) throw IoEngineUnavailable(std::string("io_uring_queue_init: ") + std::strerror(-rc));
     rc = io_uring_register_files(&ring_, &fd, 1);
     if (rc < 0) {
       io_uring_queue_exit(&ring_);
-      throw IoUringRefused{std::string("io_uring_register_files: ") + std::strerror(-rc)};
+      throw IoEngineUnavailable(std::string("io_uring_register_files: ") + std::strerror(-rc));
     }
     if (!buffers.empty()) {
       std::vector<iovec> iov(buffers.begin(), buffers.end());
       rc = io_uring_register_buffers(&ring_, iov.data(), unsigned(iov.size()));
       if (rc < 0) {
         io_uring_queue_exit(&ring_);
-        throw IoUringRefused{std::string("io_uring_register_buffers (RLIMIT_MEMLOCK?): ") +
+        throw IoEngineUnavailable{std::string("io_uring_register_buffers (RLIMIT_MEMLOCK?): ") +
                              std::strerror(-rc)};
       }
     }
@@ -88,7 +88,7 @@ bool uring_compiled_in() { return true; }
 #else
 
 std::unique_ptr<IoEngine> make_uring_engine(int, std::span<const iovec>, size_t) {
-  throw IoUringRefused{"built without liburing"};
+  throw IoEngineUnavailable("built without liburing");
 }
 bool uring_compiled_in() { return false; }
 

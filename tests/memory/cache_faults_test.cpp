@@ -178,7 +178,7 @@ TEST(CacheFaults, ARefusedIoUringFallsBackToThreads) {
   auto cache = TensorCache::create(o, parse_cache_policy("nvme", 0));
   Outcome out = step(cache);
   expect_reference_gradients(out);
-  EXPECT_EQ(out.stats.io_backend, "threads");
+  EXPECT_EQ(out.stats.io_engine, "threads");
   EXPECT_GT(out.stats.nvme.tensors_read, 0u);
   EXPECT_EQ(out.stats.fallbacks, 0u);
 }

@@ -269,7 +269,7 @@ TEST_F(StandInGpuTest, DirectPathMovesDeviceChunksThroughDeviceStagingBuffers) {
   o.io_chunk_bytes = 64 << 10;
   o.io_queue_depth = 3;
   o.device_io = DeviceIo::Direct;
-  o.direct_engine = "threads";
+  o.direct_engine = IoEngineKind::Threads;
   const int64_t staging_before = gpu_->alloc.stats().snapshot().current_of(MemoryCategory::CacheStaging);
   {
     auto cache = TensorCache::create(o, parse_cache_policy("rules:b*=nvme", 0));

@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
         tag.c_str(), policy.c_str(), budget.c_str(), preset.c_str(), long(c.n_layer), long(B), long(T), median(times),
         *std::min_element(times.begin(), times.end()), double(act_peak) / 1e6, double(step_peak) / 1e6, peak_rss_mb(),
         double(last.nvme.bytes_written) / 1e6, double(last.nvme.bytes_read) / 1e6, double(last.host.bytes_written) / 1e6,
-        (unsigned long)last.forwarded, last.stall_seconds, last.recompute_seconds, last.io_backend.c_str());
+        (unsigned long)last.forwarded, last.stall_seconds, last.recompute_seconds, last.io_engine.c_str());
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "cache_bench: %s\n", e.what());

@@ -3,6 +3,20 @@
 // O_DIRECT NVMe file arena, and brings it back (prefetched in reverse block order) before
 // backward needs it. docs/design.md, "Layer 5: memory".
 //
+// Words used across the cache and the planner:
+//   tier     where an offloaded storage's bytes wait for backward: the host pool or the NVMe
+//            spill arena (one unlinked file), each carved into extents (memory/tiers/tier.h).
+//   channel  one direction's machinery to the NVMe tier (store or load): an engine, its staging
+//            buffers and their checksums; each worker thread has its own.
+//   engine   what moves a channel's chunks to and from the file: io_uring, a pread/pwrite thread
+//            pool, or cuFile (GPUDirect Storage) for a GPU's direct path (IoEngineKind).
+//   block    a module marked as a planner block (a transformer layer): the unit of recompute
+//            segments, offload groups and prefetch.
+//   segment  a block run under recompute: it saves only its inputs and RNG state and re-runs its
+//            forward once in backward.
+//   plan     per block and per saved tensor (by its key, "<scope>#<n>:<op>"), the action to
+//            take: keep, recompute, host or NVMe (plan.h; made by the planner).
+//
 //   auto cache = memory::TensorCache::create(options, memory::parse_cache_policy("nvme"));
 //   autograd::SavePolicyGuard guard(cache);
 //   cache->begin_step();
@@ -22,7 +36,13 @@
 
 namespace strata::memory {
 
-enum class IoBackend : uint8_t { Auto, Uring, Threads };
+// The engine a channel to the NVMe tier runs on. For host memory: Auto (io_uring where the kernel
+// allows it, else Threads), Uring (an error where refused) or Threads (pread/pwrite workers). For a
+// GPU's direct path: CuFile (GPUDirect Storage) or Threads (pread/pwrite straight into device
+// memory: only for a device the host can address, such as the tests' stand-in GPU).
+enum class IoEngineKind : uint8_t { Auto, Uring, Threads, CuFile };
+// "auto", "io_uring", "threads", "cufile" (what CacheStats::io_engine reports).
+const char* io_engine_name(IoEngineKind e);
 // How a GPU's tensors reach the NVMe tier: Staged (copied through page-locked host staging
 // buffers, then io_uring), Direct (GPUDirect Storage: device staging buffers to the file and back,
 // checksummed on the device; creating the cache fails where it cannot run), or Auto (Direct where
@@ -42,13 +62,11 @@ struct TensorCacheOptions {
   // ("" or 0 bytes: no NVMe tier; Nvme -> Keep, counted as a fallback).
   std::string spill_dir;
   size_t spill_arena_bytes = 0;
-  IoBackend io_backend = IoBackend::Auto;
+  IoEngineKind io_engine = IoEngineKind::Auto;  // the host-memory channels
   size_t io_chunk_bytes = size_t(4) << 20;  // one I/O request (and one staging buffer)
   size_t io_queue_depth = 4;                // requests in flight per direction
   DeviceIo device_io = DeviceIo::Auto;
-  // The direct path's engine: "cufile", or "threads" (pread/pwrite straight into device memory:
-  // only for a device the host can address, such as the tests' stand-in GPU).
-  std::string direct_engine = "cufile";
+  IoEngineKind direct_engine = IoEngineKind::CuFile;  // the direct path's: CuFile or Threads
   // Blocks ahead (in backward order) whose tensors are loaded when backward enters a block.
   size_t prefetch_blocks = 1;
   // The budget the cache holds when stores lag: a forward save that is sent to a tier while
@@ -99,7 +117,7 @@ struct CacheStats {
   uint64_t host_pool_used = 0;    // bytes in use when the figures were taken
   uint64_t spill_arena_used = 0;
   std::vector<std::string> warnings;  // each cause once
-  std::string io_backend;             // "io_uring", "threads", or "" (no NVMe tier)
+  std::string io_engine;              // "io_uring", "threads", or "" (no NVMe tier)
   // A GPU's path to NVMe: "direct (cufile)", "staged (io_uring)", ...; "" without a GPU or tier.
   std::string device_io;
 };
