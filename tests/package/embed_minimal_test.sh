@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the built tree into a temporary prefix, then configures, builds and runs
-# examples/embed_minimal against it with find_package(Strata).
+# examples/embed_minimal against it with find_package(Strata); it exits non-zero unless the
+# loss falls, the memory budget holds and the checkpoint it saves loads back the same model.
 set -euo pipefail
 build_dir=$1
 source_dir=$2
