@@ -1,5 +1,7 @@
 #include "strata/io/bert_weights.h"
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "strata/autograd/grad_mode.h"
@@ -80,8 +82,17 @@ BertWeights load_hf_bert_safetensors(const std::string& path) {
   s.vocab_size = words.size(0), s.hidden_size = words.size(1);
   s.max_position_embeddings = need2d("bert.embeddings.position_embeddings.weight").size(0);
   s.type_vocab_size = need2d("bert.embeddings.token_type_embeddings.weight").size(0);
-  while (by_name.contains("bert.encoder.layer." + std::to_string(s.num_hidden_layers) + ".attention.self.query.weight"))
-    ++s.num_hidden_layers;
+  // Layers are counted by any key of theirs, so a layer missing one tensor is reported as missing
+  // that tensor (not as a shorter model with unexpected keys).
+  const std::string layer_prefix = "bert.encoder.layer.";
+  for (const auto& [name, t] : by_name) {
+    if (!starts_with(name, layer_prefix)) continue;
+    const size_t end = name.find('.', layer_prefix.size());
+    const std::string index = name.substr(layer_prefix.size(), end - layer_prefix.size());
+    if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos || index.size() > 6)
+      throw bad("'", name, "' is not a layer's tensor (bert.encoder.layer.<N>.*)");
+    s.num_hidden_layers = std::max<int64_t>(s.num_hidden_layers, std::stoll(index) + 1);
+  }
   if (s.num_hidden_layers == 0) throw bad("no encoder layers (bert.encoder.layer.0.*)");
   s.intermediate_size = need2d("bert.encoder.layer.0.intermediate.dense.weight").size(0);
 
@@ -107,6 +118,9 @@ BertWeights load_hf_bert_safetensors(const std::string& path) {
     if (!t) throw bad("missing '", name, "'");
     if (t->shape() != shape)
       throw bad("'", name, "' has shape ", shape_str(t->shape()), ", expected ", shape_str(shape));
+    // Weights are floats: an integer tensor converted by value would load silently wrong.
+    if (t->dtype() != DType::f32 && t->dtype() != DType::f16 && t->dtype() != DType::bf16)
+      throw bad("'", name, "' has dtype ", dtype_name(t->dtype()), " (expected F32, F16 or BF16)");
     out.state_dict.insert(name, ops::to(*t, DType::f32).contiguous());
   }
   // The decoder is tied: a file's copy must be the word embeddings (and the bias the head's).

@@ -99,3 +99,43 @@ TEST(BertWeights, BadFilesAreRefusedNamingTheKey) {
   }
   std::filesystem::remove(path);
 }
+
+// A layer missing the tensor the layer count used to key on is reported as missing that tensor.
+TEST(BertWeights, AMissingQueryWeightIsReportedAsMissingNotAsUnexpectedBias) {
+  manual_seed(6);
+  models::BertForMaskedLM a(models::BertConfig::preset("tiny"));
+  nn::StateDict sd;
+  for (const auto& [name, t] : a.state_dict())
+    if (name != "bert.encoder.layer.1.attention.self.query.weight") sd.insert(name, t);
+  const std::string path = temp_file("no_query.safetensors");
+  io::write_safetensors(path, sd);
+  try {
+    io::load_hf_bert_safetensors(path);
+    FAIL() << "a missing tensor was accepted";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing 'bert.encoder.layer.1.attention.self.query.weight'"),
+              std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove(path);
+}
+
+// Weights are floats: an I32 tensor is refused naming it and its dtype, not converted by value.
+TEST(BertWeights, IntegerWeightsAreRefusedNamingTensorAndDtype) {
+  manual_seed(7);
+  models::BertForMaskedLM a(models::BertConfig::preset("tiny"));
+  nn::StateDict sd;
+  for (const auto& [name, t] : a.state_dict())
+    sd.insert(name,
+              name == "bert.embeddings.word_embeddings.weight" ? ops::full(t.shape(), 1e9, DType::i32) : t);
+  const std::string path = temp_file("int.safetensors");
+  io::write_safetensors(path, sd);
+  try {
+    io::load_hf_bert_safetensors(path);
+    FAIL() << "I32 embeddings were accepted";
+  } catch (const IoError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("'bert.embeddings.word_embeddings.weight' has dtype i32"), std::string::npos) << m;
+  }
+  std::filesystem::remove(path);
+}
