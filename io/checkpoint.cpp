@@ -101,10 +101,19 @@ struct ViewKey {
   }
 };
 
-void write_index_file(const std::string& path, const proto::CheckpointIndex& index, bool atomic) {
+// The index's checksum is field 11 (fixed32), appended after the serialized fields it covers: a
+// field's bytes appended to a message's serialization are that message with the field set.
+constexpr unsigned char kIndexCrcTag = (11 << 3) | 5;  // field 11, wire type 32-bit
+constexpr size_t kIndexCrcBytes = 5;
+
+void write_index_file(const std::string& path, proto::CheckpointIndex index, bool atomic) {
+  index.clear_index_crc32c();
   std::string bytes;
   STRATA_CHECK(index.SerializeToString(&bytes), IoError, "checkpoint: serializing the index for '", path,
                "' failed (", index.ByteSizeLong(), " bytes; protobuf messages are capped at 2 GB)");
+  const uint32_t crc = crc32c(bytes.data(), bytes.size());
+  bytes.push_back(char(kIndexCrcTag));
+  for (int i = 0; i < 4; ++i) bytes.push_back(char((crc >> (8 * i)) & 0xFF));
   OutputFile f(path, atomic);
   f.write(bytes.data(), bytes.size());
   f.commit();
@@ -167,6 +176,20 @@ CheckpointIndexInfo parse_index(const std::string& dir) {
   STRATA_CHECK(index.ParseFromString(bytes), IoError, "checkpoint index '", path, "' (", bytes.size(),
                " bytes) is not a valid strata.io.proto.CheckpointIndex (corrupt or not a checkpoint)");
   auto bad = [&](auto&&... what) { return IoError(detail::concat("checkpoint index '", path, "': ", what...)); };
+  if (index.has_index_crc32c()) {
+    // A parsed fixed32 field takes 5 bytes, so the file has them.
+    const size_t n = bytes.size() - kIndexCrcBytes;
+    uint32_t stored = 0;
+    for (int i = 0; i < 4; ++i) stored |= uint32_t(uint8_t(bytes[n + 1 + size_t(i)])) << (8 * i);
+    if (uint8_t(bytes[n]) != kIndexCrcTag || stored != index.index_crc32c())
+      throw bad("its checksum is not where the writer puts it (the file is corrupt)");
+    const uint32_t actual = crc32c(bytes.data(), n);
+    if (actual != stored)
+      throw bad("CRC-32C mismatch over its first ", n, " bytes (stored ", stored, ", computed ", actual,
+                "): the index is corrupt (step, RNG state or data position cannot be trusted)");
+  } else if (index.format_version() >= 2) {
+    throw bad("format version ", index.format_version(), " but no checksum (the file is corrupt)");
+  }
   if (index.format_version() == 0) throw bad("no format version (not a Strata checkpoint index)");
   if (index.format_version() > kCheckpointFormatVersion)
     throw bad("format version ", index.format_version(), " is newer than this Strata reads (",

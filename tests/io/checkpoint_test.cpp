@@ -1,3 +1,5 @@
+#include "strata/io/checkpoint.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -7,7 +9,7 @@
 #include <iterator>
 #include <string>
 
-#include "strata/io/checkpoint.h"
+#include "strata/core/crc32c.h"
 #include "strata/ops.h"
 #include "strata/optim.h"
 
@@ -110,6 +112,15 @@ std::string file_bytes(const std::string& path) {
 void put_file_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+// Recomputes the CRC-32C index.pb ends with (its last 5 bytes: field 11's tag and the value), as
+// the writer would after an edit.
+std::string resealed_index(std::string bytes) {
+  const size_t n = bytes.size() - 5;
+  const uint32_t crc = crc32c(bytes.data(), n);
+  for (int i = 0; i < 4; ++i) bytes[n + 1 + size_t(i)] = char((crc >> (8 * i)) & 0xFF);
+  return bytes;
 }
 
 const CheckpointTensorInfo& info_of(const CheckpointIndexInfo& index, const std::string& name) {
@@ -341,12 +352,53 @@ TEST(Checkpoint, InconsistentIndexEntriesAreRejectedNamingTheTensor) {
   size_t at = bytes.find(std::string("\x1a\x04" "bf16", 6));
   ASSERT_NE(at, std::string::npos);
   bytes[at + 3] = 'q';
-  put_file_bytes(tmp / "ckpt/index.pb", bytes);
+  put_file_bytes(tmp / "ckpt/index.pb", resealed_index(bytes));
   m = message_of([&] { load_checkpoint(tmp / "ckpt"); });
   EXPECT_NE(m.find("unknown dtype 'bq16'"), std::string::npos) << m;
   EXPECT_NE(m.find("'h.0.bf16'"), std::string::npos) << m;
 
   // Restoring the good index makes the checkpoint load again.
   write_checkpoint_index(tmp / "ckpt", good);
+  expect_same_state(sample_state(), load_checkpoint(tmp / "ckpt"));
+}
+
+// index.pb carries a CRC-32C of itself: no single flipped byte loads (a flip in the step, RNG
+// state or data position would resume training at the wrong place).
+TEST(Checkpoint, EveryFlippedByteOfTheIndexIsRefused) {
+  TempDir tmp;
+  save_checkpoint(tmp / "ckpt", sample_state());
+  const std::string good = file_bytes(tmp / "ckpt/index.pb");
+  size_t refused = 0;
+  for (size_t i = 0; i < good.size(); ++i) {
+    for (unsigned char flip : {0x01, 0xFF}) {
+      std::string bad = good;
+      bad[i] = char(uint8_t(bad[i]) ^ flip);
+      put_file_bytes(tmp / "ckpt/index.pb", bad);
+      try {
+        load_checkpoint(tmp / "ckpt");
+        ADD_FAILURE() << "byte " << i << " of " << good.size() << " xor " << int(flip) << " was accepted";
+      } catch (const IoError&) {
+        ++refused;
+      }
+    }
+  }
+  EXPECT_EQ(refused, 2 * good.size());
+  put_file_bytes(tmp / "ckpt/index.pb", good);
+  expect_same_state(sample_state(), load_checkpoint(tmp / "ckpt"));
+}
+
+// A version-1 index (written before the checksum) still loads; a version-2 one without its
+// checksum does not.
+TEST(Checkpoint, AVersion1IndexWithoutAChecksumStillLoads) {
+  TempDir tmp;
+  save_checkpoint(tmp / "ckpt", sample_state());
+  const std::string v2 = file_bytes(tmp / "ckpt/index.pb");
+  ASSERT_EQ(v2.substr(0, 2), std::string("\x08\x02", 2)) << "field 1, format_version 2, comes first";
+  std::string stripped = v2.substr(0, v2.size() - 5);
+  put_file_bytes(tmp / "ckpt/index.pb", stripped);
+  const std::string m = message_of([&] { load_checkpoint(tmp / "ckpt"); });
+  EXPECT_NE(m.find("no checksum"), std::string::npos) << m;
+  stripped[1] = 1;
+  put_file_bytes(tmp / "ckpt/index.pb", stripped);
   expect_same_state(sample_state(), load_checkpoint(tmp / "ckpt"));
 }

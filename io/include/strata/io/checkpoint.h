@@ -26,7 +26,8 @@
 
 namespace strata::io {
 
-inline constexpr uint32_t kCheckpointFormatVersion = 1;
+// 2: index.pb carries a CRC-32C of itself (version-1 checkpoints, without it, still load).
+inline constexpr uint32_t kCheckpointFormatVersion = 2;
 inline constexpr uint64_t kCheckpointAlignment = 4096;
 inline constexpr const char* kCheckpointIndexFile = "index.pb";
 inline constexpr const char* kCheckpointTensorsFile = "tensors.bin";
