@@ -112,9 +112,20 @@ int64_t TokenLoader::num_tokens() const {
 void TokenLoader::set_cursor(const DataCursor& c) {
   STRATA_CHECK(c.epoch >= 0 && c.shard >= 0 && c.shard < int64_t(shards_.size()) && c.sample >= 0, ValueError,
                "TokenLoader: invalid cursor (epoch ", c.epoch, ", shard ", c.shard, ", sample ", c.sample, ")");
+  const DataCursor before = cursor_;
   cursor_ = c;
   order_epoch_ = order_shard_ = -1;
   start_epoch_shard();
+  // A cursor the loader made never points past its shard's samples: one that does comes from
+  // other data, or from a corrupt checkpoint. The loader keeps its position then.
+  const int64_t samples = int64_t(sample_order_.size());
+  if (c.sample <= samples) return;
+  const std::string path = shards_[size_t(shard_order_[size_t(c.shard)])]->path();
+  set_cursor(before);
+  throw ValueError(detail::concat("TokenLoader: cursor sample ", c.sample, " is past the end of shard ",
+                                  c.shard, " of epoch ", c.epoch, " ('", path, "', ", samples,
+                                  " samples of T=", opt_.seq_len,
+                                  "): the position does not belong to this data"));
 }
 
 // Orders depend only on (seed, epoch, shard), so a restored cursor resumes the same sequence.

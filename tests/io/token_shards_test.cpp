@@ -127,6 +127,26 @@ TEST(TokenLoader, ShuffledOrderIsSeededAndResumesFromACursor) {
   EXPECT_NE(x.to_double_vector(), first[0]);
 }
 
+// A position past the end of its shard (a corrupt or foreign checkpoint) is refused, naming the
+// shard; the end itself is a position the loader makes.
+TEST(TokenLoader, ACursorPastItsShardIsRefusedNamingTheShard) {
+  std::string dir = temp_dir();
+  std::vector<std::string> paths = {dir + "/c0.bin", dir + "/c1.bin"};
+  write_token_shard(paths[0], iota_tokens(1 + 8 * 40, 0));
+  write_token_shard(paths[1], iota_tokens(1 + 8 * 20, 5000));
+  TokenLoader l(paths, {.batch = 3, .seq_len = 8});
+  l.set_cursor({.epoch = 0, .shard = 1, .sample = 20});
+  try {
+    l.set_cursor({.epoch = 0, .shard = 1, .sample = 999999999999});
+    FAIL() << "a cursor past the shard's end was accepted";
+  } catch (const ValueError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("c1.bin"), std::string::npos) << m;
+    EXPECT_NE(m.find("20 samples"), std::string::npos) << m;
+  }
+  EXPECT_THROW(l.set_cursor({.epoch = 0, .shard = 1, .sample = 21}), ValueError);
+}
+
 TEST(TokenLoader, TooSmallShardIsRejected) {
   std::string p = temp_dir() + "/small.bin";
   write_token_shard(p, iota_tokens(10));
