@@ -16,20 +16,20 @@ ImageFormat sniff_image_format(const uint8_t* data, size_t size) {
   return ImageFormat::Unknown;
 }
 
-Image decode_image(const uint8_t* data, size_t size, const std::string& name) {
+Image decode_image(const uint8_t* data, size_t size, const std::string& name, int64_t max_pixels) {
   switch (sniff_image_format(data, size)) {
-    case ImageFormat::Png: return decode_png(data, size, name);
-    case ImageFormat::Jpeg: return decode_jpeg(data, size, name);
+    case ImageFormat::Png: return decode_png(data, size, name, max_pixels);
+    case ImageFormat::Jpeg: return decode_jpeg(data, size, name, max_pixels);
     default:
       throw IoError(detail::concat("'", name, "' is neither a PNG nor a JPEG image (", size,
                                    size == 0 ? " bytes: empty file)" : " bytes, unknown signature)"));
   }
 }
 
-Image read_image(const std::string& path) {
+Image read_image(const std::string& path, int64_t max_pixels) {
   InputFile f(path);
   const std::string bytes = f.read_all();
-  return decode_image(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path);
+  return decode_image(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path, max_pixels);
 }
 
 void write_image(const std::string& path, const Image& image, int jpeg_quality) {

@@ -64,7 +64,7 @@ const std::string& ImageFolderDataset::file(int64_t index) const {
 }
 
 Image ImageFolderDataset::image(int64_t index) const {
-  Image img = read_image(file(index));
+  Image img = read_image(file(index), options_.max_image_pixels);
   if (options_.resize > 0) img = resize_shorter_side(img, options_.resize);
   if (options_.center_crop > 0) {
     STRATA_CHECK(img.height >= options_.center_crop && img.width >= options_.center_crop, IoError, "image '",

@@ -64,7 +64,8 @@ jpeg_error_mgr* install_error_manager(JpegErrorManager* err) {
   return &err->pub;
 }
 
-bool jpeg_decode_into(const uint8_t* data, size_t size, JpegErrorManager* err, Image* out) {
+bool jpeg_decode_into(const uint8_t* data, size_t size, int64_t max_pixels, JpegErrorManager* err,
+                      Image* out) {
   jpeg_decompress_struct cinfo;
   cinfo.err = install_error_manager(err);
   if (setjmp(err->jump)) {
@@ -82,6 +83,15 @@ bool jpeg_decode_into(const uint8_t* data, size_t size, JpegErrorManager* err, I
   src.bytes_in_buffer = size;
   cinfo.src = &src;
   jpeg_read_header(&cinfo, TRUE);
+  // Before jpeg_start_decompress, which allocates (a progressive JPEG's whole coefficient array).
+  if (int64_t(cinfo.image_width) * int64_t(cinfo.image_height) > max_pixels) {
+    std::snprintf(err->message, sizeof err->message,
+                  "the header says %u x %u (%lld pixels), over the limit of %lld pixels (max_image_pixels)",
+                  unsigned(cinfo.image_width), unsigned(cinfo.image_height),
+                  (long long)(int64_t(cinfo.image_width) * cinfo.image_height), (long long)max_pixels);
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
   if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
     std::snprintf(err->message, sizeof err->message, "CMYK/YCCK JPEGs are not supported (convert to RGB)");
     jpeg_destroy_decompress(&cinfo);
@@ -129,12 +139,12 @@ bool jpeg_encode_into(const Image* image, int quality, JpegErrorManager* err, un
 
 }  // namespace
 
-Image decode_jpeg(const uint8_t* data, size_t size, const std::string& name) {
+Image decode_jpeg(const uint8_t* data, size_t size, const std::string& name, int64_t max_pixels) {
   STRATA_CHECK(size >= 3 && data[0] == 0xFF && data[1] == 0xD8, IoError, "'", name,
                "' is not a JPEG file (no SOI marker; ", size, " bytes)");
   JpegErrorManager err{};
   Image out;
-  if (!jpeg_decode_into(data, size, &err, &out))
+  if (!jpeg_decode_into(data, size, max_pixels, &err, &out))
     throw IoError(detail::concat("cannot decode JPEG '", name, "': ", err.message));
   return out;
 }

@@ -41,7 +41,7 @@ void png_ignore_warning(png_structp, png_const_charp) {}  // e.g. benign iCCP pr
 
 // Decodes into `out` (resized after the header is read). Returns false with src->message
 // set on any libpng error. Only trivially destructible locals live across the setjmp.
-bool png_decode_into(PngSource* src, Image* out) {
+bool png_decode_into(PngSource* src, int64_t max_pixels, Image* out) {
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, src, png_record_error, png_ignore_warning);
   if (!png) {
     std::snprintf(src->message, sizeof src->message, "libpng could not allocate its decoder");
@@ -62,6 +62,13 @@ bool png_decode_into(PngSource* src, Image* out) {
   png_set_user_limits(png, 1 << 16, 1 << 16);
   png_read_info(png, info);
   const png_uint_32 w = png_get_image_width(png, info), h = png_get_image_height(png, info);
+  if (int64_t(w) * int64_t(h) > max_pixels) {  // before any pixel memory is allocated
+    std::snprintf(src->message, sizeof src->message,
+                  "the header says %u x %u (%lld pixels), over the limit of %lld pixels (max_image_pixels)",
+                  unsigned(w), unsigned(h), (long long)(int64_t(w) * h), (long long)max_pixels);
+    png_destroy_read_struct(&png, &info, nullptr);
+    return false;
+  }
   const int color = png_get_color_type(png, info), depth = png_get_bit_depth(png, info);
   // Every variant to 8-bit RGB: palettes and low-bit gray expanded, 16-bit stripped,
   // gray replicated, alpha (and tRNS) dropped.
@@ -129,12 +136,12 @@ bool png_encode_into(const Image* image, PngSink* sink) {
 
 }  // namespace
 
-Image decode_png(const uint8_t* data, size_t size, const std::string& name) {
+Image decode_png(const uint8_t* data, size_t size, const std::string& name, int64_t max_pixels) {
   STRATA_CHECK(size >= 8 && png_sig_cmp(data, 0, 8) == 0, IoError, "'", name,
                "' is not a PNG file (bad signature; ", size, " bytes)");
   PngSource src{data, size, 0, {0}};
   Image out;
-  if (!png_decode_into(&src, &out))
+  if (!png_decode_into(&src, max_pixels, &out))
     throw IoError(detail::concat("cannot decode PNG '", name, "': ", src.message));
   return out;
 }

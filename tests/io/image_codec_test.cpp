@@ -150,6 +150,57 @@ TEST(ImageCodec, TruncatedOrCorruptJpegIsAnErrorNamingTheFile) {
   EXPECT_THROW(read_image(path), IoError);
 }
 
+// PNG's CRC-32 (zlib's polynomial), to patch a chunk and keep the file valid.
+uint32_t png_crc(const uint8_t* p, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+void put_be(std::vector<uint8_t>& b, size_t at, uint32_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) b[at + size_t(i)] = uint8_t(v >> (8 * (bytes - 1 - i)));
+}
+
+// A small file whose header claims 60000 x 60000 pixels (10.8 GB of RGB) is refused from the
+// header, before any pixel memory is allocated, naming the file and the dimensions.
+TEST(ImageCodec, AHugeDeclaredSizeIsRefusedBeforeAllocating) {
+  const test::TempImageDir tmp;
+  std::vector<uint8_t> png = encode_png(gradient_image(8, 8));
+  put_be(png, 16, 60000, 4);  // IHDR: width, height, then the chunk's CRC over type and data
+  put_be(png, 20, 60000, 4);
+  put_be(png, 29, png_crc(png.data() + 12, 17), 4);
+  std::vector<uint8_t> jpeg = encode_jpeg(gradient_image(8, 8), 90);
+  size_t sof = 2;
+  while (sof + 1 < jpeg.size() && !(jpeg[sof] == 0xFF && (jpeg[sof + 1] == 0xC0 || jpeg[sof + 1] == 0xC2)))
+    ++sof;
+  ASSERT_LT(sof + 9, jpeg.size()) << "no SOF marker";
+  put_be(jpeg, sof + 5, 60000, 2);  // SOF: length, precision, height, width
+  put_be(jpeg, sof + 7, 60000, 2);
+  for (const auto& [name, bytes] :
+       {std::pair<std::string, std::vector<uint8_t>>{"huge.png", png}, {"huge.jpg", jpeg}}) {
+    const std::string path = tmp.path + "/" + name;
+    write_bytes(path, bytes);
+    try {
+      read_image(path);
+      ADD_FAILURE() << name << " was decoded";
+    } catch (const IoError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(path), std::string::npos) << m;
+      EXPECT_NE(m.find("60000 x 60000"), std::string::npos) << m;
+      EXPECT_NE(m.find("max_image_pixels"), std::string::npos) << m;
+    }
+  }
+  // The limit is the caller's: 8 x 8 decodes at 64 pixels and is refused at 63.
+  const std::vector<uint8_t> small = encode_png(gradient_image(8, 8));
+  EXPECT_EQ(decode_png(small.data(), small.size(), "small", 64).width, 8);
+  EXPECT_THROW(decode_png(small.data(), small.size(), "small", 63), IoError);
+  const std::vector<uint8_t> small_jpeg = encode_jpeg(gradient_image(8, 8), 90);
+  EXPECT_THROW(decode_image(small_jpeg.data(), small_jpeg.size(), "small", 63), IoError);
+}
+
 TEST(ImageCodec, EmptyAndNonImageFilesAreErrors) {
   const test::TempImageDir tmp;
   const std::string dir = tmp.path;

@@ -27,13 +27,22 @@ enum class ImageFormat { Unknown, Png, Jpeg };
 // The format from the first bytes (PNG signature, JPEG SOI marker), Unknown otherwise.
 ImageFormat sniff_image_format(const uint8_t* data, size_t size);
 
+// The most pixels a decoder allocates for (Pillow's MAX_IMAGE_PIXELS: about 9459 x 9459, 256 MiB
+// of RGB): a small file whose header claims a huge image is refused before any pixel memory is
+// allocated, naming the file and its dimensions.
+inline constexpr int64_t kDefaultMaxImagePixels = 89'478'485;
+
 // Decoders. Every PNG color type and bit depth (palette, gray, alpha, 16-bit, interlaced) and
-// gray/YCbCr JPEG become 8-bit RGB (alpha is dropped). `name` only labels errors (a path).
-Image decode_png(const uint8_t* data, size_t size, const std::string& name);
-Image decode_jpeg(const uint8_t* data, size_t size, const std::string& name);
-Image decode_image(const uint8_t* data, size_t size, const std::string& name);  // by sniffing
+// gray/YCbCr JPEG become 8-bit RGB (alpha is dropped). `name` only labels errors (a path). An
+// image of more than `max_pixels` pixels is an IoError read from its header alone.
+Image decode_png(const uint8_t* data, size_t size, const std::string& name,
+                 int64_t max_pixels = kDefaultMaxImagePixels);
+Image decode_jpeg(const uint8_t* data, size_t size, const std::string& name,
+                  int64_t max_pixels = kDefaultMaxImagePixels);
+Image decode_image(const uint8_t* data, size_t size, const std::string& name,
+                   int64_t max_pixels = kDefaultMaxImagePixels);  // by sniffing
 // Reads and decodes a PNG or JPEG file.
-Image read_image(const std::string& path);
+Image read_image(const std::string& path, int64_t max_pixels = kDefaultMaxImagePixels);
 
 // Encoders (tests, and exporting a data set as an image folder).
 std::vector<uint8_t> encode_png(const Image& image);

@@ -16,6 +16,8 @@ struct ImageFolderOptions {
   // A loader needs one size per batch: set these or a cropping transform for mixed-size folders.
   int64_t resize = 0;
   int64_t center_crop = 0;
+  // Images with more pixels are refused from their header (an IoError naming file and size).
+  int64_t max_image_pixels = kDefaultMaxImagePixels;
 };
 
 class ImageFolderDataset final : public ImageDataset {
