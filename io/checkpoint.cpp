@@ -1,6 +1,7 @@
 #include "strata/io/checkpoint.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,9 +18,9 @@
 #include <utility>
 
 #include "io/checkpoint.pb.h"
-#include "strata/core/crc32c.h"
 #include "io/file_io.h"
 #include "strata/autograd/grad_mode.h"
+#include "strata/core/crc32c.h"
 
 namespace strata::io {
 namespace fs = std::filesystem;
@@ -66,6 +67,29 @@ Tensor host_contiguous(const Tensor& t, const std::string& what) {
 void remove_tree_quietly(const std::string& path) {
   std::error_code ec;
   fs::remove_all(path, ec);
+}
+
+// After a successful save: removes `<dir>.tmp.<pid>.<tid>` and `<dir>.old.<pid>.<tid>` siblings
+// left by writers that were killed (their pid no longer runs; the new checkpoint supersedes an
+// old copy). A live writer's directories are left alone.
+void remove_leftovers_of_dead_writers(const std::string& dir) {
+  const std::string name = fs::path(dir).filename().string();
+  std::error_code ec;
+  std::vector<std::string> dead;
+  for (fs::directory_iterator it(parent_of(dir), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string sibling = it->path().filename().string();
+    for (const char* kind : {".tmp.", ".old."}) {
+      const std::string prefix = name + kind;
+      if (sibling.rfind(prefix, 0) != 0) continue;
+      const std::string rest = sibling.substr(prefix.size());  // "<pid>.<tid>"
+      const size_t dot = rest.find('.');
+      if (dot == 0 || dot == std::string::npos || rest.find_first_not_of("0123456789.") != std::string::npos)
+        continue;
+      const pid_t pid = pid_t(std::stoll(rest.substr(0, dot)));
+      if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) dead.push_back(it->path().string());
+    }
+  }
+  for (const std::string& path : dead) remove_tree_quietly(path);
 }
 
 // An existing `dir` may be replaced only if it is (or was meant to be) a checkpoint.
@@ -370,6 +394,7 @@ void save_checkpoint(const std::string& dir_in, const CheckpointState& state) {
       remove_tree_quietly(old);
     }
   }
+  remove_leftovers_of_dead_writers(dir);
   fsync_directory(parent_of(dir));
 }
 

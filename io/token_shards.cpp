@@ -25,6 +25,11 @@ std::shared_ptr<TokenShard> TokenShard::open(const std::string& path) {
     ::close(fd);
     throw IoError(detail::concat("token shard '", path, "': cannot stat (", std::strerror(errno), ")"));
   }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw IoError(detail::concat("token shard '", path, "': not a regular file",
+                                 S_ISDIR(st.st_mode) ? " (a directory)" : ""));
+  }
   size_t bytes = size_t(st.st_size);
   if (bytes < size_t(kTokenShardHeaderBytes)) {
     ::close(fd);

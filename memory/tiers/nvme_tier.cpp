@@ -34,8 +34,10 @@ std::string result_text(int64_t r, uint64_t want) {
 
 NvmeTier::NvmeTier(const std::string& dir, uint64_t capacity) : extents_(capacity, kBlock) {
   struct stat st {};
-  STRATA_CHECK(::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode), IoError,
-               "tensor cache: spill directory '", dir, "' ", (errno == ENOENT ? "does not exist" : "is not a directory"));
+  const bool found = ::stat(dir.c_str(), &st) == 0;
+  const int stat_errno = errno;
+  STRATA_CHECK(found && S_ISDIR(st.st_mode), IoError, "tensor cache: spill directory '", dir, "' ",
+               !found ? (stat_errno == ENOENT ? "does not exist" : "cannot be read") : "is not a directory");
   // O_TMPFILE: the file has no name, so nothing is left behind even on kill -9.
   int flags = O_RDWR | O_CLOEXEC;
   fd_ = ::open(dir.c_str(), flags | O_TMPFILE | O_DIRECT, 0600);

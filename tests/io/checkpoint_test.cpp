@@ -1,8 +1,10 @@
 #include "strata/io/checkpoint.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -218,6 +220,26 @@ TEST(Checkpoint, OverwriteSwapsInTheNewCheckpointAndLeavesNoTemporaries) {
   std::vector<std::string> entries;
   for (const auto& e : fs::directory_iterator(tmp.path())) entries.push_back(e.path().filename().string());
   EXPECT_EQ(entries, std::vector<std::string>{"ckpt"});
+}
+
+// Directories left by killed writers (`ckpt.tmp.<pid>.<tid>`, `ckpt.old.<pid>.<tid>`) go with the
+// next successful save; a running writer's are left alone.
+TEST(Checkpoint, ASuccessfulSaveRemovesWhatKilledWritersLeft) {
+  TempDir tmp;
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);  // reaped: the pid no longer runs
+  const std::string gone_tmp = "ckpt.tmp." + std::to_string(dead) + ".7";
+  const std::string gone_old = "ckpt.old." + std::to_string(dead) + ".7";
+  const std::string live_tmp = "ckpt.tmp." + std::to_string(::getpid()) + ".999999";
+  for (const std::string& d : {gone_tmp, gone_old, live_tmp})
+    fs::create_directories(fs::path(tmp / d) / "junk");
+  save_checkpoint(tmp / "ckpt", sample_state());
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator(tmp.path())) entries.push_back(e.path().filename().string());
+  std::sort(entries.begin(), entries.end());
+  EXPECT_EQ(entries, (std::vector<std::string>{"ckpt", live_tmp}));
 }
 
 TEST(Checkpoint, FailedSaveKeepsTheOldCheckpointAndCleansUp) {

@@ -58,6 +58,14 @@ TEST(TokenShard, TruncatedOrCorruptFilesGetErrorsNamingTheFile) {
   std::ofstream(r) << "tiny";
   EXPECT_THROW(TokenShard::open(r), IoError);
   EXPECT_THROW(TokenShard::open(dir + "/missing.bin"), IoError);
+  // A directory given as a shard says so (mmap used to fail with "No such device").
+  std::filesystem::create_directories(dir + "/a_dir.bin");
+  try {
+    TokenShard::open(dir + "/a_dir.bin");
+    FAIL() << "a directory was opened as a shard";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file (a directory)"), std::string::npos) << e.what();
+  }
   EXPECT_THROW(write_token_shard(dir + "/big.bin", {70000}), ValueError);
 }
 

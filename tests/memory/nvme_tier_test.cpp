@@ -1,3 +1,5 @@
+#include "memory/tiers/nvme_tier.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -5,12 +7,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <vector>
 
-#include "support/spill_room.h"
-#include "memory/tiers/nvme_tier.h"
 #include "strata/core/error.h"
+#include "support/spill_room.h"
 
 using namespace strata;
 using namespace strata::memory;
@@ -137,7 +139,18 @@ TEST(NvmeTier, AMissingDirectoryIsAnErrorNamingIt) {
     FAIL() << "no throw";
   } catch (const IoError& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/strata/spill"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
   }
+  // A file where the directory should be says so (it used to say "does not exist").
+  const std::string file = spill_dir() + "/not_a_dir";
+  std::ofstream(file) << "x";
+  try {
+    NvmeTier tier(file, 1 << 20);
+    FAIL() << "no throw";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("'" + file + "' is not a directory"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(file);
 }
 
 // Each injected fault surfaces as a failed status naming the cause and the file offset.
