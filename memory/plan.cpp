@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "memory/plan.pb.h"
+#include "memory/read_file.h"
 #include "strata/core/error.h"
 
 namespace strata::memory {
@@ -126,11 +127,7 @@ void save_plan(const Plan& plan, const std::string& path) {
 }
 
 Plan load_plan(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  STRATA_CHECK(bool(f), IoError, "load_plan: cannot open '", path, "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return plan_from_text(ss.str(), "'" + path + "'");
+  return plan_from_text(read_whole_file(path, "load_plan"), "'" + path + "'");
 }
 
 std::shared_ptr<CachePolicy> make_plan_policy(Plan plan) { return std::make_shared<PlanPolicy>(std::move(plan)); }

@@ -30,6 +30,8 @@ uint64_t parse_byte_size(const std::string& text, const std::string& what) {
   else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
   else STRATA_CHECK(unit.empty(), ValueError, what, ": '", text, "' has an unknown unit (use K, M, G or T)");
   STRATA_CHECK(v >= 0 && std::isfinite(v), ValueError, what, ": '", text, "' must be a non-negative size");
+  // Below 2^63 bytes (8 EiB): a larger figure is a typo, and would not convert exactly.
+  STRATA_CHECK(v * scale < 9.2e18, ValueError, what, ": '", text, "' is too large (at most 8 EiB)");
   return uint64_t(v * scale);
 }
 

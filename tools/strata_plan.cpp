@@ -29,20 +29,20 @@ using namespace strata::memory::planner;
 
 namespace {
 
-uint64_t parse_bytes(const std::string& s) {
-  STRATA_CHECK(!s.empty(), ValueError, "strata_plan: empty size");
+// "50%" -> 0.5: the whole text a positive, finite number followed by '%'.
+double parse_fraction(const std::string& text) {
+  STRATA_CHECK(text.size() >= 2 && text.back() == '%', ValueError, "--budget '", text,
+               "' is not a percentage");
+  const std::string number = text.substr(0, text.size() - 1);
   size_t end = 0;
-  double v = std::stod(s, &end);
-  std::string unit = s.substr(end);
-  double mul = 1;
-  if (unit == "K" || unit == "KB") mul = 1e3;
-  else if (unit == "M" || unit == "MB") mul = 1e6;
-  else if (unit == "G" || unit == "GB") mul = 1e9;
-  else if (unit == "KiB") mul = 1024.0;
-  else if (unit == "MiB") mul = 1024.0 * 1024;
-  else if (unit == "GiB") mul = 1024.0 * 1024 * 1024;
-  else STRATA_CHECK(unit.empty(), ValueError, "strata_plan: unknown size unit in '", s, "'");
-  return uint64_t(v * mul);
+  double v = -1;
+  try {
+    v = std::stod(number, &end);
+  } catch (const std::exception&) {
+  }
+  STRATA_CHECK(end == number.size() && std::isfinite(v) && v > 0, ValueError, "--budget '", text,
+               "' must be a positive percentage of the keep-all peak (e.g. 50%)");
+  return v / 100.0;
 }
 
 // A model built on the Meta device (no memory, no initialization), kept alive for the process.
@@ -202,12 +202,15 @@ int main(int argc, char** argv) {
   std::string precision_name = "fp32";
   std::vector<std::string> what_if;
   app.add_option("--model", model, "gpt2 / gpt2-medium / gpt2-large / gpt2-xl, bert-base / bert-large, resnet18 ... resnet152[-cifar]");
-  app.add_option("--batch", batch, "batch size");
-  app.add_option("--seq", seq, "sequence length (GPT, BERT)");
-  app.add_option("--image", image, "image side (ResNet)");
+  app.add_option("--batch", batch, "batch size")->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  app.add_option("--seq", seq, "sequence length (GPT, BERT)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  app.add_option("--image", image, "image side (ResNet)")->check(CLI::Range(int64_t(1), int64_t(1) << 30));
   app.add_option("--hardware", hardware, "hardware profile (tools/hardware/*.textproto)")->required();
-  app.add_option("--budget", budget_text,
-                 "bytes (e.g. 20G) or a percentage of the keep-all peak (e.g. 50%); several, comma-separated, plan each");
+  app.add_option(
+      "--budget", budget_text,
+      "bytes (e.g. 20G: K, M, G, T are powers of 1024) or a percentage of the keep-all peak (e.g. 50%); "
+      "several, comma-separated, plan each");
   app.add_flag("--markdown", markdown, "end with one markdown row per budget: each policy's throughput relative to keep-all");
   app.add_option("--what-if-recomputable", what_if,
                  "what-if: outputs of these op classes (layer_norm, matmul, ...) count as op-level recomputable "
@@ -229,6 +232,8 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     StepTrace trace = trace_in.empty() ? meta_trace(model, batch, seq, image, hw, parse_gemm_precision(precision_name)) : load_trace(trace_in);
     const double trace_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    STRATA_CHECK(!trace.ops.empty() && !trace.blocks.empty(), ValueError, "the trace of '", trace.model,
+                 "' has ", trace.ops.size(), " ops and ", trace.blocks.size(), " blocks: nothing to plan");
     if (!trace_out.empty()) save_trace(trace, trace_out);
     if (!what_if.empty()) {
       STRATA_CHECK(plan_out.empty(), ValueError, "strata_plan: --save-plan with --what-if-recomputable: the cache cannot run that plan");
@@ -259,9 +264,10 @@ int main(int argc, char** argv) {
     for (const std::string& btext : budgets) {
       uint64_t budget = 0;
       if (btext.back() == '%')
-        budget = uint64_t(double(keep_peak) * std::stod(btext.substr(0, btext.size() - 1)) / 100.0);
+        budget = uint64_t(double(keep_peak) * parse_fraction(btext));
       else
-        budget = parse_bytes(btext);
+        budget = parse_byte_size(btext, "--budget");
+      STRATA_CHECK(budget > 0, ValueError, "--budget '", btext, "' is zero");
       std::printf("\nkeep-all: step %.4g s, activation peak %s GB, step peak %s GB; budget (%s) %s GB = %s of keep-all\n",
                   keep.step_seconds, gb(keep.activation_peak).c_str(), gb(keep.step_peak).c_str(),
                   opt.activations_only ? "activations" : "step peak", gb(budget).c_str(), btext.c_str());

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "memory/planner/hardware.pb.h"
+#include "memory/read_file.h"
 #include "strata/core/error.h"
 
 namespace strata::memory::planner {
@@ -199,11 +200,7 @@ std::string hardware_profile_to_text(const HardwareProfile& h) {
 }
 
 HardwareProfile load_hardware_profile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  STRATA_CHECK(bool(f), IoError, "load_hardware_profile: cannot open '", path, "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return hardware_profile_from_text(ss.str(), path);
+  return hardware_profile_from_text(read_whole_file(path, "load_hardware_profile"), path);
 }
 
 void save_hardware_profile(const HardwareProfile& profile, const std::string& path) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "memory/planner/trace.pb.h"
+#include "memory/read_file.h"
 #include "strata/core/error.h"
 #include "strata/memory/planner/trace.h"
 
@@ -116,13 +117,10 @@ void save_trace(const StepTrace& trace, const std::string& path) {
 }
 
 StepTrace load_trace(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  STRATA_CHECK(bool(f), IoError, "load_trace: cannot open '", path, "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  const std::string bytes = read_whole_file(path, "load_trace");
   proto::StepTrace p;
-  const bool ok = is_text(path) ? google::protobuf::TextFormat::ParseFromString(ss.str(), &p)
-                                : p.ParseFromString(ss.str());
+  const bool ok =
+      is_text(path) ? google::protobuf::TextFormat::ParseFromString(bytes, &p) : p.ParseFromString(bytes);
   STRATA_CHECK(ok, ValueError, "load_trace: '", path, "' is not a step trace");
   StepTrace t = from_proto(p);
   try {
