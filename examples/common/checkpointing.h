@@ -1,5 +1,4 @@
-// The trainers' checkpoints: what they save (run description, step, RNG, data position, weights,
-// optimizer state) and how --resume puts it back.
+// The trainers' checkpoints: what they save and how --resume puts it back.
 #pragma once
 
 #include <string>
@@ -9,8 +8,8 @@
 
 namespace strata::examples {
 
-// The state to save at `step`: the global RNG's state, `data` (the loader's cursor), the model's
-// weights and `optimizer_state`.
+// The state to save at `step`: the run's description (`config`), the global RNG's state, `data`
+// (the loader's cursor), the model's weights and `optimizer_state`.
 io::CheckpointState checkpoint_state(const std::string& config, int64_t step, const io::DataCursor& data,
                                      const nn::Module& model, nn::StateDict optimizer_state);
 

@@ -2,7 +2,20 @@
 
 #include <algorithm>
 
+#include "examples/common/trainer_common.pb.h"
+#include "examples/common/trainer_settings.h"
+
 namespace strata::examples {
+
+LrScheduleOptions lr_schedule_options(const LrScheduleConfig& schedule, const RunConfig& run) {
+  return {.lr = schedule.lr(),
+          .min_lr = schedule.min_lr(),
+          .warmup_cap = schedule.warmup_steps(),
+          .lr_decay_steps = schedule.lr_decay_steps(),
+          .max_steps = run.max_steps(),
+          .warmup_steps = schedule.warmup_steps(),
+          .time_bounded = time_bounded(run)};
+}
 
 LrSchedule::LrSchedule(const LrScheduleOptions& o) : o_(o), estimate_(o.lr_decay_steps <= 0 && o.time_bounded) {
   set_length(o.lr_decay_steps > 0 ? o.lr_decay_steps : (estimate_ ? 10 * o.warmup_steps : o.max_steps));

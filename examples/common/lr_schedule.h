@@ -1,6 +1,4 @@
-// LrSchedule: the trainers' warmup + cosine learning-rate schedule. Its length is
-// --lr-decay-steps, else --max-steps; a time-bounded run (no --max-steps) times its first steps
-// and then sets the length to the step count its time allows (the schedule is rebuilt once).
+// LrSchedule: the trainers' warmup + cosine learning-rate schedule, and its options from their settings.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +9,12 @@
 
 namespace strata::examples {
 
+class LrScheduleConfig;
+class RunConfig;
+
+// The schedule's length is lr_decay_steps, else max_steps; a time-bounded run (no --max-steps)
+// times its first steps and then sets the length to the step count its time allows (the
+// schedule is rebuilt once).
 struct LrScheduleOptions {
   double lr = 0, min_lr = 0;
   int64_t warmup_cap = 0;   // warmup is total / 10, at least 1 and at most this
@@ -18,6 +22,9 @@ struct LrScheduleOptions {
   bool time_bounded = false;
   int64_t timed_steps = 6;  // steps timed before the estimate (after the first, which is left out)
 };
+
+// The options of a trainer's `schedule` and `run` settings, warmup capped at warmup_steps.
+LrScheduleOptions lr_schedule_options(const LrScheduleConfig& schedule, const RunConfig& run);
 
 class LrSchedule {
  public:

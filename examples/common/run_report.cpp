@@ -20,15 +20,15 @@ std::string progress_bar(double frac) {
   return s;
 }
 
-StepProfile::StepProfile(Profiler& prof, bool on) : prof_(prof) {
+ProfiledStep::ProfiledStep(Profiler& prof, bool on) : prof_(prof) {
   if (on) observing_.emplace(&prof);
 }
 
-void StepProfile::phase(const char* name) {
+void ProfiledStep::phase(const char* name) {
   if (observing_) prof_.phase(name);
 }
 
-void StepProfile::step_done() {
+void ProfiledStep::step_done() {
   if (!observing_) return;
   prof_.end_phase();
   prof_.step_done();

@@ -1,5 +1,4 @@
-// What the trainers print about a run, alike in each: the progress bar, the process peak RSS,
-// the per-op profile (--profile) and the tensor cache's lines (--cache-policy, --memory-budget).
+// What the trainers print about a run: progress bar, peak RSS, --profile's table, the tensor cache's lines.
 #pragma once
 
 #include <memory>
@@ -18,12 +17,13 @@ double peak_rss_mb();
 // "[#####...............]": `frac` of 20 cells filled (clamped to [0, 1]).
 std::string progress_bar(double frac);
 
-// --profile: every op of the steps after the first two, by phase; the table and a chrome trace
-// at the end. One StepProfile per step:
-//   StepProfile p(prof, o.profile && steps_run >= 2);  p.phase("forward"); ...  p.step_done();
-class StepProfile {
+// One training step under --profile: while `on`, every op of the step goes into `prof`, under
+// the phase it runs in (forward, backward, optimizer); the table and a chrome trace come at the
+// end (report_profile). One per step, profiling the steps after the first two:
+//   ProfiledStep p(prof, profile && steps_run >= 2);  p.phase("forward"); ...  p.step_done();
+class ProfiledStep {
  public:
-  StepProfile(Profiler& prof, bool on);
+  ProfiledStep(Profiler& prof, bool on);
   void phase(const char* name);
   void step_done();
 

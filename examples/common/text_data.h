@@ -1,5 +1,4 @@
-// The byte-level trainers' text: a --text file or the built-in corpus, cut into llm.c token
-// shards with every 10th 8 KiB chunk held out.
+// The byte-level trainers' text: a --text file or the built-in corpus, cut into llm.c token shards.
 #pragma once
 
 #include <string>

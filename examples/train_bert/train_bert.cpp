@@ -53,44 +53,48 @@ double evaluate(models::BertForMaskedLM& model, io::MlmBatcher& val, int64_t bat
   return total / double(batches);
 }
 
-int run(const BertTrainOptions& o) {
-  std::filesystem::create_directories(o.out_dir);
-  const std::string ckpt_dir = o.out_dir + "/checkpoint";
+int train_bert(const BertTrainOptions& o) {
+  // The settings, grouped as in the config file.
+  const examples::TrainBertConfig& c = o.config;
+  const examples::RunConfig& run = c.run();
+  const examples::TextDataConfig& data = c.data();
+  std::filesystem::create_directories(run.out_dir());
+  const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   // ---- data ----
-  std::string train_glob = o.train_data, val_glob = o.val_data;
+  std::string train_glob = data.train_data(), val_glob = data.val_data();
   if (train_glob.empty())
     std::tie(train_glob, val_glob) =
-        examples::shards_from_text(examples::read_training_text(o.text, "train_bert"), o.out_dir);
+        examples::shards_from_text(examples::read_training_text(data.text(), "train_bert"), run.out_dir());
   STRATA_CHECK(o.model.vocab_size >= 260, ValueError, "train_bert: the byte-level vocabulary needs vocab_size >= 260, got ",
                o.model.vocab_size);
   io::MlmOptions mo;
-  mo.batch = o.batch_size, mo.seq_len = o.seq_len, mo.mask_prob = o.mask_prob, mo.short_seq_prob = o.short_seq_prob;
-  mo.two_segments = o.two_segments, mo.seed = o.seed, mo.shuffle = o.shuffle;
+  mo.batch = run.batch_size(), mo.seq_len = data.seq_len();
+  mo.mask_prob = c.mask_prob(), mo.short_seq_prob = c.short_seq_prob();
+  mo.two_segments = c.two_segments(), mo.seed = run.seed(), mo.shuffle = data.shuffle();
   const std::vector<std::string> train_paths = io::glob_paths(train_glob);
   io::MlmBatcher train(train_paths, mo);
   std::unique_ptr<io::MlmBatcher> val;
   if (!val_glob.empty()) {
     io::MlmOptions vo = mo;
-    vo.shuffle = false, vo.seed = o.seed + 1;
+    vo.shuffle = false, vo.seed = run.seed() + 1;
     val = std::make_unique<io::MlmBatcher>(io::glob_paths(val_glob), vo);
   }
   const double unigram = corpus_unigram_entropy(train_paths);
 
   // ---- model and optimizer ----
-  manual_seed(o.seed);
+  manual_seed(run.seed());
   models::BertForMaskedLM model(o.model);
   std::vector<Tensor> decay, no_decay;
   for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  optim::AdamWOptions ao = optim::AdamWOptions(o.lr).betas(o.beta1, o.beta2).eps(1e-6);
-  optim::AdamW opt({optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(o.weight_decay)),
+  optim::AdamWOptions ao =
+      optim::AdamWOptions(c.schedule().lr()).betas(c.optim().beta1(), c.optim().beta2()).eps(1e-6);
+  optim::AdamW opt({optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(c.optim().weight_decay())),
                     optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))},
                    ao);
-  examples::LrSchedule sched({.lr = o.lr, .min_lr = o.min_lr, .warmup_cap = o.warmup_steps,
-                              .lr_decay_steps = o.lr_decay_steps, .max_steps = o.max_steps,
-                              .warmup_steps = o.warmup_steps, .time_bounded = o.time_bounded(), .timed_steps = 6});
+  examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), run));
 
   int64_t step = 0;
-  if (o.resume) {
+  if (run.resume()) {
     io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model);
     opt.load_state_dict(st.optimizer);
     step = st.step;
@@ -101,12 +105,13 @@ int run(const BertTrainOptions& o) {
     io::save_checkpoint(ckpt_dir, examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, opt.state_dict()));
   };
 
-  const int64_t tokens_per_step = o.batch_size * o.seq_len;
+  const int64_t tokens_per_step = run.batch_size() * data.seq_len();
   std::printf("train_bert: %s\n  %ld parameters, %ld tokens/step, data %s (%ld tokens), byte-level; unigram entropy "
               "%.4f nats\n",
               o.describe().c_str(), long(model.num_parameters()), long(tokens_per_step), train_glob.c_str(),
               long(train.num_tokens()), unigram);
-  if (o.max_seconds > 0) std::printf("  training for %.0f s (or %ld steps)\n", o.max_seconds, long(o.max_steps));
+  if (run.max_seconds() > 0)
+    std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
 
   Allocator& alloc = cpu_allocator();
   const auto t_start = std::chrono::steady_clock::now();
@@ -114,7 +119,7 @@ int run(const BertTrainOptions& o) {
   double last_loss = NAN, last_val = NAN, step_seconds = 0;
   int64_t steps_run = 0, masked_total = 0;
   examples::CacheReport tcache(o.cache, /*print=*/true);
-  while (step < o.max_steps && (o.max_seconds <= 0 || elapsed() < o.max_seconds)) {
+  while (step < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds())) {
     const auto t0 = std::chrono::steady_clock::now();
     alloc.stats().reset_peaks();
     sched.apply(opt, step);
@@ -124,12 +129,13 @@ int run(const BertTrainOptions& o) {
     std::optional<autograd::SavePolicyGuard> cache_guard(tcache.tensor_cache());
     tcache.begin_step();
     std::optional<ops::AutocastGuard> amp;
-    if (o.bf16) amp.emplace(DType::bf16);
+    if (c.precision().bf16()) amp.emplace(DType::bf16);
     Tensor loss = step_loss(model, b);
     amp.reset();
     loss.backward();
     last_loss = loss.item();
-    const double norm = o.grad_clip > 0 ? optim::clip_grad_norm_(model.parameters(), o.grad_clip) : 0.0;
+    const double clip = c.optim().grad_clip();
+    const double norm = clip > 0 ? optim::clip_grad_norm_(model.parameters(), clip) : 0.0;
     opt.step();
     cache_guard.reset();
     tcache.end_step(alloc.stats().snapshot());
@@ -138,15 +144,16 @@ int run(const BertTrainOptions& o) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (steps_run > 1) step_seconds += secs;
     if (const std::optional<double> per_step = sched.time_step(steps_run, secs)) {
-      const int64_t total = step + int64_t((o.max_seconds - elapsed()) / *per_step);
+      const int64_t total = step + int64_t((run.max_seconds() - elapsed()) / *per_step);
       sched.set_length(total);
       std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), *per_step);
     }
     const MemorySnapshot m = alloc.stats().snapshot();
-    const bool eval_now = val && o.eval_every > 0 && (step % o.eval_every == 0);
-    if (eval_now) last_val = evaluate(model, *val, o.eval_batches);
-    if (step % o.log_every == 0 || step == 1 || eval_now) {
-      const double frac = o.max_seconds > 0 ? elapsed() / o.max_seconds : double(step) / double(o.max_steps);
+    const bool eval_now = val && run.eval_every() > 0 && (step % run.eval_every() == 0);
+    if (eval_now) last_val = evaluate(model, *val, run.eval_batches());
+    if (step % run.log_every() == 0 || step == 1 || eval_now) {
+      const double frac =
+          run.max_seconds() > 0 ? elapsed() / run.max_seconds() : double(step) / double(run.max_steps());
       std::printf("%s step %5ld | mlm loss %.4f | val %.4f | lr %.2e | norm %.2f | %6.0f tok/s | act peak %7.1f MB | "
                   "step peak %7.1f MB | rss %6.0f MB\n",
                   examples::progress_bar(frac).c_str(), long(step), last_loss, last_val, sched.lr_at(step - 1), norm,
@@ -155,11 +162,11 @@ int run(const BertTrainOptions& o) {
       tcache.log_step();
       std::fflush(stdout);
     }
-    if (o.ckpt_every > 0 && step % o.ckpt_every == 0) save(step);
+    if (run.ckpt_every() > 0 && step % run.ckpt_every() == 0) save(step);
   }
   tcache.finish();
   if (val) {
-    last_val = evaluate(model, *val, o.eval_batches);
+    last_val = evaluate(model, *val, run.eval_batches());
     std::printf("final: step %ld, train mlm loss %.4f, held-out mlm loss %.4f nats/byte, unigram entropy %.4f: %s, "
                 "%.0f s\n",
                 long(step), last_loss, last_val, unigram,
@@ -182,7 +189,7 @@ int main(int argc, char** argv) {
   try {
     BertTrainOptions o;
     if (!examples::parse_bert_train_options(argc, argv, &o)) return 0;
-    return run(o);
+    return train_bert(o);
   } catch (const Error& e) {
     std::fprintf(stderr, "train_bert: %s\n", e.what());
     return 1;

@@ -65,57 +65,69 @@ double evaluate(models::GPT& model, io::TokenLoader& val, int64_t batches) {
   return total / double(batches);
 }
 
-int run(const TrainOptions& o) {
+int train_gpt(const TrainOptions& o) {
+  // The settings, grouped as in the config file.
+  const examples::TrainGptConfig& c = o.config;
+  const examples::RunConfig& run = c.run();
+  const examples::TextDataConfig& data = c.data();
   // ---- ranks ----
   const dist::LaunchEnv env = dist::launch_env();
   if (env.launched())
-    g_group = dist::make_mpi_group(
-        {.timeout = std::chrono::milliseconds(int64_t(o.collective_timeout * 1000))});
+    g_group =
+        dist::make_mpi_group({.timeout = std::chrono::milliseconds(int64_t(c.collective_timeout() * 1000))});
   dist::ProcessGroup* pg = g_group.get();
   const int rank = pg ? pg->rank() : 0, world = pg ? pg->size() : 1;
   const bool lead = rank == 0;  // logs, evaluates, samples, writes checkpoints
-  std::filesystem::create_directories(o.out_dir);
-  const std::string ckpt_dir = o.out_dir + "/checkpoint";
+  std::filesystem::create_directories(run.out_dir());
+  const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   // ---- data ----
-  std::string train_glob = o.train_data, val_glob = o.val_data;
+  std::string train_glob = data.train_data(), val_glob = data.val_data();
   bool byte_level = false;
   if (train_glob.empty()) {
-    const std::string text = examples::read_training_text(o.text, "train_gpt");
+    const std::string text = examples::read_training_text(data.text(), "train_gpt");
     if (lead)
-      std::tie(train_glob, val_glob) = examples::shards_from_text(text, o.out_dir);
+      std::tie(train_glob, val_glob) = examples::shards_from_text(text, run.out_dir());
     else
-      std::tie(train_glob, val_glob) = std::pair(o.out_dir + "/data/train_*.bin", o.out_dir + "/data/val_*.bin");
+      std::tie(train_glob, val_glob) =
+          std::pair(run.out_dir() + "/data/train_*.bin", run.out_dir() + "/data/val_*.bin");
     if (pg) pg->barrier_sync();  // rank 0 has written the shards
     byte_level = true;
     STRATA_CHECK(o.model.vocab_size >= 256, ValueError, "train_gpt: byte-level data needs vocab_size >= 256, got ",
                  o.model.vocab_size);
   }
-  io::TokenLoader train(io::glob_paths(train_glob),
-                        {.batch = o.batch_size, .seq_len = o.seq_len, .rank = rank, .world_size = world,
-                         .shuffle = o.shuffle, .seed = o.seed});
+  io::TokenLoader train(io::glob_paths(train_glob), {.batch = run.batch_size(),
+                                                     .seq_len = data.seq_len(),
+                                                     .rank = rank,
+                                                     .world_size = world,
+                                                     .shuffle = data.shuffle(),
+                                                     .seed = run.seed()});
   std::unique_ptr<io::TokenLoader> val;
   if (!val_glob.empty() && lead)
-    val = std::make_unique<io::TokenLoader>(io::glob_paths(val_glob),
-                                            io::TokenLoaderOptions{.batch = o.batch_size, .seq_len = o.seq_len});
+    val = std::make_unique<io::TokenLoader>(
+        io::glob_paths(val_glob),
+        io::TokenLoaderOptions{.batch = run.batch_size(), .seq_len = data.seq_len()});
 
   // ---- model and optimizer ----
-  manual_seed(o.seed);
+  manual_seed(run.seed());
   auto model_ptr = std::make_shared<models::GPT>(o.model);
   models::GPT& model = *model_ptr;
   // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
   // DDP's hooks see only accumulated gradients, so every cache policy works unchanged; each
   // rank's NVMe tier opens its own unnamed spill file, so ranks may share --spill-dir.
   std::unique_ptr<dist::DistributedDataParallel> ddp;
-  if (pg) ddp = std::make_unique<dist::DistributedDataParallel>(model_ptr, g_group,
-                                                                dist::DistributedDataParallelOptions{.bucket_cap_mb = o.bucket_mb});
+  if (pg)
+    ddp = std::make_unique<dist::DistributedDataParallel>(
+        model_ptr, g_group, dist::DistributedDataParallelOptions{.bucket_cap_mb = c.bucket_mb()});
   std::vector<Tensor> decay, no_decay;
   for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  optim::AdamWOptions ao = optim::AdamWOptions(o.lr).betas(o.beta1, o.beta2).eps(1e-8);
-  std::vector<optim::ParamGroup> groups = {optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(o.weight_decay)),
-                                           optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))};
+  optim::AdamWOptions ao =
+      optim::AdamWOptions(c.schedule().lr()).betas(c.optim().beta1(), c.optim().beta2()).eps(1e-8);
+  std::vector<optim::ParamGroup> groups = {
+      optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(c.optim().weight_decay())),
+      optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))};
   std::unique_ptr<optim::Optimizer> opt_ptr;
   dist::ZeroRedundancyOptimizer* zero = nullptr;
-  if (o.zero1) {
+  if (c.zero1()) {
     auto z = dist::ZeroRedundancyOptimizer::adamw(groups, ao, pg ? g_group : dist::make_local_group(1)[0]);
     zero = z.get();
     opt_ptr = std::move(z);
@@ -127,12 +139,10 @@ int run(const TrainOptions& o) {
   auto optimizer_state = [&] { return zero ? zero->consolidated_state_dict() : opt.state_dict(); };
   // Warmup then cosine decay; a time-bounded run estimates the length from the step time
   // measured over its first steps (the schedule is rebuilt once).
-  examples::LrSchedule sched({.lr = o.lr, .min_lr = o.min_lr, .warmup_cap = o.warmup_steps,
-                              .lr_decay_steps = o.lr_decay_steps, .max_steps = o.max_steps,
-                              .warmup_steps = o.warmup_steps, .time_bounded = o.time_bounded(), .timed_steps = 6});
+  examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), c.run()));
 
   int64_t step = 0;
-  if (o.resume) {
+  if (run.resume()) {
     io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model);
     if (zero)
       zero->load_consolidated_state_dict(st.optimizer);
@@ -152,20 +162,22 @@ int run(const TrainOptions& o) {
     // optimizer_state() is collective with ZeRO-1: every rank calls save().
     io::CheckpointState st = examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, optimizer_state());
     st.metadata["world_size"] = std::to_string(world);
-    st.metadata["zero1"] = o.zero1 ? "true" : "false";
+    st.metadata["zero1"] = c.zero1() ? "true" : "false";
     if (lead) io::save_checkpoint(ckpt_dir, st);
   };
 
-  const int64_t tokens_per_step = o.batch_size * o.seq_len * o.grad_accum * world;
+  const int64_t tokens_per_step = run.batch_size() * data.seq_len() * c.grad_accum() * world;
   if (lead) std::printf("train_gpt: %s\n  %ld parameters, %ld tokens/step, data %s (%ld tokens)%s\n", o.describe().c_str(),
               long(model.num_parameters()), long(tokens_per_step), train_glob.c_str(), long(train.num_tokens()),
               byte_level ? ", byte-level" : "");
   if (lead && pg)
-    std::printf("  data parallel: %d ranks (%s), %ld tokens/step per rank, buckets of %.1f MB, ZeRO-1 %s, "
-                "collective timeout %.0f s\n",
-                world, pg->backend_name(), long(tokens_per_step / world), o.bucket_mb, o.zero1 ? "on" : "off",
-                o.collective_timeout);
-  if (lead && o.max_seconds > 0) std::printf("  training for %.0f s (or %ld steps)\n", o.max_seconds, long(o.max_steps));
+    std::printf(
+        "  data parallel: %d ranks (%s), %ld tokens/step per rank, buckets of %.1f MB, ZeRO-1 %s, "
+        "collective timeout %.0f s\n",
+        world, pg->backend_name(), long(tokens_per_step / world), c.bucket_mb(), c.zero1() ? "on" : "off",
+        c.collective_timeout());
+  if (lead && run.max_seconds() > 0)
+    std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
 
   Allocator& alloc = cpu_allocator();
   const auto t_start = std::chrono::steady_clock::now();
@@ -175,8 +187,8 @@ int run(const TrainOptions& o) {
   double comm_seconds = 0, exposed_seconds = 0, step_seconds = 0;  // data-parallel totals after step 1
   // Every rank must agree on when to stop: rank 0's clock decides time-bounded runs.
   auto keep_going = [&] {
-    bool go = step < o.max_steps && (o.max_seconds <= 0 || elapsed() < o.max_seconds);
-    if (pg && o.max_seconds > 0) go = pg->all_reduce_scalar(lead && go ? 1.0 : 0.0) > 0;
+    bool go = step < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds());
+    if (pg && run.max_seconds() > 0) go = pg->all_reduce_scalar(lead && go ? 1.0 : 0.0) > 0;
     return go;
   };
   Profiler prof;  // --profile: steps after the first two
@@ -184,7 +196,7 @@ int run(const TrainOptions& o) {
   examples::CacheReport tcache(o.cache, lead);
   while (keep_going()) {
     maybe_kill_self(rank, step);
-    examples::StepProfile profile(prof, o.profile && steps_run >= 2);
+    examples::ProfiledStep profile(prof, run.profile() && steps_run >= 2);
     const auto t0 = std::chrono::steady_clock::now();
     alloc.stats().reset_peaks();
     sched.apply(opt, step);
@@ -192,19 +204,19 @@ int run(const TrainOptions& o) {
     std::optional<autograd::SavePolicyGuard> cache_guard(tcache.tensor_cache());
     tcache.begin_step();
     double loss_sum = 0;
-    ops::AllowTf32Guard tf32(o.tf32);  // forward and backward
-    for (int64_t micro = 0; micro < o.grad_accum; ++micro) {
+    ops::AllowTf32Guard tf32(c.precision().tf32());  // forward and backward
+    for (int64_t micro = 0; micro < c.grad_accum(); ++micro) {
       Tensor x, y;
       train.next(&x, &y);
       // Only the last micro-batch's backward all-reduces (the sums accumulated so far).
       std::optional<dist::NoSyncGuard> no_sync;
-      if (ddp && micro + 1 < o.grad_accum) no_sync.emplace(*ddp);
+      if (ddp && micro + 1 < c.grad_accum()) no_sync.emplace(*ddp);
       profile.phase("forward");
       std::optional<ops::AutocastGuard> amp;
-      if (o.bf16) amp.emplace(DType::bf16);
+      if (c.precision().bf16()) amp.emplace(DType::bf16);
       Tensor loss = model.loss(x, y);
       amp.reset();
-      if (o.grad_accum > 1) loss = ops::mul(loss, 1.0 / double(o.grad_accum));
+      if (c.grad_accum() > 1) loss = ops::mul(loss, 1.0 / double(c.grad_accum()));
       profile.phase("backward");
       loss.backward();
       loss_sum += loss.item();
@@ -218,7 +230,8 @@ int run(const TrainOptions& o) {
       }
     }
     profile.phase("optimizer");
-    const double norm = o.grad_clip > 0 ? optim::clip_grad_norm_(model.parameters(), o.grad_clip) : 0.0;
+    const double clip = c.optim().grad_clip();
+    const double norm = clip > 0 ? optim::clip_grad_norm_(model.parameters(), clip) : 0.0;
     opt.step();
     profile.step_done();
     cache_guard.reset();
@@ -229,16 +242,17 @@ int run(const TrainOptions& o) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (steps_run > 1) step_seconds += secs;
     if (const std::optional<double> per_step = sched.time_step(steps_run, secs)) {
-      int64_t total = step + int64_t((o.max_seconds - elapsed()) / *per_step);
+      int64_t total = step + int64_t((run.max_seconds() - elapsed()) / *per_step);
       if (pg) total = int64_t(pg->all_reduce_scalar(lead ? double(total) : 0.0));  // rank 0's estimate
       sched.set_length(total);
       if (lead) std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), *per_step);
     }
     const MemorySnapshot m = alloc.stats().snapshot();
-    const bool eval_now = val && o.eval_every > 0 && (step % o.eval_every == 0);
-    if (eval_now) last_val = evaluate(model, *val, o.eval_batches);
-    if (lead && (step % o.log_every == 0 || step == 1 || eval_now)) {
-      const double frac = o.max_seconds > 0 ? elapsed() / o.max_seconds : double(step) / double(o.max_steps);
+    const bool eval_now = val && run.eval_every() > 0 && (step % run.eval_every() == 0);
+    if (eval_now) last_val = evaluate(model, *val, run.eval_batches());
+    if (lead && (step % run.log_every() == 0 || step == 1 || eval_now)) {
+      const double frac =
+          run.max_seconds() > 0 ? elapsed() / run.max_seconds() : double(step) / double(run.max_steps());
       std::printf("%s step %5ld | loss %.4f | val %.4f | lr %.2e | norm %.2f | %6.0f tok/s | act peak %7.1f MB | "
                   "step peak %7.1f MB | rss %6.0f MB\n",
                   examples::progress_bar(frac).c_str(), long(step), last_loss, last_val, sched.lr_at(step - 1), norm,
@@ -247,12 +261,12 @@ int run(const TrainOptions& o) {
       tcache.log_step();
       std::fflush(stdout);
     }
-    if (o.ckpt_every > 0 && step % o.ckpt_every == 0) save(step);
+    if (run.ckpt_every() > 0 && step % run.ckpt_every() == 0) save(step);
   }
   tcache.finish();
-  if (o.profile && lead) examples::report_profile(prof, o.out_dir);
+  if (run.profile() && lead) examples::report_profile(prof, run.out_dir());
   if (val) {
-    last_val = evaluate(model, *val, o.eval_batches);
+    last_val = evaluate(model, *val, run.eval_batches());
     std::printf("final: step %ld, train loss %.4f, held-out loss %.4f%s, %.0f s\n", long(step), last_loss, last_val,
                 byte_level ? " nats/byte" : "", elapsed());
   }
@@ -269,12 +283,13 @@ int run(const TrainOptions& o) {
     std::printf("\n");
   }
 
-  if (lead && o.sample_tokens > 0 && byte_level) {
+  if (lead && c.sample_tokens() > 0 && byte_level) {
     const std::string prompt = "This License";
     std::vector<int64_t> ids(prompt.begin(), prompt.end());
-    Generator g(o.seed);
-    Tensor out = model.generate(ops::from_vector(ids, {1, int64_t(ids.size())}),
-                                {.max_new_tokens = o.sample_tokens, .temperature = o.temperature, .top_k = o.top_k}, g);
+    Generator g(run.seed());
+    Tensor out = model.generate(
+        ops::from_vector(ids, {1, int64_t(ids.size())}),
+        {.max_new_tokens = c.sample_tokens(), .temperature = c.temperature(), .top_k = c.top_k()}, g);
     std::string text;
     for (int64_t t : out.to_vector<int64_t>()) text.push_back(char(t));
     std::printf("sample:\n%s\n", text.c_str());
@@ -288,7 +303,7 @@ int main(int argc, char** argv) {
   try {
     TrainOptions o;
     if (!examples::parse_train_options(argc, argv, &o)) return 0;
-    return run(o);
+    return train_gpt(o);
   } catch (const Error& e) {
     if (g_group && g_group->size() > 1) {
       // Under mpirun: say which rank failed, then end every rank (MPI_Abort) instead of

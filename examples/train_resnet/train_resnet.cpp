@@ -36,34 +36,38 @@ struct ImageData {
   io::ImageTransformOptions train_transforms, eval_transforms;
 };
 
-ImageData make_data(const ResNetTrainOptions& o) {
+ImageData make_data(const examples::TrainResNetConfig& c) {
   ImageData d;
-  const int64_t size = o.image_size;
-  if (!o.image_folder.empty()) {
+  const int64_t size = c.image_size();
+  if (!c.image_folder().empty()) {
     // ImageNet recipe: RandomResizedCrop + flip for training, Resize(size * 8/7) + CenterCrop.
-    d.train = std::make_shared<io::ImageFolderDataset>(o.image_folder);
-    if (!o.val_folder.empty()) d.val = std::make_shared<io::ImageFolderDataset>(o.val_folder);
+    d.train = std::make_shared<io::ImageFolderDataset>(c.image_folder());
+    if (!c.val_folder().empty()) d.val = std::make_shared<io::ImageFolderDataset>(c.val_folder());
     d.eval_transforms = io::ImageTransformOptions::imagenet_eval(size, size * 8 / 7);
-    d.train_transforms = o.augment ? io::ImageTransformOptions::imagenet_train(size) : d.eval_transforms;
+    d.train_transforms = c.augment() ? io::ImageTransformOptions::imagenet_train(size) : d.eval_transforms;
     return d;
   }
-  if (!o.cifar10.empty()) {
-    d.train = std::make_shared<io::Cifar10Dataset>(io::Cifar10Dataset::files_in(o.cifar10, true));
-    d.val = std::make_shared<io::Cifar10Dataset>(io::Cifar10Dataset::files_in(o.cifar10, false));
+  if (!c.cifar10().empty()) {
+    d.train = std::make_shared<io::Cifar10Dataset>(io::Cifar10Dataset::files_in(c.cifar10(), true));
+    d.val = std::make_shared<io::Cifar10Dataset>(io::Cifar10Dataset::files_in(c.cifar10(), false));
     d.eval_transforms = io::ImageTransformOptions::cifar_eval();
   } else {
-    const io::SyntheticImageOptions so{.num_classes = o.synthetic_classes, .size = o.synthetic_train, .height = size,
-                                       .width = size, .seed = o.seed, .noise = o.synthetic_noise};
+    const io::SyntheticImageOptions so{.num_classes = c.synthetic_classes(),
+                                       .size = c.synthetic_train(),
+                                       .height = size,
+                                       .width = size,
+                                       .seed = c.run().seed(),
+                                       .noise = c.synthetic_noise()};
     d.train = std::make_shared<io::SyntheticImageDataset>(so);
     // Held out: the samples after the training set's (same classes, other images).
     io::SyntheticImageOptions vo = so;
-    vo.size = o.synthetic_val, vo.offset = so.size;
+    vo.size = c.synthetic_val(), vo.offset = so.size;
     if (vo.size > 0) d.val = std::make_shared<io::SyntheticImageDataset>(vo);
     d.eval_transforms.mean = {0.5f, 0.5f, 0.5f};
     d.eval_transforms.std = {0.25f, 0.25f, 0.25f};
   }
   d.train_transforms = d.eval_transforms;
-  if (o.augment) {  // CIFAR recipe: pad by size/8, random crop, flip
+  if (c.augment()) {  // CIFAR recipe: pad by size/8, random crop, flip
     d.train_transforms.random_crop = size;
     d.train_transforms.padding = size / 8;
     d.train_transforms.horizontal_flip = true;
@@ -89,13 +93,19 @@ Accuracy count_correct(const Tensor& logits, const Tensor& labels) {
 // Accuracy and mean loss in eval mode (running BN statistics, no augmentation) over up to
 // `batches` batches of `data`, drawn in a fixed shuffled order (a folder lists its images
 // class by class: a prefix would hold one class).
-std::pair<Accuracy, double> evaluate(models::ResNet& model, const std::shared_ptr<const io::ImageDataset>& data,
-                                     const io::ImageTransformOptions& transforms, const ResNetTrainOptions& o,
-                                     int64_t batches) {
+std::pair<Accuracy, double> evaluate(models::ResNet& model,
+                                     const std::shared_ptr<const io::ImageDataset>& data,
+                                     const io::ImageTransformOptions& transforms,
+                                     const examples::TrainResNetConfig& c, int64_t batches) {
   NoGradGuard ng;
   model.eval();
-  io::ImageLoader loader(data, {.batch = o.batch_size, .transforms = transforms, .shuffle = true, .drop_last = false,
-                                .seed = o.seed, .num_workers = int(o.workers), .prefetch = o.prefetch});
+  io::ImageLoader loader(data, {.batch = c.run().batch_size(),
+                                .transforms = transforms,
+                                .shuffle = true,
+                                .drop_last = false,
+                                .seed = c.run().seed(),
+                                .num_workers = int(c.workers()),
+                                .prefetch = c.prefetch()});
   Accuracy acc;
   double loss = 0;
   const int64_t n = std::min(batches, loader.batches_per_epoch());
@@ -110,50 +120,58 @@ std::pair<Accuracy, double> evaluate(models::ResNet& model, const std::shared_pt
   return {acc, loss / double(std::max<int64_t>(acc.total, 1))};
 }
 
-int run(const ResNetTrainOptions& opts) {
-  ResNetTrainOptions o = opts;
-  std::filesystem::create_directories(o.out_dir);
-  const std::string ckpt_dir = o.out_dir + "/checkpoint";
+int train_resnet(ResNetTrainOptions o) {
+  // The settings, grouped as in the config file.
+  const examples::TrainResNetConfig& c = o.config;
+  const examples::RunConfig& run = c.run();
+  std::filesystem::create_directories(run.out_dir());
+  const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   // ---- data ----
-  const ImageData data = make_data(o);
-  io::ImageLoader train(data.train, {.batch = o.batch_size, .transforms = data.train_transforms, .shuffle = true,
-                                     .drop_last = true, .seed = o.seed, .num_workers = int(o.workers),
-                                     .prefetch = o.prefetch});
+  const ImageData data = make_data(c);
+  io::ImageLoader train(data.train, {.batch = run.batch_size(),
+                                     .transforms = data.train_transforms,
+                                     .shuffle = true,
+                                     .drop_last = true,
+                                     .seed = run.seed(),
+                                     .num_workers = int(c.workers()),
+                                     .prefetch = c.prefetch()});
   STRATA_CHECK(!data.val || data.val->num_classes() == data.train->num_classes(), ValueError,
                "train_resnet: the held-out set has ", data.val->num_classes(), " classes, the training set ",
                data.train->num_classes());
 
   // ---- model and optimizer ----
-  manual_seed(o.seed);
-  o.model.num_classes = data.train->num_classes();
+  manual_seed(run.seed());
+  o.model.num_classes = data.train->num_classes();  // describe() prints it
   o.model.validate();
   models::ResNet model(o.model);
   // No weight decay on BN parameters and biases (1-d tensors), as the usual ResNet recipes.
   std::vector<Tensor> decay, no_decay;
   for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
   std::unique_ptr<optim::Optimizer> opt_ptr;
-  if (o.optimizer == "sgd") {
-    const optim::SGDOptions so = optim::SGDOptions(o.lr).momentum(o.momentum).nesterov(o.nesterov);
+  const double lr = c.schedule().lr(), wd = c.optim().weight_decay();
+  if (c.optimizer() == "sgd") {
+    const optim::SGDOptions so = optim::SGDOptions(lr).momentum(c.momentum()).nesterov(c.nesterov());
     opt_ptr = std::make_unique<optim::SGD>(
-        std::vector<optim::ParamGroup>{optim::ParamGroup(decay, optim::SGDOptions(so).weight_decay(o.weight_decay)),
+        std::vector<optim::ParamGroup>{optim::ParamGroup(decay, optim::SGDOptions(so).weight_decay(wd)),
                                        optim::ParamGroup(no_decay, optim::SGDOptions(so).weight_decay(0.0))},
         so);
   } else {
-    const optim::AdamWOptions ao = optim::AdamWOptions(o.lr).betas(0.9, 0.999).eps(1e-8);
+    const optim::AdamWOptions ao = optim::AdamWOptions(lr).betas(0.9, 0.999).eps(1e-8);
     opt_ptr = std::make_unique<optim::AdamW>(
-        std::vector<optim::ParamGroup>{optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(o.weight_decay)),
-                                       optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))},
+        std::vector<optim::ParamGroup>{
+            optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(wd)),
+            optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))},
         ao);
   }
   optim::Optimizer& opt = *opt_ptr;
   // Warmup then cosine decay; a time-bounded run estimates the length from the step time of its
   // first steps (the schedule is rebuilt once), as train_gpt does.
-  examples::LrSchedule sched({.lr = o.lr, .min_lr = o.min_lr, .warmup_cap = std::max<int64_t>(o.warmup_steps, 1),
-                              .lr_decay_steps = o.lr_decay_steps, .max_steps = o.max_steps,
-                              .warmup_steps = o.warmup_steps, .time_bounded = o.time_bounded(), .timed_steps = 4});
+  examples::LrScheduleOptions schedule = examples::lr_schedule_options(c.schedule(), run);
+  schedule.warmup_cap = std::max<int64_t>(schedule.warmup_cap, 1), schedule.timed_steps = 4;
+  examples::LrSchedule sched(schedule);
 
   int64_t step = 0;
-  if (o.resume) {
+  if (run.resume()) {
     io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model);
     opt.load_state_dict(st.optimizer);
     step = st.step;
@@ -165,13 +183,17 @@ int run(const ResNetTrainOptions& opts) {
     io::save_checkpoint(ckpt_dir, examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, opt.state_dict()));
   };
 
-  std::printf("train_resnet: %s\n  %ld parameters; data: %s\n  train transforms: %s\n  %ld batches/epoch, %ld loader "
-              "thread(s), %ld batches prefetched\n",
-              o.describe().c_str(), long(model.num_parameters()), data.train->describe().c_str(),
-              data.train_transforms.str().c_str(), long(train.batches_per_epoch()), long(o.workers), long(o.prefetch));
+  std::printf(
+      "train_resnet: %s\n  %ld parameters; data: %s\n  train transforms: %s\n  %ld batches/epoch, %ld loader "
+      "thread(s), %ld batches prefetched\n",
+      o.describe().c_str(), long(model.num_parameters()), data.train->describe().c_str(),
+      data.train_transforms.str().c_str(), long(train.batches_per_epoch()), long(c.workers()),
+      long(c.prefetch()));
   if (data.val) std::printf("  held out: %s\n", data.val->describe().c_str());
-  if (o.max_seconds > 0) std::printf("  training for %.0f s (or %ld steps)\n", o.max_seconds, long(o.max_steps));
-  if (o.target_accuracy > 0) std::printf("  stopping at %.1f%% training accuracy\n", 100 * o.target_accuracy);
+  if (run.max_seconds() > 0)
+    std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
+  if (c.target_accuracy() > 0)
+    std::printf("  stopping at %.1f%% training accuracy\n", 100 * c.target_accuracy());
 
   Allocator& alloc = cpu_allocator();
   const auto t_start = std::chrono::steady_clock::now();
@@ -186,8 +208,8 @@ int run(const ResNetTrainOptions& opts) {
   Accuracy last_val;
   Profiler prof;
   examples::CacheReport tcache(o.cache, /*print=*/true);
-  while (step < o.max_steps && (o.max_seconds <= 0 || elapsed() < o.max_seconds)) {
-    examples::StepProfile profile(prof, o.profile && steps_run >= 2);
+  while (step < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds())) {
+    examples::ProfiledStep profile(prof, run.profile() && steps_run >= 2);
     const auto t0 = std::chrono::steady_clock::now();
     io::ImageBatch batch = train.next();
     alloc.stats().reset_peaks();
@@ -201,7 +223,8 @@ int run(const ResNetTrainOptions& opts) {
     profile.phase("backward");
     loss.backward();
     profile.phase("optimizer");
-    const double norm = o.grad_clip > 0 ? optim::clip_grad_norm_(model.parameters(), o.grad_clip) : 0.0;
+    const double clip = c.optim().grad_clip();
+    const double norm = clip > 0 ? optim::clip_grad_norm_(model.parameters(), clip) : 0.0;
     opt.step();
     profile.step_done();
     cache_guard.reset();
@@ -220,26 +243,27 @@ int run(const ResNetTrainOptions& opts) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (steps_run > 1) step_seconds += secs;
     if (const std::optional<double> per_step = sched.time_step(steps_run, secs)) {
-      const int64_t total = step + int64_t((o.max_seconds - elapsed()) / *per_step);
+      const int64_t total = step + int64_t((run.max_seconds() - elapsed()) / *per_step);
       sched.set_length(total);
       std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), *per_step);
     }
-    const bool eval_now = data.val && o.eval_every > 0 && step % o.eval_every == 0;
-    if (eval_now) last_val = evaluate(model, data.val, data.eval_transforms, o, o.eval_batches).first;
-    if (step % o.log_every == 0 || step == 1 || eval_now) {
-      const double frac = o.max_seconds > 0 ? elapsed() / o.max_seconds : double(step) / double(o.max_steps);
+    const bool eval_now = data.val && run.eval_every() > 0 && step % run.eval_every() == 0;
+    if (eval_now) last_val = evaluate(model, data.val, data.eval_transforms, c, run.eval_batches()).first;
+    if (step % run.log_every() == 0 || step == 1 || eval_now) {
+      const double frac =
+          run.max_seconds() > 0 ? elapsed() / run.max_seconds() : double(step) / double(run.max_steps());
       const std::string val = last_val.total ? detail::concat(int(std::lround(1000 * last_val.value())) / 10.0, "%") : "-";
       std::printf("%s step %5ld | epoch %ld | loss %.4f | acc %5.1f%% (batch %5.1f%%) | val %6s | lr %.2e | "
                   "%5.0f img/s | loader wait %.1f s | act peak %6.1f MB | step peak %6.1f MB | rss %5.0f MB\n",
                   examples::progress_bar(frac).c_str(), long(step), long(batch.epoch), last_loss, 100 * in_window.value(), 100 * acc.value(),
                   val.c_str(), sched.lr_at(step - 1), double(acc.total) / secs, train.wait_seconds(),
                   double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6, double(m.total_peak) / 1e6, examples::peak_rss_mb());
-      if (o.grad_clip > 0) std::printf("      grad norm %.3f\n", norm);
+      if (clip > 0) std::printf("      grad norm %.3f\n", norm);
       tcache.log_step();
       std::fflush(stdout);
     }
-    if (o.ckpt_every > 0 && step % o.ckpt_every == 0) save(step);
-    if (o.target_accuracy > 0 && recent.size() == window && in_window.value() >= o.target_accuracy) {
+    if (run.ckpt_every() > 0 && step % run.ckpt_every() == 0) save(step);
+    if (c.target_accuracy() > 0 && recent.size() == window && in_window.value() >= c.target_accuracy()) {
       reached_step = step, reached_at = elapsed();
       std::printf("reached %.1f%% training accuracy (last %zu batches) at step %ld, %.1f s\n", 100 * in_window.value(),
                   recent.size(), long(step), reached_at);
@@ -247,27 +271,31 @@ int run(const ResNetTrainOptions& opts) {
     }
   }
   tcache.finish();
-  if (o.profile) examples::report_profile(prof, o.out_dir);
+  if (run.profile()) examples::report_profile(prof, run.out_dir());
   const double train_seconds = elapsed();
   // Eval-mode accuracy on training images (no augmentation) and on the held-out set.
-  const auto [train_eval, train_eval_loss] = evaluate(model, data.train, data.eval_transforms, o, o.eval_batches);
+  const auto [train_eval, train_eval_loss] =
+      evaluate(model, data.train, data.eval_transforms, c, run.eval_batches());
   std::printf("final: step %ld, train loss %.4f, training accuracy %.2f%% (last %zu batches, train mode), "
               "%.2f%% (eval mode, %ld training images)",
               long(step), last_loss, 100 * in_window.value(), recent.size(), 100 * train_eval.value(),
               long(train_eval.total));
   if (data.val) {
-    const auto [val_acc, val_loss] = evaluate(model, data.val, data.eval_transforms, o, o.eval_batches);
+    const auto [val_acc, val_loss] = evaluate(model, data.val, data.eval_transforms, c, run.eval_batches());
     std::printf(", held-out accuracy %.2f%% (%ld images, loss %.4f)", 100 * val_acc.value(), long(val_acc.total), val_loss);
   }
   std::printf(", %.0f s\n", train_seconds);
-  if (o.target_accuracy > 0 && reached_step < 0)
-    std::printf("target %.1f%% training accuracy not reached\n", 100 * o.target_accuracy);
+  if (c.target_accuracy() > 0 && reached_step < 0)
+    std::printf("target %.1f%% training accuracy not reached\n", 100 * c.target_accuracy());
   if (steps_run > 0) save(step);
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());
   if (steps_run > 2) {
     const double n = double(steps_run - 1);
-    std::printf("timing: %.1f ms/step, %.0f img/s over steps 2-%ld; the loader kept the trainer waiting %.2f s in all\n",
-                1e3 * step_seconds / n, double(o.batch_size) * n / step_seconds, long(step), train.wait_seconds());
+    std::printf(
+        "timing: %.1f ms/step, %.0f img/s over steps 2-%ld; the loader kept the trainer waiting %.2f s in "
+        "all\n",
+        1e3 * step_seconds / n, double(run.batch_size()) * n / step_seconds, long(step),
+        train.wait_seconds());
   }
   return 0;
 }
@@ -278,7 +306,7 @@ int main(int argc, char** argv) {
   try {
     ResNetTrainOptions o;
     if (!examples::parse_resnet_train_options(argc, argv, &o)) return 0;
-    return run(o);
+    return train_resnet(o);
   } catch (const Error& e) {
     std::fprintf(stderr, "train_resnet: %s\n", e.what());
     return 1;

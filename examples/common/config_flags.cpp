@@ -1,0 +1,122 @@
+#include "examples/common/config_flags.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/text_format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <type_traits>
+
+#include "strata/core/error.h"
+
+namespace strata::examples {
+
+namespace {
+
+namespace pb = google::protobuf;
+
+// The flag fills a std::optional<T> through CLI11's own add_option / add_flag for that type, so
+// its type name in --help, its conversions and their errors, and a flag's `--resume=false` are
+// CLI11's; the value is written into the message after parsing, and only when the flag was given.
+template <class T>
+CLI::Option* add_flag_of(CLI::App& app, bool is_flag, const std::string& names, const std::string& help,
+                         std::vector<std::function<void()>>& writes, std::function<void(const T&)> write) {
+  auto value = std::make_shared<std::optional<T>>();
+  CLI::Option* opt = nullptr;
+  if constexpr (std::is_same_v<T, bool>)
+    opt = is_flag ? app.add_flag(names, *value, help) : app.add_option(names, *value, help);
+  else
+    opt = app.add_option(names, *value, help);
+  writes.push_back([value, write] {
+    if (*value) write(**value);
+  });
+  return opt;
+}
+
+void read_config_file(const std::string& path, const std::string& program, pb::Message* config) {
+  std::ifstream in(path);
+  STRATA_CHECK(in.good(), IoError, program, ": cannot open config '", path, "'");
+  std::string textproto((std::istreambuf_iterator<char>(in)), {});
+  STRATA_CHECK(pb::TextFormat::ParseFromString(textproto, config), ValueError, program, ": config '", path,
+               "' is not a valid ", config->GetDescriptor()->name(), " in protobuf text format");
+}
+
+}  // namespace
+
+ConfigFlags::ConfigFlags(CLI::App& app, std::string program, pb::Message* flags)
+    : app_(app), program_(std::move(program)), flags_(flags) {
+  app_.add_option("--config", config_path_,
+                  "protobuf text file (" + flags->GetDescriptor()->name() + "); flags override it");
+}
+
+CLI::Option* ConfigFlags::option(pb::Message* msg, const std::string& field, const std::string& names,
+                                 const std::string& help) {
+  return bind(false, msg, field, names, help);
+}
+
+CLI::Option* ConfigFlags::flag(pb::Message* msg, const std::string& field, const std::string& names,
+                               const std::string& help) {
+  return bind(true, msg, field, names, help);
+}
+
+CLI::Option* ConfigFlags::bind(bool is_flag, pb::Message* msg, const std::string& field, std::string names,
+                               const std::string& help) {
+  const pb::Descriptor* type = msg->GetDescriptor();
+  const pb::FieldDescriptor* fd = type->FindFieldByName(field);
+  // Presence is what lets a flag that was not given leave the config file's value alone.
+  STRATA_CHECK(fd && !fd->is_repeated() && fd->has_presence() &&
+                   fd->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE,
+               ValueError, program_, ": ", type->name(), " has no optional scalar field '", field, "'");
+  STRATA_CHECK(!is_flag || fd->cpp_type() == pb::FieldDescriptor::CPPTYPE_BOOL, ValueError, program_, ": ",
+               type->name(), ".", field, " is not a bool, so it cannot be a flag without a value");
+  if (names.empty()) {
+    names = "--" + field;
+    std::replace(names.begin(), names.end(), '_', '-');
+    if (is_flag) names += "{true}";
+  }
+  const pb::Reflection* r = msg->GetReflection();
+  switch (fd->cpp_type()) {
+    case pb::FieldDescriptor::CPPTYPE_INT64:
+      return add_flag_of<int64_t>(app_, is_flag, names, help, writes_,
+                                  [=](const int64_t& v) { r->SetInt64(msg, fd, v); });
+    case pb::FieldDescriptor::CPPTYPE_UINT64:
+      return add_flag_of<uint64_t>(app_, is_flag, names, help, writes_,
+                                   [=](const uint64_t& v) { r->SetUInt64(msg, fd, v); });
+    case pb::FieldDescriptor::CPPTYPE_DOUBLE:
+      return add_flag_of<double>(app_, is_flag, names, help, writes_,
+                                 [=](const double& v) { r->SetDouble(msg, fd, v); });
+    case pb::FieldDescriptor::CPPTYPE_BOOL:
+      return add_flag_of<bool>(app_, is_flag, names, help, writes_,
+                               [=](const bool& v) { r->SetBool(msg, fd, v); });
+    case pb::FieldDescriptor::CPPTYPE_STRING:
+      return add_flag_of<std::string>(app_, is_flag, names, help, writes_,
+                                      [=](const std::string& v) { r->SetString(msg, fd, v); });
+    default: throw ValueError(program_ + ": " + type->name() + "." + field + " has a type no flag takes");
+  }
+}
+
+bool ConfigFlags::parse(int argc, char** argv, pb::Message* config) {
+  STRATA_CHECK(config->GetDescriptor() == flags_->GetDescriptor(), ValueError, program_, ": the config is a ",
+               config->GetDescriptor()->name(), ", the flags a ", flags_->GetDescriptor()->name());
+  try {
+    app_.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    app_.exit(e);
+    return false;
+  } catch (const CLI::ParseError& e) {
+    throw ValueError(program_ + ": " + e.what() + " (see --help)");
+  }
+  for (const std::function<void()>& write : writes_) write();
+  config->Clear();
+  if (!config_path_.empty()) read_config_file(config_path_, program_, config);
+  // Scalars with presence replace the file's only where a flag set them; messages merge field by field.
+  config->MergeFrom(*flags_);
+  return true;
+}
+
+}  // namespace strata::examples

@@ -1,0 +1,50 @@
+// ConfigFlags: command-line flags bound to the fields of a trainer's config message, written over a --config
+// file.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
+
+namespace google::protobuf {
+class Message;
+}  // namespace google::protobuf
+
+namespace strata::examples {
+
+class ConfigFlags {
+ public:
+  // Adds --config FILE to `app`. `flags` is an empty message of the trainer's config type, which
+  // the flags given are written into; `program` starts the error messages.
+  ConfigFlags(CLI::App& app, std::string program, google::protobuf::Message* flags);
+
+  // A flag taking a value, written into `field` (a field name) of `msg`: `flags` or a message
+  // inside it. `names` in CLI11's syntax ("-b,--batch-size"); empty: --<field, '_' as '-'>.
+  CLI::Option* option(google::protobuf::Message* msg, const std::string& field, const std::string& names = "",
+                      const std::string& help = "");
+  // A flag without a value that sets the bool `field` to true; `names` empty: --<field>{true}.
+  CLI::Option* flag(google::protobuf::Message* msg, const std::string& field, const std::string& names = "",
+                    const std::string& help = "");
+
+  // Parses argv. Returns false when --help was printed; a parse error throws ValueError
+  // "<program>: <error> (see --help)". Then `config` (of the flags' type) is the --config file's
+  // message with `flags` merged over it: only the fields a flag set replace the file's.
+  bool parse(int argc, char** argv, google::protobuf::Message* config);
+
+ private:
+  CLI::Option* bind(bool is_flag, google::protobuf::Message* msg, const std::string& field, std::string names,
+                    const std::string& help);
+
+  CLI::App& app_;
+  std::string program_, config_path_;
+  google::protobuf::Message* flags_;
+  // After parsing, each flag given writes its value into its field.
+  std::vector<std::function<void()>> writes_;
+};
+
+}  // namespace strata::examples

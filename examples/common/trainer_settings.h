@@ -1,0 +1,47 @@
+// How a trainer's config message becomes its settings: defaults, the run-length rules, the shared describe()
+// part.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace google::protobuf {
+class Message;
+}  // namespace google::protobuf
+
+namespace strata::examples {
+
+class LrScheduleConfig;
+class OptimizerConfig;
+class RunConfig;
+
+// A trainer's settings are its config message with every field it reads set: its defaults
+// (protobuf text, in the config file's format), then what the --config file and the flags set
+// (ConfigFlags::parse). Defaults that depend on other settings (a sequence length capped by the
+// model's, a learning rate by optimizer) the trainer fills in afterwards from `set`.
+
+// `settings` = `defaults` (protobuf text of `set`'s type) with `set` merged over it.
+void merge_over_defaults(const std::string& defaults, const google::protobuf::Message& set,
+                         google::protobuf::Message* settings);
+
+template <class Config>
+Config with_defaults(const std::string& defaults, const Config& set) {
+  Config settings;
+  merge_over_defaults(defaults, set, &settings);
+  return settings;
+}
+
+// The step count that means "no step limit": the default of max_steps.
+inline constexpr int64_t kUnlimitedSteps = 1000000;
+
+// Every trainer's run length: with neither max_steps nor max_seconds set, 300 seconds;
+// max_steps alone lifts the time limit. `set` is what the file and flags set.
+void resolve_run_length(const RunConfig& set, RunConfig* run);
+
+// A run bounded by time only: its learning-rate schedule's length is estimated from its step time.
+bool time_bounded(const RunConfig& run);
+
+// The part of a trainer's describe() line every trainer shares: "lr 0.002 -> 0.0002 warmup 50, wd 0.1".
+std::string describe_schedule(const LrScheduleConfig& schedule, const OptimizerConfig& optim);
+
+}  // namespace strata::examples
