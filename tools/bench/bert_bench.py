@@ -8,7 +8,7 @@ One step = zero_grad + forward + MLM loss + backward + AdamW, BERT-base (L12 C76
 V30522), B=8, T=128, 15% of positions labelled. Each side runs in its own process per round (so
 peak RSS belongs to it): --warmup untimed steps, then --steps timed steps; a side's figure is the
 median over rounds of each process's median step time. Rounds alternate the order of the sides
-(this VM's speed drifts over minutes), and the CPU time other processes took during each run
+(a shared machine's speed drifts over minutes), and the CPU time other processes took during each run
 is printed. Sides:
   strata        models::BertForMaskedLM: the MLM head on the labelled rows only, fused loss head
   torch         BertForMaskedLM as Hugging Face computes it: the head on all B*T positions (the

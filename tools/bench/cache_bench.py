@@ -59,7 +59,7 @@ def main():
     rows = list(POLICIES) + [(f"memory budget {b}", ["--memory-budget", b, "--spill-dir", "SPILL"]) for b in a.budget]
     only = {int(i) for i in a.only.split(",") if i}
     picked = [(name, extra) for i, (name, extra) in enumerate(rows) if not only or i in only]
-    # Rounds interleave the policies, so that drift in the machine's speed (this VM's step time
+    # Rounds interleave the policies, so that drift in the machine's speed (a shared machine's step time
     # wanders by 2x over minutes) hits every row alike; each row reports its median round.
     by_name = {name: [] for name, _ in picked}
     refused = {}

@@ -1,14 +1,15 @@
 // plan_bench: the planner's predictions against this machine. Traces one GPT training step
 // (forward + backward) on the CPU, plans it for a budget with a calibrated hardware profile, then
 // runs the plan and every baseline policy for real through the tensor cache (rounds interleaved,
-// this VM's speed drifts; each round runs one step of each policy, in reverse order every other
+// a shared machine's speed drifts; each round runs one step of each policy, in reverse order every other
 // round, so a steady drift cancels in the pairs) and prints predicted vs measured step time and
 // activation peak, and each policy paired with the plan round by round. The plan is made from
 // the traced steps before the rounds; each round also traces one step, and the predictions are
-// the simulator on the median of all of them (this VM's speed during the rounds), beside the
+// the simulator on the median of all of them (the machine's speed during the rounds), beside the
 // predictions made before them.
 //
-//   strata_plan_bench --hardware this-machine.textproto --preset gpt2 --batch 4 --seq 256 --budget 33% --spill-dir /tmp
+//   strata_plan_bench --hardware this-machine.textproto --preset gpt2 --batch 4 --seq 256 --budget 33%
+//   --spill-dir /tmp
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -44,7 +45,7 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// One traced step is one sample of every op's time (this VM drifts 10-20% between steps): the
+// One traced step is one sample of every op's time (a shared 2-core machine drifts 10-20% between steps): the
 // plan works on the median of each op's time over several traced steps of the same graph.
 StepTrace median_of(std::vector<StepTrace> traces) {
   StepTrace out = traces.front();
