@@ -28,6 +28,10 @@ int main(int argc, char** argv) {
   app.add_option("--shard-tokens", shard_tokens, "tokens per shard")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   try {
+    if (!std::filesystem::is_regular_file(input))
+      throw strata::IoError("--input '" + input + "' " +
+                            (std::filesystem::is_directory(input) ? "is a directory" : "does not exist") +
+                            ", not a text file");
     std::ifstream f(input, std::ios::binary);
     if (!f) throw strata::IoError("cannot open input '" + input + "'");
     std::string text((std::istreambuf_iterator<char>(f)), {});
@@ -57,7 +61,7 @@ int main(int argc, char** argv) {
     write("train", 0, n_train);
     if (n_val > 0) write("val", n_train, ids.size());
     std::printf("%s: %zu bytes -> %zu tokens (vocab %d)\n", input.c_str(), text.size(), ids.size(), tok->vocab_size());
-  } catch (const strata::Error& e) {
+  } catch (const std::exception& e) {
     std::fprintf(stderr, "strata_text_to_shards: %s\n", e.what());
     return 1;
   }

@@ -1,5 +1,8 @@
 #include "examples/common/checkpointing.h"
 
+#include <filesystem>
+
+#include "strata/core/error.h"
 #include "strata/core/generator.h"
 
 namespace strata::examples {
@@ -14,6 +17,19 @@ io::CheckpointState checkpoint_state(const std::string& config, int64_t step, co
   st.model = model.state_dict();
   st.optimizer = std::move(optimizer_state);
   return st;
+}
+
+void refuse_to_replace_checkpoint(const std::string& dir, bool resume, bool overwrite) {
+  if (resume || overwrite || !std::filesystem::exists(std::filesystem::path(dir) / io::kCheckpointIndexFile))
+    return;
+  std::string step = "an unreadable step";
+  try {
+    step = "step " + std::to_string(io::read_checkpoint_index(dir).step);
+  } catch (const Error&) {
+  }
+  throw ValueError(
+      detail::concat("'", dir, "' holds a checkpoint (", step,
+                     "): pass --resume to continue it, or --overwrite to start over and replace it"));
 }
 
 io::CheckpointState restore_checkpoint(const std::string& dir, nn::Module& model) {

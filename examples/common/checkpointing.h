@@ -13,6 +13,10 @@ namespace strata::examples {
 io::CheckpointState checkpoint_state(const std::string& config, int64_t step, const io::DataCursor& data,
                                      const nn::Module& model, nn::StateDict optimizer_state);
 
+// Refuses to start a new run (neither `resume` nor `overwrite`) where `dir` holds a checkpoint,
+// which the run's first save would replace: a ValueError naming it and its step.
+void refuse_to_replace_checkpoint(const std::string& dir, bool resume, bool overwrite);
+
 // Loads the checkpoint in `dir` into `model` and the global RNG, and returns it for the rest
 // (optimizer state, step, data cursor, metadata).
 io::CheckpointState restore_checkpoint(const std::string& dir, nn::Module& model);

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -39,6 +40,8 @@ CLI::Option* add_flag_of(CLI::App& app, bool is_flag, const std::string& names, 
 }
 
 void read_config_file(const std::string& path, const std::string& program, pb::Message* config) {
+  STRATA_CHECK(std::filesystem::is_regular_file(path), IoError, "--config '", path, "' ",
+               std::filesystem::is_directory(path) ? "is a directory" : "does not exist", ", not a file");
   std::ifstream in(path);
   STRATA_CHECK(in.good(), IoError, program, ": cannot open config '", path, "'");
   std::string textproto((std::istreambuf_iterator<char>(in)), {});

@@ -16,6 +16,7 @@ void add_run_flags(ConfigFlags& f, RunConfig* run) {
   f.option(run, "ckpt_every", "", "checkpoint every N steps (0: only at the end)");
   f.option(run, "out_dir", "-o,--out-dir");
   f.flag(run, "resume", "", "continue from <out-dir>/checkpoint");
+  f.flag(run, "overwrite", "", "start over although <out-dir>/checkpoint exists (its next save replaces it)");
   f.option(run, "log_every");
 }
 

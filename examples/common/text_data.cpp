@@ -15,6 +15,9 @@ namespace strata::examples {
 
 std::string read_training_text(const std::string& path, const std::string& program) {
   if (path.empty()) return read_default_corpus();
+  STRATA_CHECK(std::filesystem::is_regular_file(path), IoError, "--text '", path, "' ",
+               std::filesystem::is_directory(path) ? "is a directory" : "does not exist",
+               ", not a text file");
   std::ifstream in(path, std::ios::binary);
   STRATA_CHECK(in.good(), IoError, program, ": cannot open --text '", path, "'");
   return std::string(std::istreambuf_iterator<char>(in), {});

@@ -60,6 +60,7 @@ int train_bert(const BertTrainOptions& o) {
   const examples::TextDataConfig& data = c.data();
   std::filesystem::create_directories(run.out_dir());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
+  examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
   // ---- data ----
   std::string train_glob = data.train_data(), val_glob = data.val_data();
   if (train_glob.empty())
@@ -190,7 +191,7 @@ int main(int argc, char** argv) {
     BertTrainOptions o;
     if (!examples::parse_bert_train_options(argc, argv, &o)) return 0;
     return train_bert(o);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // strata::Error, and anything else: one line, exit 1
     std::fprintf(stderr, "train_bert: %s\n", e.what());
     return 1;
   }

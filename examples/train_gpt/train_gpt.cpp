@@ -80,6 +80,7 @@ int train_gpt(const TrainOptions& o) {
   const bool lead = rank == 0;  // logs, evaluates, samples, writes checkpoints
   std::filesystem::create_directories(run.out_dir());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
+  examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
   // ---- data ----
   std::string train_glob = data.train_data(), val_glob = data.val_data();
   bool byte_level = false;
@@ -304,7 +305,7 @@ int main(int argc, char** argv) {
     TrainOptions o;
     if (!examples::parse_train_options(argc, argv, &o)) return 0;
     return train_gpt(o);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // strata::Error, and anything else: one line, exit 1
     if (g_group && g_group->size() > 1) {
       // Under mpirun: say which rank failed, then end every rank (MPI_Abort) instead of
       // leaving the others waiting in their next collective.

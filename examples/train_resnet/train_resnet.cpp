@@ -126,6 +126,7 @@ int train_resnet(ResNetTrainOptions o) {
   const examples::RunConfig& run = c.run();
   std::filesystem::create_directories(run.out_dir());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
+  examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
   // ---- data ----
   const ImageData data = make_data(c);
   io::ImageLoader train(data.train, {.batch = run.batch_size(),
@@ -307,7 +308,7 @@ int main(int argc, char** argv) {
     ResNetTrainOptions o;
     if (!examples::parse_resnet_train_options(argc, argv, &o)) return 0;
     return train_resnet(o);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // strata::Error, and anything else: one line, exit 1
     std::fprintf(stderr, "train_resnet: %s\n", e.what());
     return 1;
   }
