@@ -104,7 +104,8 @@ MlmBatcher::MlmBatcher(std::vector<std::string> paths, MlmOptions options)
                                                    .rank = options.rank,
                                                    .world_size = options.world_size,
                                                    .shuffle = options.shuffle,
-                                                   .seed = options.seed}) {}
+                                                   .seed = options.seed,
+                                                   .token_limit = options.first_special_token()}) {}
 
 MlmBatch MlmBatcher::next() {
   const DataCursor c = loader_.cursor();

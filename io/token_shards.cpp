@@ -102,8 +102,20 @@ TokenLoader::TokenLoader(std::vector<std::string> paths, TokenLoaderOptions opti
     STRATA_CHECK(samples_in_shard_tokens(shards_.back()->num_tokens()) >= opt_.batch * opt_.world_size, IoError,
                  "token shard '", p, "': ", shards_.back()->num_tokens(), " tokens is too few for B=", opt_.batch,
                  " T=", opt_.seq_len, " on ", opt_.world_size, " ranks");
+    if (opt_.token_limit > 0) check_token_limit(*shards_.back());
   }
   reset();
+}
+
+void TokenLoader::check_token_limit(const TokenShard& shard) const {
+  const uint16_t* t = shard.tokens();
+  const int64_t n = shard.num_tokens();
+  for (int64_t i = 0; i < n; ++i) {
+    if (int64_t(t[i]) < opt_.token_limit) continue;
+    throw IoError(detail::concat("token shard '", shard.path(), "': token ", t[i], " at position ", i,
+                                 " (byte offset ", kTokenShardHeaderBytes + 2 * i, ") is not below ",
+                                 opt_.token_limit, ", the model's vocabulary (or its first special token)"));
+  }
 }
 
 int64_t TokenLoader::samples_in_shard_tokens(int64_t n) const { return n > 0 ? (n - 1) / opt_.seq_len : 0; }

@@ -101,12 +101,14 @@ int train_gpt(const TrainOptions& o) {
                                                      .rank = rank,
                                                      .world_size = world,
                                                      .shuffle = data.shuffle(),
-                                                     .seed = run.seed()});
+                                                     .seed = run.seed(),
+                                                     .token_limit = o.model.vocab_size});
   std::unique_ptr<io::TokenLoader> val;
   if (!val_glob.empty() && lead)
     val = std::make_unique<io::TokenLoader>(
         io::glob_paths(val_glob),
-        io::TokenLoaderOptions{.batch = run.batch_size(), .seq_len = data.seq_len()});
+        io::TokenLoaderOptions{
+            .batch = run.batch_size(), .seq_len = data.seq_len(), .token_limit = o.model.vocab_size});
 
   // ---- model and optimizer ----
   manual_seed(run.seed());

@@ -163,6 +163,27 @@ TEST(MlmBatches, BatcherIsDeterministicAndResumesFromItsCursor) {
   std::filesystem::remove_all(dir);
 }
 
+// A special token inside the data (a [MASK], id 259, in a byte-level shard) is refused when the
+// shards are opened, naming the file and the offset.
+TEST(MlmBatches, SpecialTokensInsideTheDataAreRefusedWhenTheShardOpens) {
+  const std::string dir = temp_dir("special");
+  std::vector<int32_t> toks(4000, 65);
+  toks[1234] = 259;
+  write_token_shard(dir + "/train_000000.bin", toks);
+  MlmOptions o;
+  o.batch = 4, o.seq_len = 32;
+  try {
+    MlmBatcher b({dir + "/train_000000.bin"}, o);
+    ADD_FAILURE() << "a [MASK] inside the data was accepted";
+  } catch (const IoError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("train_000000.bin': token 259 at position 1234 (byte offset 3492)"), std::string::npos)
+        << m;
+    EXPECT_NE(m.find("not below 256"), std::string::npos) << m;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(MlmBatches, UnigramEntropy) {
   EXPECT_NEAR(unigram_entropy({1, 1, 2, 2}), std::log(2.0), 1e-12);
   EXPECT_EQ(unigram_entropy({5, 5, 5}), 0.0);

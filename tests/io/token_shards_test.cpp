@@ -155,6 +155,27 @@ TEST(TokenLoader, ACursorPastItsShardIsRefusedNamingTheShard) {
   EXPECT_THROW(l.set_cursor({.epoch = 0, .shard = 1, .sample = 21}), ValueError);
 }
 
+// Tokens a model cannot take fail when the loader opens the shards (not when a batch holding one
+// is drawn, many steps in), naming the shard and the offset; without a limit nothing is checked.
+TEST(TokenLoader, TokensAtOrAboveTheVocabularyAreRefusedWhenTheShardOpens) {
+  std::string dir = temp_dir();
+  std::vector<std::string> paths = {dir + "/v0.bin", dir + "/v1.bin"};
+  write_token_shard(paths[0], iota_tokens(1 + 8 * 40, 0));  // 0 .. 320
+  std::vector<int32_t> bytes(1 + 8 * 40, 7);
+  bytes[100] = 65535;
+  write_token_shard(paths[1], bytes);
+  EXPECT_NO_THROW(TokenLoader(paths, {.batch = 3, .seq_len = 8}));
+  try {
+    TokenLoader l({paths[1]}, {.batch = 3, .seq_len = 8, .token_limit = 256});
+    FAIL() << "token 65535 was accepted for a vocabulary of 256";
+  } catch (const IoError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("v1.bin': token 65535 at position 100 (byte offset 1224)"), std::string::npos) << m;
+  }
+  EXPECT_THROW(TokenLoader({paths[0]}, {.batch = 3, .seq_len = 8, .token_limit = 256}), IoError);  // 256..320
+  EXPECT_NO_THROW(TokenLoader({paths[0]}, {.batch = 3, .seq_len = 8, .token_limit = 321}));
+}
+
 TEST(TokenLoader, TooSmallShardIsRejected) {
   std::string p = temp_dir() + "/small.bin";
   write_token_shard(p, iota_tokens(10));

@@ -7,6 +7,7 @@
 // the seed and the loader's cursor, so a resumed run sees the same batches bit for bit.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,6 +44,11 @@ struct MlmOptions {
 
   // Content tokens per sample: T - 3 with two segments, T - 2 with one.
   int64_t content_len() const { return seq_len - (two_segments ? 3 : 2); }
+  // The lowest special id: data tokens must be below it (a [MASK] inside the data would train on
+  // it), which MlmBatcher checks when it opens the shards.
+  int64_t first_special_token() const {
+    return std::min(std::min(special.pad, special.cls), std::min(special.sep, special.mask));
+  }
   void validate() const;  // throws ValueError naming the field
 };
 

@@ -56,6 +56,9 @@ struct TokenLoaderOptions {
   int world_size = 1;        // processes sharing the data
   bool shuffle = false;      // permute shards and samples each epoch
   uint64_t seed = 0;         // shuffle seed
+  // Every token must be below this (the model's vocabulary; 0: unchecked). Checked when the
+  // shards are opened, so data a model cannot take fails at once, naming file and offset.
+  int64_t token_limit = 0;
 };
 
 // Each shard is cut into windows of T+1 tokens starting every T tokens; a batch is B windows.
@@ -75,6 +78,7 @@ class TokenLoader {
  private:
   void start_epoch_shard();
   int64_t samples_in_shard_tokens(int64_t num_tokens) const;
+  void check_token_limit(const TokenShard& shard) const;
   std::vector<std::shared_ptr<TokenShard>> shards_;
   TokenLoaderOptions opt_;
   DataCursor cursor_;
