@@ -134,6 +134,9 @@ void TensorCache::set_activation_limit(size_t bytes) { impl_->activation_limit.s
 
 void TensorCache::set_policy(std::shared_ptr<CachePolicy> policy) {
   impl_->policy = policy ? std::move(policy) : make_keep_all_policy();
+  std::lock_guard<std::mutex> lk(impl_->index_mu);
+  impl_->checking_policy = true;  // checked against its own first step
+  impl_->seen = SeenSaves{};
 }
 
 StepProfile TensorCache::last_profile() const {

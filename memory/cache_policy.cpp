@@ -1,6 +1,7 @@
 #include "strata/memory/cache_policy.h"
 
 #include <algorithm>
+#include <cctype>
 #include <mutex>
 #include <set>
 
@@ -96,6 +97,22 @@ class RuleCachePolicy final : public CachePolicy {
     }
     return false;
   }
+  // A rule names something when its glob matches a saved tensor's scope (with its op, when it
+  // names one) or a block's path (for a block rule); size limits are not names.
+  std::vector<std::string> unmatched(const SeenSaves& seen) const override {
+    std::vector<std::string> out;
+    for (const CacheRule& rule : rules_) {
+      bool hit = false;
+      for (const auto& [scope, op] : seen.scope_ops)
+        hit = hit || ((rule.op == "*" || rule.op == op) && glob_match(rule.scope_glob, scope));
+      if (rule.op == "*")
+        for (const std::string& block : seen.blocks) hit = hit || glob_match(rule.scope_glob, block);
+      if (!hit)
+        out.push_back("'" + rule.scope_glob + (rule.op == "*" ? "" : "@" + rule.op) +
+                      "' (no saved tensor's scope" + (rule.op == "*" ? " nor block" : " with that op") + ")");
+    }
+    return out;
+  }
 
  private:
   std::vector<CacheRule> rules_;
@@ -156,6 +173,9 @@ std::string trim(std::string_view s) {
 }
 
 size_t parse_bytes(const std::string& text, const std::string& spec) {
+  STRATA_CHECK(!text.empty() && std::isdigit(static_cast<unsigned char>(text[0])), ValueError,
+               "cache policy '", spec, "': bad size '", text,
+               "' (a non-negative number of bytes, K, M or G)");
   size_t pos = 0;
   unsigned long long v = 0;
   try {
@@ -245,6 +265,8 @@ std::shared_ptr<CachePolicy> parse_cache_policy(const std::string& spec, size_t 
     if (at != std::string::npos) {
       rule.op = trim(lhs.substr(at + 1));
       lhs = lhs.substr(0, at);
+      STRATA_CHECK(!rule.op.empty(), ValueError, "cache policy '", spec, "': rule '", item,
+                   "' has an empty op after '@'");
     }
     rule.scope_glob = trim(lhs);
     STRATA_CHECK(!rule.scope_glob.empty(), ValueError, "cache policy '", spec, "': rule '", item,

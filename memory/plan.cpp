@@ -26,13 +26,16 @@ proto::Action to_proto(CacheAction a) {
   return proto::KEEP;
 }
 
-CacheAction from_proto(int a) {
+// A plan's action; an unknown number (text format accepts `action: 7`) is an error naming `what`.
+CacheAction from_proto(int a, const std::string& origin, const std::string& what) {
   switch (a) {
+    case proto::KEEP: return CacheAction::Keep;
     case proto::RECOMPUTE: return CacheAction::Recompute;
     case proto::HOST: return CacheAction::Host;
     case proto::NVME: return CacheAction::Nvme;
-    default: return CacheAction::Keep;
   }
+  throw ValueError(
+      detail::concat("plan ", origin, ": ", what, " has action ", a, " (KEEP, RECOMPUTE, HOST or NVME)"));
 }
 
 class ErrorCollector final : public google::protobuf::io::ErrorCollector {
@@ -57,6 +60,14 @@ class PlanPolicy final : public CachePolicy {
     // A Recompute block's own tensors never reach the policy (it runs as a segment); what does
     // is its inputs, which are kept.
     return b->second == CacheAction::Recompute ? CacheAction::Keep : b->second;
+  }
+  std::vector<std::string> unmatched(const SeenSaves& seen) const override {
+    std::vector<std::string> out;
+    for (const auto& [block, a] : plan_.blocks)
+      if (!seen.blocks.count(block)) out.push_back("block '" + block + "' (no such block)");
+    for (const auto& [key, a] : plan_.tensors)
+      if (!seen.keys.count(key)) out.push_back("tensor '" + key + "' (no saved tensor has that key)");
+    return out;
   }
   size_t prefetch_blocks() const override { return plan_.prefetch_blocks; }
   bool recompute_block(const std::string& path) override {
@@ -101,9 +112,17 @@ Plan plan_from_text(const std::string& text, const std::string& origin) {
   parser.RecordErrorsTo(&errors);
   STRATA_CHECK(parser.ParseFromString(text, &p), ValueError, "plan ", origin, ": ", errors.first);
   Plan plan;
-  for (const auto& b : p.blocks()) plan.blocks[b.block()] = from_proto(b.action());
-  for (const auto& t : p.tensors()) plan.tensors[t.key()] = from_proto(t.action());
-  plan.outside_blocks = from_proto(p.outside_blocks());
+  for (const auto& b : p.blocks()) {
+    const std::string what = "block '" + b.block() + "'";
+    STRATA_CHECK(!plan.blocks.count(b.block()), ValueError, "plan ", origin, ": ", what, " appears twice");
+    plan.blocks[b.block()] = from_proto(b.action(), origin, what);
+  }
+  for (const auto& t : p.tensors()) {
+    const std::string what = "tensor '" + t.key() + "'";
+    STRATA_CHECK(!plan.tensors.count(t.key()), ValueError, "plan ", origin, ": ", what, " appears twice");
+    plan.tensors[t.key()] = from_proto(t.action(), origin, what);
+  }
+  plan.outside_blocks = from_proto(p.outside_blocks(), origin, "outside_blocks");
   plan.budget_bytes = p.budget_bytes();
   plan.predicted_step_peak = p.predicted_step_peak();
   plan.predicted_activation_peak = p.predicted_activation_peak();

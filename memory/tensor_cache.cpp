@@ -64,6 +64,11 @@ autograd::Packed TensorCache::pack(const Tensor& t, const autograd::SaveInfo& in
   {
     std::lock_guard<std::mutex> lk(m.index_mu);
     if (m.in_backward) m.reset_step_index();  // a new micro-batch's forward
+    if (m.checking_policy) {
+      m.seen.scope_ops.emplace(info.scope, info.op);
+      m.seen.keys.insert(info.key);
+      if (!info.block.empty()) m.seen.blocks.insert(info.block);
+    }
     size_t group = m.group_for(info.block);
     m.group_of_scope.emplace(info.scope, group);
     {
@@ -292,6 +297,25 @@ CacheStats TensorCache::end_step() {
     if (m.store_busy_seconds > 0)
       prof.write_bytes_per_second = double(m.stats.nvme.bytes_written) / m.store_busy_seconds;
     STRATA_CHECK(m.lost.empty(), IoError, "tensor cache: ", m.lost.front());
+  }
+  std::vector<std::string> unmatched;
+  {
+    std::lock_guard<std::mutex> lk(m.index_mu);
+    // The first step that saved anything (a step that saved nothing tells nothing).
+    if (m.checking_policy && !m.seen.scope_ops.empty()) {
+      unmatched = m.policy->unmatched(m.seen);
+      m.checking_policy = false;
+      m.seen = SeenSaves{};
+    }
+  }
+  if (!unmatched.empty()) {
+    std::string list;
+    for (size_t i = 0; i < unmatched.size() && i < 5; ++i) list += (i ? ", " : "") + unmatched[i];
+    if (unmatched.size() > 5) list += detail::concat(", and ", unmatched.size() - 5, " more");
+    throw ValueError(detail::concat("cache policy '", m.policy->name(), "': ", unmatched.size(), " entr",
+                                    unmatched.size() == 1 ? "y matches" : "ies match",
+                                    " nothing in this model's first step: ", list,
+                                    " (scopes and blocks are module paths, e.g. transformer.h.0.mlp)"));
   }
   m.policy->on_step_end(prof);
   {

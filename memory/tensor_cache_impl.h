@@ -134,6 +134,9 @@ struct TensorCache::Impl {
   std::unordered_map<uint64_t, std::weak_ptr<Record>> by_storage;
   std::unordered_map<std::string, Clock::time_point> entered;
   size_t groups_last_step = 0;
+  // What the policy's first step saved, to check its entries against at that step's end.
+  bool checking_policy = true;
+  SeenSaves seen;
   bool in_backward = false;
   size_t last_bwd_group = SIZE_MAX;
   int recompute_depth = 0;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,14 @@ enum class CacheAction : uint8_t { Keep, Recompute, Host, Nvme };
 const char* cache_action_name(CacheAction a);
 // "keep", "recompute", "host", "nvme"; throws ValueError naming `text` otherwise.
 CacheAction parse_cache_action(std::string_view text);
+
+// What a model's step saved, for checking a policy's entries against it: the planner blocks,
+// the (scope, op) of every save a cache could move, and their keys.
+struct SeenSaves {
+  std::set<std::string> blocks;
+  std::set<std::pair<std::string, std::string>> scope_ops;
+  std::set<std::string> keys;
+};
 
 // What a policy sees when a storage is saved for the first time in a step.
 struct SaveRequest {
@@ -63,6 +72,10 @@ class CachePolicy {
   virtual size_t prefetch_blocks() const { return 0; }
   // End of a step, with what it measured.
   virtual void on_step_end(const StepProfile&) {}
+  // The entries of this policy (rules, a plan's blocks and tensors) that name nothing in `seen`,
+  // the model's first step under it: each as "'<entry>' (<why>)". The cache refuses a policy
+  // with any (a rule or plan written for another model, or mistyped, would otherwise do nothing).
+  virtual std::vector<std::string> unmatched(const SeenSaves& seen) const { return {}; }
 };
 
 // One rule: a glob over the scope path (or the block path for segments), an op name ("*" for
