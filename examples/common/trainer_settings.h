@@ -24,19 +24,21 @@ class RunConfig;
 void merge_over_defaults(const std::string& defaults, const google::protobuf::Message& set,
                          google::protobuf::Message* settings);
 
-template <class Config>
-Config with_defaults(const std::string& defaults, const Config& set) {
-  Config settings;
-  merge_over_defaults(defaults, set, &settings);
-  return settings;
-}
-
 // The step count that means "no step limit": the default of max_steps.
 inline constexpr int64_t kUnlimitedSteps = 1000000;
 
 // Every trainer's run length: with neither max_steps nor max_seconds set, 300 seconds;
 // max_steps alone lifts the time limit. `set` is what the file and flags set.
 void resolve_run_length(const RunConfig& set, RunConfig* run);
+
+// A trainer's settings: its defaults with `set` merged over them, and the run length resolved.
+template <class Config>
+Config settings_from(const std::string& defaults, const Config& set) {
+  Config settings;
+  merge_over_defaults(defaults, set, &settings);
+  resolve_run_length(set.run(), settings.mutable_run());
+  return settings;
+}
 
 // A run bounded by time only: its learning-rate schedule's length is estimated from its step time.
 bool time_bounded(const RunConfig& run);

@@ -70,8 +70,7 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
   if (!f.parse(argc, argv, &set)) return false;
 
   TrainBertConfig& c = out->config;
-  c = with_defaults(kDefaults, set);
-  resolve_run_length(set.run(), c.mutable_run());
+  c = settings_from(kDefaults, set);
   models::BertConfig& m = out->model;
   m = models::BertConfig::preset(c.preset());
   if (set.has_num_hidden_layers()) m.num_hidden_layers = set.num_hidden_layers();

@@ -68,8 +68,7 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   if (!f.parse(argc, argv, &set)) return false;
 
   TrainGptConfig& c = out->config;
-  c = with_defaults(kDefaults, set);
-  resolve_run_length(set.run(), c.mutable_run());
+  c = settings_from(kDefaults, set);
   models::GPTConfig& m = out->model;
   m = models::GPTConfig::preset(c.preset());
   if (set.has_n_layer()) m.n_layer = set.n_layer();

@@ -108,8 +108,7 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
   if (!f.parse(argc, argv, &set)) return false;
 
   TrainResNetConfig& c = out->config;
-  c = with_defaults(kDefaults, set);
-  resolve_run_length(set.run(), c.mutable_run());
+  c = settings_from(kDefaults, set);
   models::ResNetConfig& m = out->model;
   m = models::ResNetConfig::preset(c.model());
   if (set.has_width()) m.width = set.width();
