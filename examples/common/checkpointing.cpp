@@ -1,5 +1,6 @@
 #include "examples/common/checkpointing.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "strata/core/error.h"
@@ -32,8 +33,21 @@ void refuse_to_replace_checkpoint(const std::string& dir, bool resume, bool over
                      "): pass --resume to continue it, or --overwrite to start over and replace it"));
 }
 
-io::CheckpointState restore_checkpoint(const std::string& dir, nn::Module& model) {
+namespace {
+// "model small (n_layer=4 ...)" from a describe() line: everything up to the first "), ".
+std::string model_part(const std::string& config) {
+  const size_t end = config.find("), ");
+  return end == std::string::npos ? config : config.substr(0, end + 1);
+}
+}  // namespace
+
+io::CheckpointState restore_checkpoint(const std::string& dir, nn::Module& model, const std::string& config) {
   io::CheckpointState st = io::load_checkpoint(dir);
+  if (!st.config.empty() && model_part(st.config) != model_part(config))
+    std::fprintf(stderr,
+                 "warning: resuming '%s', written by '%s', as '%s': the weights fit, but the model is "
+                 "configured differently\n",
+                 dir.c_str(), model_part(st.config).c_str(), model_part(config).c_str());
   model.load_state_dict(st.model);
   current_generator().set_state(st.rng);
   return st;

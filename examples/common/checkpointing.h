@@ -18,7 +18,10 @@ io::CheckpointState checkpoint_state(const std::string& config, int64_t step, co
 void refuse_to_replace_checkpoint(const std::string& dir, bool resume, bool overwrite);
 
 // Loads the checkpoint in `dir` into `model` and the global RNG, and returns it for the rest
-// (optimizer state, step, data cursor, metadata).
-io::CheckpointState restore_checkpoint(const std::string& dir, nn::Module& model);
+// (optimizer state, step, data cursor, metadata). `config` is this run's description (the
+// trainers' describe(), "model <preset> (<model config>), ..."): when the checkpoint's names
+// another model configuration (a different --n-head has the same shapes, so the weights load),
+// a warning says both.
+io::CheckpointState restore_checkpoint(const std::string& dir, nn::Module& model, const std::string& config);
 
 }  // namespace strata::examples

@@ -39,13 +39,13 @@ CLI::Option* add_flag_of(CLI::App& app, bool is_flag, const std::string& names, 
   return opt;
 }
 
-void read_config_file(const std::string& path, const std::string& program, pb::Message* config) {
+void read_config_file(const std::string& path, pb::Message* config) {
   STRATA_CHECK(std::filesystem::is_regular_file(path), IoError, "--config '", path, "' ",
                std::filesystem::is_directory(path) ? "is a directory" : "does not exist", ", not a file");
   std::ifstream in(path);
-  STRATA_CHECK(in.good(), IoError, program, ": cannot open config '", path, "'");
+  STRATA_CHECK(in.good(), IoError, "cannot open --config '", path, "'");
   std::string textproto((std::istreambuf_iterator<char>(in)), {});
-  STRATA_CHECK(pb::TextFormat::ParseFromString(textproto, config), ValueError, program, ": config '", path,
+  STRATA_CHECK(pb::TextFormat::ParseFromString(textproto, config), ValueError, "config '", path,
                "' is not a valid ", config->GetDescriptor()->name(), " in protobuf text format");
 }
 
@@ -112,11 +112,11 @@ bool ConfigFlags::parse(int argc, char** argv, pb::Message* config) {
     app_.exit(e);
     return false;
   } catch (const CLI::ParseError& e) {
-    throw ValueError(program_ + ": " + e.what() + " (see --help)");
+    throw ValueError(std::string(e.what()) + " (see --help)");  // main() names the program
   }
   for (const std::function<void()>& write : writes_) write();
   config->Clear();
-  if (!config_path_.empty()) read_config_file(config_path_, program_, config);
+  if (!config_path_.empty()) read_config_file(config_path_, config);
   // Scalars with presence replace the file's only where a flag set them; messages merge field by field.
   config->MergeFrom(*flags_);
   return true;

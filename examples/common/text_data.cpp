@@ -7,20 +7,26 @@
 #include <vector>
 
 #include "examples/common/default_corpus.h"
+#include "examples/common/trainer_common.pb.h"
 #include "strata/core/error.h"
 #include "strata/io/token_shards.h"
 #include "strata/io/tokenizer.h"
 
 namespace strata::examples {
 
-std::string read_training_text(const std::string& path, const std::string& program) {
+std::string read_training_text(const std::string& path) {
   if (path.empty()) return read_default_corpus();
   STRATA_CHECK(std::filesystem::is_regular_file(path), IoError, "--text '", path, "' ",
                std::filesystem::is_directory(path) ? "is a directory" : "does not exist",
                ", not a text file");
   std::ifstream in(path, std::ios::binary);
-  STRATA_CHECK(in.good(), IoError, program, ": cannot open --text '", path, "'");
+  STRATA_CHECK(in.good(), IoError, "cannot open --text '", path, "'");
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void check_text_data(const TextDataConfig& data) {
+  STRATA_CHECK(data.text().empty() || data.train_data().empty(), ValueError, "--text '", data.text(),
+               "' and --train-data '", data.train_data(), "' are alternatives: give one");
 }
 
 std::pair<std::string, std::string> shards_from_text(const std::string& text, const std::string& out_dir) {

@@ -6,9 +6,15 @@
 
 namespace strata::examples {
 
+class TextDataConfig;
+
 // The contents of `path`, or the built-in corpus (default_corpus.h) when `path` is empty.
-// Throws IoError "<program>: cannot open --text '<path>'".
-std::string read_training_text(const std::string& path, const std::string& program);
+// Throws IoError naming the path when it is missing, a directory or unreadable.
+std::string read_training_text(const std::string& path);
+
+// --text and --train-data are alternatives (the text was silently ignored): ValueError when both
+// are given.
+void check_text_data(const TextDataConfig& data);
 
 // Writes byte-level shards of `text` into <out_dir>/data and returns their globs (train, held
 // out). Every 10th 8 KiB chunk is held out, so the held-out text comes from the same documents as

@@ -2,7 +2,9 @@
 
 #include <google/protobuf/text_format.h>
 
+#include <cmath>
 #include <sstream>
+#include <tuple>
 
 #include "examples/common/trainer_common.pb.h"
 #include "strata/core/error.h"
@@ -20,6 +22,33 @@ void merge_over_defaults(const std::string& defaults, const google::protobuf::Me
 void resolve_run_length(const RunConfig& set, RunConfig* run) {
   run->set_max_steps(set.has_max_steps() ? set.max_steps() : kUnlimitedSteps);
   run->set_max_seconds(set.has_max_seconds() ? set.max_seconds() : set.has_max_steps() ? 0.0 : 300.0);
+}
+
+// Only the fields set are checked: a default that depends on other settings (train_resnet's
+// learning rate by optimizer) is filled in by the trainer afterwards.
+void check_shared_settings(const RunConfig& run, const LrScheduleConfig& schedule,
+                           const OptimizerConfig& optim) {
+  auto at_least = [](bool set, const char* flag, double value, double low) {
+    STRATA_CHECK(!set || value >= low, ValueError, flag, " ", value, " must be at least ", low);
+  };
+  at_least(run.has_max_steps(), "--max-steps", double(run.max_steps()), 1);
+  at_least(run.has_max_seconds(), "--max-seconds", run.max_seconds(), 0);
+  at_least(run.has_batch_size(), "--batch-size", double(run.batch_size()), 1);
+  at_least(run.has_eval_every(), "--eval-every", double(run.eval_every()), 0);
+  at_least(run.has_eval_batches(), "--eval-batches", double(run.eval_batches()), 0);
+  at_least(run.has_ckpt_every(), "--ckpt-every", double(run.ckpt_every()), 0);
+  at_least(run.has_log_every(), "--log-every", double(run.log_every()), 1);
+  STRATA_CHECK(!schedule.has_lr() || (schedule.lr() > 0 && std::isfinite(schedule.lr())), ValueError, "--lr ",
+               schedule.lr(), " must be positive");
+  at_least(schedule.has_min_lr(), "--min-lr", schedule.min_lr(), 0);
+  at_least(schedule.has_warmup_steps(), "--warmup-steps", double(schedule.warmup_steps()), 0);
+  at_least(schedule.has_lr_decay_steps(), "--lr-decay-steps", double(schedule.lr_decay_steps()), 0);
+  at_least(optim.has_weight_decay(), "--weight-decay", optim.weight_decay(), 0);
+  at_least(optim.has_grad_clip(), "--grad-clip", optim.grad_clip(), 0);
+  for (const auto& [set, flag, beta] :
+       {std::tuple<bool, const char*, double>{optim.has_beta1(), "--beta1", optim.beta1()},
+        {optim.has_beta2(), "--beta2", optim.beta2()}})
+    STRATA_CHECK(!set || (beta >= 0 && beta < 1), ValueError, flag, " ", beta, " must be in [0, 1)");
 }
 
 bool time_bounded(const RunConfig& run) {

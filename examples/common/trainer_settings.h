@@ -31,12 +31,19 @@ inline constexpr int64_t kUnlimitedSteps = 1000000;
 // max_steps alone lifts the time limit. `set` is what the file and flags set.
 void resolve_run_length(const RunConfig& set, RunConfig* run);
 
-// A trainer's settings: its defaults with `set` merged over them, and the run length resolved.
+// Every shared number in its range (a step count of -1 ran nothing and wrote a checkpoint): a
+// ValueError naming the flag and the value otherwise.
+void check_shared_settings(const RunConfig& run, const LrScheduleConfig& schedule,
+                           const OptimizerConfig& optim);
+
+// A trainer's settings: its defaults with `set` merged over them, the run length resolved, the
+// shared numbers checked.
 template <class Config>
 Config settings_from(const std::string& defaults, const Config& set) {
   Config settings;
   merge_over_defaults(defaults, set, &settings);
   resolve_run_length(set.run(), settings.mutable_run());
+  check_shared_settings(settings.run(), settings.schedule(), settings.optim());
   return settings;
 }
 

@@ -62,10 +62,11 @@ int train_bert(const BertTrainOptions& o) {
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
   // ---- data ----
+  examples::check_text_data(data);
   std::string train_glob = data.train_data(), val_glob = data.val_data();
   if (train_glob.empty())
     std::tie(train_glob, val_glob) =
-        examples::shards_from_text(examples::read_training_text(data.text(), "train_bert"), run.out_dir());
+        examples::shards_from_text(examples::read_training_text(data.text()), run.out_dir());
   STRATA_CHECK(o.model.vocab_size >= 260, ValueError, "train_bert: the byte-level vocabulary needs vocab_size >= 260, got ",
                o.model.vocab_size);
   io::MlmOptions mo;
@@ -96,7 +97,7 @@ int train_bert(const BertTrainOptions& o) {
 
   int64_t step = 0;
   if (run.resume()) {
-    io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model);
+    io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
     opt.load_state_dict(st.optimizer);
     step = st.step;
     train.set_cursor(st.data);

@@ -82,10 +82,11 @@ int train_gpt(const TrainOptions& o) {
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
   // ---- data ----
+  examples::check_text_data(data);
   std::string train_glob = data.train_data(), val_glob = data.val_data();
   bool byte_level = false;
   if (train_glob.empty()) {
-    const std::string text = examples::read_training_text(data.text(), "train_gpt");
+    const std::string text = examples::read_training_text(data.text());
     if (lead)
       std::tie(train_glob, val_glob) = examples::shards_from_text(text, run.out_dir());
     else
@@ -146,7 +147,7 @@ int train_gpt(const TrainOptions& o) {
 
   int64_t step = 0;
   if (run.resume()) {
-    io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model);
+    io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
     if (zero)
       zero->load_consolidated_state_dict(st.optimizer);
     else

@@ -173,7 +173,7 @@ int train_resnet(ResNetTrainOptions o) {
 
   int64_t step = 0;
   if (run.resume()) {
-    io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model);
+    io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
     opt.load_state_dict(st.optimizer);
     step = st.step;
     train.set_cursor(st.data);

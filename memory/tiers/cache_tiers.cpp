@@ -34,6 +34,9 @@ CacheTiers open_cache_tiers(const TensorCacheOptions& opt) {
     device = &backend_for(opt.device);
     if (t.host) t.host->pin_for(*device);
   }
+  if (!opt.spill_dir.empty() && opt.spill_arena_bytes == 0)
+    t.warnings.push_back("NVMe tier off: spill_arena_bytes is 0 (spill directory '" + opt.spill_dir +
+                         "' unused)");
   if (opt.spill_dir.empty() || opt.spill_arena_bytes == 0) return t;
   std::string direct_refusal;  // DeviceIo::Direct asked for and not possible: an error
   try {
