@@ -269,8 +269,9 @@ CheckpointIndexInfo parse_index(const std::string& dir) {
                 t.nbytes);
     if (t.offset % alignment != 0) throw bad(who, ": offset ", t.offset, " is not a multiple of ", alignment);
     if (t.offset > info.tensors_file_bytes || t.nbytes > info.tensors_file_bytes - t.offset)
-      throw bad(who, ": bytes [", t.offset, ", ", t.offset + t.nbytes, ") lie outside ", kCheckpointTensorsFile,
-                "'s ", info.tensors_file_bytes, " bytes");
+      throw bad(who, ": its ", t.nbytes, " bytes at offset ", t.offset, " lie outside ",
+                kCheckpointTensorsFile, "'s ", info.tensors_file_bytes,
+                " bytes");  // (offset + nbytes may not fit 64 bits)
     info.tensors.push_back(std::move(t));
   }
   // No two tensors may share bytes, except a tensor saved once under two names (an alias).

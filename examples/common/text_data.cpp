@@ -21,7 +21,9 @@ std::string read_training_text(const std::string& path) {
                ", not a text file");
   std::ifstream in(path, std::ios::binary);
   STRATA_CHECK(in.good(), IoError, "cannot open --text '", path, "'");
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  std::string text(std::istreambuf_iterator<char>(in), {});
+  STRATA_CHECK(!text.empty(), IoError, "--text '", path, "' is empty");  // not its derived shards
+  return text;
 }
 
 void check_text_data(const TextDataConfig& data) {

@@ -359,6 +359,9 @@ TEST(Checkpoint, InconsistentIndexEntriesAreRejectedNamingTheTensor) {
   EXPECT_NE(m.find("overlaps"), std::string::npos) << m;
   m = edited([&](CheckpointIndexInfo& i) { find(i, "f64").offset = (i.tensors_file_bytes / 4096 + 1) * 4096; });
   EXPECT_NE(m.find("outside"), std::string::npos) << m;
+  // An offset near 2^64: named as it is, not as a wrapped-around range.
+  m = edited([&](CheckpointIndexInfo& i) { find(i, "f64").offset = ~uint64_t(4095); });
+  EXPECT_NE(m.find("at offset 18446744073709547520 lie outside"), std::string::npos) << m;
   m = edited([&](CheckpointIndexInfo& i) { find(i, "ids").group = "scheduler"; });
   EXPECT_NE(m.find("unknown group 'scheduler'"), std::string::npos) << m;
   m = edited([&](CheckpointIndexInfo& i) { find(i, "f64").shape = {-4}; });
