@@ -72,7 +72,8 @@ TEST_P(NvmeTierBackends, AlignedHostMemoryMovesWithoutTheStagingCopy) {
   const size_t n = 3 * 16384 + 5000;  // three whole chunks and a ragged tail
   auto src = pattern(n, 7);
   std::unique_ptr<unsigned char, decltype(&std::free)> aligned(
-      static_cast<unsigned char*>(std::aligned_alloc(4096, n + 4096 + 4096)), &std::free);
+      static_cast<unsigned char*>(std::aligned_alloc(4096, (n + 2 * 4096 + 4095) / 4096 * 4096)),
+      &std::free);  // aligned_alloc's size is a multiple of the alignment
   std::memcpy(aligned.get(), src.data(), n);
   auto off = rig.tier.extents().allocate(n);
   ASSERT_TRUE(off);
