@@ -16,7 +16,7 @@ std::string read_default_corpus() {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(kDefaultCorpusDir, ec))
     if (e.is_regular_file() && !e.is_symlink()) files.push_back(e.path());
-  STRATA_CHECK(!ec && !files.empty(), IoError, "train_gpt: the default corpus '", kDefaultCorpusDir,
+  STRATA_CHECK(!ec && !files.empty(), IoError, "the default corpus '", kDefaultCorpusDir,
                "' is missing or empty; pass --text FILE or --train-data GLOB");
   std::sort(files.begin(), files.end());
   std::string text;

@@ -67,8 +67,8 @@ int train_bert(const BertTrainOptions& o) {
   if (train_glob.empty())
     std::tie(train_glob, val_glob) =
         examples::shards_from_text(examples::read_training_text(data.text()), run.out_dir());
-  STRATA_CHECK(o.model.vocab_size >= 260, ValueError, "train_bert: the byte-level vocabulary needs vocab_size >= 260, got ",
-               o.model.vocab_size);
+  STRATA_CHECK(o.model.vocab_size >= 260, ValueError,
+               "the byte-level vocabulary needs vocab_size >= 260, got ", o.model.vocab_size);
   io::MlmOptions mo;
   mo.batch = run.batch_size(), mo.seq_len = data.seq_len();
   mo.mask_prob = c.mask_prob(), mo.short_seq_prob = c.short_seq_prob();

@@ -87,11 +87,11 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
 
   m.validate();
   STRATA_CHECK(c.run().batch_size() > 0 && c.run().log_every() > 0, ValueError,
-               "train_bert: batch size and log interval must be positive");
-  STRATA_CHECK(data.seq_len() <= m.max_position_embeddings, ValueError, "train_bert: seq_len ",
-               data.seq_len(), " exceeds the model's max_position_embeddings ", m.max_position_embeddings);
+               "batch size and log interval must be positive");
+  STRATA_CHECK(data.seq_len() <= m.max_position_embeddings, ValueError, "seq_len ", data.seq_len(),
+               " exceeds the model's max_position_embeddings ", m.max_position_embeddings);
   STRATA_CHECK(data.val_data().empty() || !data.train_data().empty(), ValueError,
-               "train_bert: --val-data needs --train-data");
+               "--val-data needs --train-data");
   return true;
 }
 

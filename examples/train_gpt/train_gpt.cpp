@@ -94,7 +94,7 @@ int train_gpt(const TrainOptions& o) {
           std::pair(run.out_dir() + "/data/train_*.bin", run.out_dir() + "/data/val_*.bin");
     if (pg) pg->barrier_sync();  // rank 0 has written the shards
     byte_level = true;
-    STRATA_CHECK(o.model.vocab_size >= 256, ValueError, "train_gpt: byte-level data needs vocab_size >= 256, got ",
+    STRATA_CHECK(o.model.vocab_size >= 256, ValueError, "byte-level data needs vocab_size >= 256, got ",
                  o.model.vocab_size);
   }
   io::TokenLoader train(io::glob_paths(train_glob), {.batch = run.batch_size(),

@@ -83,13 +83,13 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   m.validate();
   const TextDataConfig& data = c.data();
   STRATA_CHECK(c.run().batch_size() > 0 && data.seq_len() > 0 && c.grad_accum() > 0, ValueError,
-               "train_gpt: batch size, sequence length and grad accumulation must be positive");
+               "batch size, sequence length and grad accumulation must be positive");
   STRATA_CHECK(c.bucket_mb() > 0 && c.collective_timeout() > 0, ValueError,
-               "train_gpt: --bucket-mb and --collective-timeout must be positive");
-  STRATA_CHECK(data.seq_len() <= m.block_size, ValueError, "train_gpt: seq_len ", data.seq_len(),
+               "--bucket-mb and --collective-timeout must be positive");
+  STRATA_CHECK(data.seq_len() <= m.block_size, ValueError, "seq_len ", data.seq_len(),
                " exceeds the model's block_size ", m.block_size);
   STRATA_CHECK(data.val_data().empty() || !data.train_data().empty(), ValueError,
-               "train_gpt: --val-data needs --train-data");
+               "--val-data needs --train-data");
   return true;
 }
 

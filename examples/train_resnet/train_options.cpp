@@ -41,7 +41,7 @@ std::vector<int64_t> parse_layers(const std::string& text) {
       out.push_back(std::stoll(item, &used));
       STRATA_CHECK(used == item.size(), ValueError, "");
     } catch (const std::exception&) {
-      throw ValueError("train_resnet: --layers '" + text + "' is not a comma-separated list of block counts");
+      throw ValueError("--layers '" + text + "' is not a comma-separated list of block counts");
     }
   }
   return out;
@@ -73,6 +73,8 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
   f.option(&flags, "image_folder", "", "folder with one subfolder of PNG/JPEG images per class");
   f.option(&flags, "val_folder", "", "held-out image folder (same classes)");
   f.option(&flags, "image_size", "", "training crop size (default 32; 224 for image folders)");
+  f.option(&flags, "max_image_pixels", "",
+           "refuse images with more pixels, from their header (default 89478485, Pillow's limit)");
   f.option(&flags, "synthetic_classes", "", "classes of the synthetic set (default 10)");
   f.option(&flags, "synthetic_train", "", "training images of the synthetic set (default 10000)");
   f.option(&flags, "synthetic_val", "", "held-out images of the synthetic set (default 1000)");
@@ -115,25 +117,27 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
   if (set.has_layers()) m.layers = parse_layers(set.layers());
   if (!set.has_image_size()) c.set_image_size(c.image_folder().empty() ? 32 : 224);
   const bool sgd = c.optimizer() == "sgd";
-  STRATA_CHECK(sgd || c.optimizer() == "adamw", ValueError, "train_resnet: --optimizer '", c.optimizer(),
+  STRATA_CHECK(sgd || c.optimizer() == "adamw", ValueError, "--optimizer '", c.optimizer(),
                "' is not sgd or adamw");
   if (!set.schedule().has_lr()) c.mutable_schedule()->set_lr(sgd ? 0.1 : 2e-3);
   if (!set.optim().has_weight_decay()) c.mutable_optim()->set_weight_decay(sgd ? 5e-4 : 0.05);
   out->cache = cache_settings(c.cache());
 
   STRATA_CHECK(c.cifar10().empty() || c.image_folder().empty(), ValueError,
-               "train_resnet: give --cifar10 or --image-folder, not both");
+               "give --cifar10 or --image-folder, not both");
   STRATA_CHECK(c.val_folder().empty() || !c.image_folder().empty(), ValueError,
-               "train_resnet: --val-folder needs --image-folder");
+               "--val-folder needs --image-folder");
   STRATA_CHECK(c.run().batch_size() > 0 && c.image_size() >= 8, ValueError,
-               "train_resnet: batch size must be positive and --image-size at least 8, got ",
-               c.run().batch_size(), " and ", c.image_size());
+               "batch size must be positive and --image-size at least 8, got ", c.run().batch_size(), " and ",
+               c.image_size());
+  STRATA_CHECK(!c.has_max_image_pixels() || c.max_image_pixels() >= 1, ValueError,
+               "--max-image-pixels must be at least 1, got ", c.max_image_pixels());
   STRATA_CHECK(c.workers() >= 0 && c.prefetch() >= 1, ValueError,
-               "train_resnet: --workers must be >= 0 and --prefetch >= 1");
-  STRATA_CHECK(c.target_accuracy() >= 0 && c.target_accuracy() <= 1, ValueError,
-               "train_resnet: --target-accuracy ", c.target_accuracy(), " is not a fraction in [0, 1]");
+               "--workers must be >= 0 and --prefetch >= 1");
+  STRATA_CHECK(c.target_accuracy() >= 0 && c.target_accuracy() <= 1, ValueError, "--target-accuracy ",
+               c.target_accuracy(), " is not a fraction in [0, 1]");
   STRATA_CHECK(c.schedule().lr() > 0 && c.optim().weight_decay() >= 0, ValueError,
-               "train_resnet: --lr must be positive and --weight-decay >= 0");
+               "--lr must be positive and --weight-decay >= 0");
   return true;
 }
 

@@ -41,8 +41,10 @@ ImageData make_data(const examples::TrainResNetConfig& c) {
   const int64_t size = c.image_size();
   if (!c.image_folder().empty()) {
     // ImageNet recipe: RandomResizedCrop + flip for training, Resize(size * 8/7) + CenterCrop.
-    d.train = std::make_shared<io::ImageFolderDataset>(c.image_folder());
-    if (!c.val_folder().empty()) d.val = std::make_shared<io::ImageFolderDataset>(c.val_folder());
+    io::ImageFolderOptions folder;
+    if (c.has_max_image_pixels()) folder.max_image_pixels = c.max_image_pixels();
+    d.train = std::make_shared<io::ImageFolderDataset>(c.image_folder(), folder);
+    if (!c.val_folder().empty()) d.val = std::make_shared<io::ImageFolderDataset>(c.val_folder(), folder);
     d.eval_transforms = io::ImageTransformOptions::imagenet_eval(size, size * 8 / 7);
     d.train_transforms = c.augment() ? io::ImageTransformOptions::imagenet_train(size) : d.eval_transforms;
     return d;
@@ -137,7 +139,7 @@ int train_resnet(ResNetTrainOptions o) {
                                      .num_workers = int(c.workers()),
                                      .prefetch = c.prefetch()});
   STRATA_CHECK(!data.val || data.val->num_classes() == data.train->num_classes(), ValueError,
-               "train_resnet: the held-out set has ", data.val->num_classes(), " classes, the training set ",
+               "the held-out set has ", data.val->num_classes(), " classes, the training set ",
                data.train->num_classes());
 
   // ---- model and optimizer ----
@@ -185,7 +187,7 @@ int train_resnet(ResNetTrainOptions o) {
   };
 
   std::printf(
-      "train_resnet: %s\n  %ld parameters; data: %s\n  train transforms: %s\n  %ld batches/epoch, %ld loader "
+      "%s\n  %ld parameters; data: %s\n  train transforms: %s\n  %ld batches/epoch, %ld loader "
       "thread(s), %ld batches prefetched\n",
       o.describe().c_str(), long(model.num_parameters()), data.train->describe().c_str(),
       data.train_transforms.str().c_str(), long(train.batches_per_epoch()), long(c.workers()),
