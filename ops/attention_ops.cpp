@@ -71,7 +71,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const double sc = std::isnan(scale) ? 1.0 / std::sqrt(double(q.size(-1))) : scale;
   const DType dt = q.dtype() == DType::f64 ? DType::f64 : DType::f32;
 
-  const bool strided_ok = dev.is_cpu();
+  const bool strided_ok = dev.is_host_memory();
   Tensor q4 = as_bhtd(q, dt, strided_ok), k4 = as_bhtd(k, dt, strided_ok), v4 = as_bhtd(v, dt, strided_ok);
   const int64_t B = q4.size(0), H = q4.size(1), T = q4.size(2), S = k4.size(2), D = q4.size(3), Dv = v4.size(3);
   Shape bhts{B, H, T, S};
@@ -101,7 +101,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       Tensor q4 = nd.saved(0), k4 = nd.saved(1), v4 = nd.saved(2), o = nd.saved(3), lse = nd.saved(4);
       Device dev = q4.device();
       DType dt = q4.dtype();
-      const bool strided_ok = dev.is_cpu();
+      const bool strided_ok = dev.is_host_memory();
       Tensor go = detail::raw_cast(detail::raw_reshape(g[0], o.shape()), dt);
       if (go.stride(-1) != 1) go = detail::raw_contiguous(go);  // kernels take dO with unit stride along Dv
       auto grad_like = [&](const Tensor& t) {
@@ -141,7 +141,7 @@ Tensor packed_self_attention(const Tensor& qkv, int64_t n_head, const Tensor& at
     STRATA_CHECK(attn_mask.dim() <= 4 && broadcast_shapes(attn_mask.shape(), bhts, op) == bhts, ShapeError, op,
                  ": attn_mask ", shape_str(attn_mask.shape()), " does not broadcast to [B, n_head, T, T] = ",
                  shape_str(bhts), " (qkv ", shape_str(qkv.shape()), ")");
-  if (!dev.is_cpu()) {  // other backends (and Meta) take contiguous heads: the composite
+  if (!dev.is_host_memory()) {  // other backends (and Meta) take contiguous heads: the composite
     std::vector<Tensor> parts = split(qkv, C, 2);
     auto heads = [&](const Tensor& t) { return transpose(view(t, {B, T, H, D}), 1, 2); };
     Tensor y = scaled_dot_product_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), attn_mask, 0.0,

@@ -4,6 +4,7 @@
 
 #include "ops/cpu/cpu_backend.h"
 #include "ops/meta/meta_backend.h"
+#include "ops/sim/sim_backend.h"
 #include "strata/config.h"
 
 #if STRATA_HAVE_CUDA
@@ -20,6 +21,7 @@ void register_builtin_backends() {
     auto& reg = BackendRegistry::instance();
     reg.add(DeviceType::CPU, std::make_unique<cpu::CpuBackend>());
     reg.add(DeviceType::Meta, meta::make_meta_backend());
+    reg.add(DeviceType::Sim, simulated::make_sim_backend());
 #if STRATA_HAVE_CUDA
     reg.add(DeviceType::CUDA, gpu::make_cuda_backend());
 #endif

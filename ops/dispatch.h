@@ -10,7 +10,7 @@
 
 namespace strata::ops::detail {
 
-// The backend for `d`; registers CPU, Meta and (when compiled) CUDA on first use.
+// The backend for `d`; registers CPU, Sim, Meta and (when compiled) CUDA on first use.
 Backend& kernels(Device d);
 void register_builtin_backends();
 

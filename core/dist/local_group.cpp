@@ -82,7 +82,8 @@ class LocalProcessGroup final : public ProcessGroup {
  private:
   void check_cpu(const char* op, const Tensor& t) const {
     check_tensor(op, t);
-    STRATA_CHECK(t.device().is_cpu(), DeviceError, "local ", op, ": tensor ", t.str(), " must be on the CPU");
+    STRATA_CHECK(t.device().is_host_memory(), DeviceError, "local ", op, ": tensor ", t.str(),
+                 " must be in host memory (the CPU or a sim device)");
   }
 
   WorkPtr submit(Kind kind, const Tensor& out, const Tensor& in, int root, ReduceOp op) {

@@ -149,8 +149,9 @@ class MpiProcessGroup final : public ProcessGroup {
  private:
   void check_cpu(const char* op, const Tensor& t) const {
     check_tensor(op, t);
-    STRATA_CHECK(t.device().is_cpu(), DeviceError, "mpi ", op, ": tensor ", t.str(),
-                 " must be on the CPU (CUDA tensors go through the NCCL group)");
+    STRATA_CHECK(
+        t.device().is_host_memory(), DeviceError, "mpi ", op, ": tensor ", t.str(),
+        " must be in host memory, on the CPU or a sim device (CUDA tensors go through the NCCL group)");
     STRATA_CHECK(t.nbytes() / (t.dtype() == DType::f32 || t.dtype() == DType::f64 ? t.element_size() : 1) < size_t(1) << 31,
                  NotImplementedError, "mpi ", op, ": tensor ", t.str(), " has more than 2^31 elements");
   }

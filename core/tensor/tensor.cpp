@@ -86,7 +86,7 @@ void* Tensor::data_ptr() const {
 std::vector<double> Tensor::to_double_vector() const {
   STRATA_CHECK(defined() && !device().is_meta(), DeviceError, "to_vector on ", str());
   Tensor host = Tensor::empty(shape(), DType::f64, kCPU);
-  backend_for(device().is_cuda() ? device() : kCPU).copy(host, *this);
+  backend_for(device().is_cpu() ? kCPU : device()).copy(host, *this);
   const double* p = host.data<double>();
   return std::vector<double>(p, p + numel());
 }

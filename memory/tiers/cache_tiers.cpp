@@ -29,8 +29,9 @@ CacheTiers open_cache_tiers(const TensorCacheOptions& opt) {
   if (opt.host_pool_bytes > 0) t.host = std::make_unique<HostTier>(opt.host_pool_bytes);
   Backend* device = nullptr;
   if (opt.device.type != DeviceType::CPU) {
-    STRATA_CHECK(opt.device.type == DeviceType::CUDA, ValueError, "tensor cache: cannot move activations of ",
-                 opt.device.str(), " (only the CPU's and a GPU's)");
+    STRATA_CHECK(opt.device.type == DeviceType::CUDA || opt.device.type == DeviceType::Sim, ValueError,
+                 "tensor cache: cannot move activations of ", opt.device.str(),
+                 " (only the CPU's, a GPU's and a sim device's)");
     device = &backend_for(opt.device);
     if (t.host) t.host->pin_for(*device);
   }

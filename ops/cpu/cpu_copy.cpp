@@ -39,7 +39,7 @@ void convert_bf16_to_f32(float* dst, const uint16_t* src, int64_t n);
 void CpuBackend::copy(const Tensor& dst, const Tensor& src) {
   STRATA_CHECK(dst.shape() == src.shape(), ShapeError, "copy: destination ", dst.str(),
                " and source ", src.str(), " differ in shape");
-  STRATA_CHECK(dst.device().is_cpu() && src.device().is_cpu(), DeviceError,
+  STRATA_CHECK(dst.device().is_host_memory() && src.device().is_host_memory(), DeviceError,
                "CPU copy between ", src.str(), " and ", dst.str());
   if (dst.numel() == 0) return;
   if (dst.dtype() == src.dtype()) {

@@ -32,6 +32,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <numbers>
@@ -852,9 +853,64 @@ TEST_P(OpMeta, ShapesDtypesAndCostWithoutData) {
   for_each_row(family(), any_row, check_meta);
 }
 
+// ---------------------------------------------------------------------------------------------
+using OpSim = OpTest;
+
+// The values of `t` as bits (NaNs compare equal to the same NaN).
+std::vector<uint64_t> bits_of(const Tensor& t) {
+  std::vector<double> v = t.to_double_vector();
+  std::vector<uint64_t> b(v.size());
+  std::memcpy(b.data(), v.data(), v.size() * sizeof(double));
+  return b;
+}
+
+// The sim device runs the CPU's kernels on memory of its own: every output and every gradient
+// equals the CPU's bit for bit, and lands on the sim device.
+void check_sim_equals_cpu(const OpCase& c) {
+  std::vector<DType> dtypes{DType::f32};
+  if (c.with_bf16) dtypes.push_back(DType::bf16);
+  for (DType dt : dtypes) {
+    SCOPED_TRACE(dtype_name(dt));
+    auto values = all_leaf_values(c, dt);
+    BuiltInputs on_cpu = build_inputs(c, values, dt, kCPU, c.differentiable);
+    BuiltInputs on_sim = build_inputs(c, values, dt, sim(0), c.differentiable);
+    Tensors want = c.run(on_cpu.args), got = c.run(on_sim.args);
+    ASSERT_EQ(got.size(), want.size());
+    Tensors outs[2], seeds[2], leaves[2];
+    for (size_t k = 0; k < got.size(); ++k) {
+      SCOPED_TRACE("output " + std::to_string(k));
+      EXPECT_EQ(got[k].device(), sim(0));
+      ASSERT_EQ(got[k].shape(), want[k].shape());
+      ASSERT_EQ(got[k].dtype(), want[k].dtype());
+      EXPECT_EQ(bits_of(got[k]), bits_of(want[k]));
+      if (!c.differentiable || !is_floating(got[k].dtype())) continue;
+      outs[0].push_back(want[k]);
+      outs[1].push_back(got[k]);
+      Tensor seed = ops::full(want[k].shape(), 0.75, TensorOptions(want[k].dtype()));
+      seeds[0].push_back(seed);
+      seeds[1].push_back(seed.to(sim(0)));
+    }
+    if (!c.differentiable) continue;
+    for (size_t j : on_cpu.grad_leaves) leaves[0].push_back(on_cpu.leaves[j]);
+    for (size_t j : on_sim.grad_leaves) leaves[1].push_back(on_sim.leaves[j]);
+    Tensors gw = autograd::grad(outs[0], leaves[0], seeds[0], false, true);
+    Tensors gg = autograd::grad(outs[1], leaves[1], seeds[1], false, true);
+    for (size_t li = 0; li < gw.size(); ++li) {
+      SCOPED_TRACE("gradient of input " + std::to_string(on_cpu.grad_leaves[li]));
+      ASSERT_EQ(gg[li].defined(), gw[li].defined());
+      if (!gw[li].defined()) continue;
+      EXPECT_EQ(gg[li].device(), sim(0));
+      EXPECT_EQ(bits_of(gg[li]), bits_of(gw[li]));
+    }
+  }
+}
+
+TEST_P(OpSim, EqualsTheCpuBitForBit) { for_each_row(family(), any_row, check_sim_equals_cpu); }
+
 INSTANTIATE_TEST_SUITE_P(Conformance, OpForward, ::testing::ValuesIn(params(false, false)), param_name);
 INSTANTIATE_TEST_SUITE_P(Gradcheck, OpGradcheck, ::testing::ValuesIn(params(true, false)), param_name);
 INSTANTIATE_TEST_SUITE_P(Conformance, OpMeta, ::testing::ValuesIn(params(false, true)), param_name);
+INSTANTIATE_TEST_SUITE_P(Sim, OpSim, ::testing::ValuesIn(params(false, true)), param_name);
 
 // The table itself: unique names, and every differentiable family has a gradient check.
 TEST(ConformanceTable, RowNamesAreUniqueAndCoverEveryFamily) {

@@ -6,6 +6,7 @@
 #include "strata/autograd/grad_mode.h"
 #include "strata/autograd/saved_tensor.h"
 #include "strata/core/backend.h"
+#include "strata/core/byte_size.h"
 #include "strata/core/op_observer.h"
 #include "strata/memory/plan.h"
 #include "strata/memory/tensor_cache.h"

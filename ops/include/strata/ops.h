@@ -15,3 +15,4 @@
 #include "strata/ops/nn.h"
 #include "strata/ops/reduction.h"
 #include "strata/ops/shape_ops.h"
+#include "strata/ops/sim_device.h"

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "strata/core/byte_size.h"
 #include "strata/core/memory_stats.h"
 #include "strata/memory/plan.h"
 #include "strata/memory/tensor_cache.h"
@@ -24,9 +25,8 @@ struct CacheSettings {
   std::string save_plan;         // write the budget plan here
 };
 
-// "1.5G", "800M", "64K", "4096" (bytes; K/M/G/T are powers of 1024, an optional trailing "B"
-// or "iB" is allowed). Throws ValueError naming `what` and the text.
-uint64_t parse_byte_size(const std::string& text, const std::string& what = "size");
+// The trainers' flags parse sizes with core's parser.
+using strata::parse_byte_size;
 
 class TrainerCache {
  public:

@@ -1,4 +1,4 @@
-// Backend: the kernel interface each device implements (CPU, CUDA, Meta), and its registry.
+// Backend: the kernel interface each device implements (CPU, CUDA, Sim, Meta), and its registry.
 //
 // Ops (ops/) do the shape rules, dtype promotion, autograd and cost accounting, then call a
 // Backend with outputs already allocated and inputs already broadcast (stride-0 views) and
@@ -216,7 +216,7 @@ class BackendRegistry {
   Backend& get(DeviceType type) const;
 
  private:
-  std::unique_ptr<Backend> backends_[3];
+  std::unique_ptr<Backend> backends_[kNumDeviceTypes];
 };
 
 inline Backend& backend_for(Device d) { return BackendRegistry::instance().get(d.type); }

@@ -18,6 +18,11 @@ class Error : public std::runtime_error {
 class ShapeError : public Error { using Error::Error; };
 class TypeError : public Error { using Error::Error; };
 class DeviceError : public Error { using Error::Error; };
+// A device allocator could not satisfy a request: the message names the request, the capacity and the
+// bytes in use per category.
+class OutOfMemoryError : public DeviceError {
+  using DeviceError::DeviceError;
+};
 class IndexError : public Error { using Error::Error; };
 class ValueError : public Error { using Error::Error; };
 class IoError : public Error { using Error::Error; };
