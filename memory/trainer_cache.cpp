@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "strata/core/allocator.h"
+#include "strata/core/backend.h"
 #include "strata/core/error.h"
 #include "strata/memory/planner/budget_planner.h"
 
@@ -17,6 +17,7 @@ TrainerCache::TrainerCache(CacheSettings s) : s_(std::move(s)) {
   else
     policy_ = parse_cache_policy(s_.policy, s_.keep_last_blocks);
   TensorCacheOptions o;
+  o.device = s_.device;
   o.min_bytes = s_.min_bytes;
   o.host_pool_bytes = s_.host_pool_bytes;
   o.spill_dir = s_.spill_dir;
@@ -26,7 +27,8 @@ TrainerCache::TrainerCache(CacheSettings s) : s_(std::move(s)) {
 }
 
 void TrainerCache::begin_step() {
-  optimizer_state_at_begin_ = cpu_allocator().stats().snapshot().current_of(MemoryCategory::OptimizerState);
+  optimizer_state_at_begin_ =
+      allocator_for(s_.device).stats().snapshot().current_of(MemoryCategory::OptimizerState);
   cache_->begin_step();
 }
 

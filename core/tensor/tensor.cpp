@@ -55,7 +55,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t s : shape)
     STRATA_CHECK(s >= 0, ShapeError, "empty: negative size in ", shape_str(shape));
   size_t nbytes = size_t(shape_numel(shape)) * strata::element_size(dtype);
-  Allocator* alloc = device.is_cpu() ? &cpu_allocator() : &backend_for(device).allocator(device.index);
+  Allocator* alloc = &allocator_for(device);
   auto storage = std::make_shared<StorageImpl>(nbytes, device, alloc, MemoryCategoryGuard::current());
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), shape, contiguous_strides(shape),
                                              0, dtype));

@@ -18,6 +18,11 @@ void add_run_flags(ConfigFlags& f, RunConfig* run) {
   f.flag(run, "resume", "", "continue from <out-dir>/checkpoint");
   f.flag(run, "overwrite", "", "start over although <out-dir>/checkpoint exists (its next save replaces it)");
   f.option(run, "log_every");
+  f.option(run, "device", "",
+           "cpu (default), cuda, cuda:N, sim, sim:N (the simulated device: host memory with a capacity, "
+           "the CPU's kernels); under mpirun cuda and sim take the rank's local index");
+  f.option(run, "sim_memory", "",
+           "the sim device's memory capacity, e.g. 2G (default: STRATA_SIM_MEMORY, else RAM)");
 }
 
 void add_profile_flag(ConfigFlags& f, RunConfig* run) {

@@ -15,6 +15,7 @@
 #include "examples/common/lr_schedule.h"
 #include "examples/common/run_report.h"
 #include "examples/common/text_data.h"
+#include "examples/common/trainer_device.h"
 #include "examples/train_bert/train_options.h"
 #include "strata/io/checkpoint.h"
 #include "strata/io/mlm_batches.h"
@@ -38,17 +39,17 @@ double corpus_unigram_entropy(const std::vector<std::string>& paths) {
   return io::unigram_entropy(all);
 }
 
-Tensor step_loss(models::BertForMaskedLM& model, const io::MlmBatch& b) {
-  return model.loss(b.input_ids, b.token_type_ids, b.attention_mask, b.labels);
+Tensor step_loss(models::BertForMaskedLM& model, const io::MlmBatch& b, Device d) {
+  return model.loss(b.input_ids.to(d), b.token_type_ids.to(d), b.attention_mask.to(d), b.labels.to(d));
 }
 
 // Held-out MLM loss: the same masked batches every time (the batcher is rewound).
-double evaluate(models::BertForMaskedLM& model, io::MlmBatcher& val, int64_t batches) {
+double evaluate(models::BertForMaskedLM& model, io::MlmBatcher& val, int64_t batches, Device d) {
   NoGradGuard ng;
   model.eval();
   val.reset();
   double total = 0;
-  for (int64_t i = 0; i < batches; ++i) total += step_loss(model, val.next()).item();
+  for (int64_t i = 0; i < batches; ++i) total += step_loss(model, val.next(), d).item();
   model.train();
   return total / double(batches);
 }
@@ -58,6 +59,8 @@ int train_bert(const BertTrainOptions& o) {
   const examples::TrainBertConfig& c = o.config;
   const examples::RunConfig& run = c.run();
   const examples::TextDataConfig& data = c.data();
+  const examples::TrainerDevice dev = examples::resolve_trainer_device(run, dist::launch_env());
+  const Device device = dev.device;
   std::filesystem::create_directories(run.out_dir());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
@@ -86,6 +89,7 @@ int train_bert(const BertTrainOptions& o) {
   // ---- model and optimizer ----
   manual_seed(run.seed());
   models::BertForMaskedLM model(o.model);
+  model.to(device);  // initialized on the CPU: the same weights on every device
   std::vector<Tensor> decay, no_decay;
   for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
   optim::AdamWOptions ao =
@@ -112,15 +116,18 @@ int train_bert(const BertTrainOptions& o) {
               "%.4f nats\n",
               o.describe().c_str(), long(model.num_parameters()), long(tokens_per_step), train_glob.c_str(),
               long(train.num_tokens()), unigram);
+  std::printf("  device %s\n", dev.describe().c_str());
   if (run.max_seconds() > 0)
     std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
 
-  Allocator& alloc = cpu_allocator();
+  Allocator& alloc = *dev.allocator;  // the step peak is the device's
   const auto t_start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
   double last_loss = NAN, last_val = NAN, step_seconds = 0;
   int64_t steps_run = 0, masked_total = 0;
-  examples::CacheReport tcache(o.cache, /*print=*/true);
+  memory::CacheSettings cache_settings = o.cache;
+  cache_settings.device = device;
+  examples::CacheReport tcache(cache_settings, /*print=*/true);
   while (step < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds())) {
     const auto t0 = std::chrono::steady_clock::now();
     alloc.stats().reset_peaks();
@@ -132,7 +139,7 @@ int train_bert(const BertTrainOptions& o) {
     tcache.begin_step();
     std::optional<ops::AutocastGuard> amp;
     if (c.precision().bf16()) amp.emplace(DType::bf16);
-    Tensor loss = step_loss(model, b);
+    Tensor loss = step_loss(model, b, device);
     amp.reset();
     loss.backward();
     last_loss = loss.item();
@@ -152,7 +159,7 @@ int train_bert(const BertTrainOptions& o) {
     }
     const MemorySnapshot m = alloc.stats().snapshot();
     const bool eval_now = val && run.eval_every() > 0 && (step % run.eval_every() == 0);
-    if (eval_now) last_val = evaluate(model, *val, run.eval_batches());
+    if (eval_now) last_val = evaluate(model, *val, run.eval_batches(), device);
     if (step % run.log_every() == 0 || step == 1 || eval_now) {
       const double frac =
           run.max_seconds() > 0 ? elapsed() / run.max_seconds() : double(step) / double(run.max_steps());
@@ -168,7 +175,7 @@ int train_bert(const BertTrainOptions& o) {
   }
   tcache.finish();
   if (val) {
-    last_val = evaluate(model, *val, run.eval_batches());
+    last_val = evaluate(model, *val, run.eval_batches(), device);
     std::printf("final: step %ld, train mlm loss %.4f, held-out mlm loss %.4f nats/byte, unigram entropy %.4f: %s, "
                 "%.0f s\n",
                 long(step), last_loss, last_val, unigram,
@@ -193,7 +200,9 @@ int main(int argc, char** argv) {
     if (!examples::parse_bert_train_options(argc, argv, &o)) return 0;
     return train_bert(o);
   } catch (const std::exception& e) {  // strata::Error, and anything else: one line, exit 1
-    std::fprintf(stderr, "train_bert: %s\n", e.what());
+    const bool oom = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
+    std::fprintf(stderr, "train_bert: %s\n",
+                 oom ? examples::out_of_memory_advice(e.what()).c_str() : e.what());
     return 1;
   }
 }

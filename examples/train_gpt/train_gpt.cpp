@@ -14,20 +14,21 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <filesystem>
+#include <optional>
 
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/run_report.h"
 #include "examples/common/text_data.h"
+#include "examples/common/trainer_device.h"
 #include "examples/train_gpt/train_options.h"
-#include "strata/io/checkpoint.h"
-#include "strata/io/token_shards.h"
+#include "strata/core/profiler.h"
 #include "strata/dist/ddp.h"
 #include "strata/dist/zero.h"
+#include "strata/io/checkpoint.h"
+#include "strata/io/token_shards.h"
 #include "strata/io/tokenizer.h"
-#include "strata/core/profiler.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
 
@@ -51,7 +52,7 @@ void maybe_kill_self(int rank, int64_t step) {
   }
 }
 
-double evaluate(models::GPT& model, io::TokenLoader& val, int64_t batches) {
+double evaluate(models::GPT& model, io::TokenLoader& val, int64_t batches, Device device) {
   NoGradGuard ng;
   model.eval();
   val.reset();
@@ -59,7 +60,7 @@ double evaluate(models::GPT& model, io::TokenLoader& val, int64_t batches) {
   for (int64_t i = 0; i < batches; ++i) {
     Tensor x, y;
     val.next(&x, &y);
-    total += model.loss(x, y).item();
+    total += model.loss(x.to(device), y.to(device)).item();
   }
   model.train();
   return total / double(batches);
@@ -72,9 +73,15 @@ int train_gpt(const TrainOptions& o) {
   const examples::TextDataConfig& data = c.data();
   // ---- ranks ----
   const dist::LaunchEnv env = dist::launch_env();
-  if (env.launched())
-    g_group =
-        dist::make_mpi_group({.timeout = std::chrono::milliseconds(int64_t(c.collective_timeout() * 1000))});
+  const examples::TrainerDevice dev = examples::resolve_trainer_device(run, env);
+  const Device device = dev.device;
+  if (env.launched()) {
+    // Gradients on a GPU all-reduce through NCCL (bootstrapped over MPI); host memory's through MPI.
+    const dist::ProcessGroupOptions group_options{
+        .timeout = std::chrono::milliseconds(int64_t(c.collective_timeout() * 1000))};
+    g_group = device.is_cuda() && dist::nccl_available() ? dist::make_nccl_group(device.index, group_options)
+                                                         : dist::make_mpi_group(group_options);
+  }
   dist::ProcessGroup* pg = g_group.get();
   const int rank = pg ? pg->rank() : 0, world = pg ? pg->size() : 1;
   const bool lead = rank == 0;  // logs, evaluates, samples, writes checkpoints
@@ -115,6 +122,7 @@ int train_gpt(const TrainOptions& o) {
   manual_seed(run.seed());
   auto model_ptr = std::make_shared<models::GPT>(o.model);
   models::GPT& model = *model_ptr;
+  model.to(device);  // initialized on the CPU: the same weights on every device
   // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
   // DDP's hooks see only accumulated gradients, so every cache policy works unchanged; each
   // rank's NVMe tier opens its own unnamed spill file, so ranks may share --spill-dir.
@@ -174,6 +182,7 @@ int train_gpt(const TrainOptions& o) {
   if (lead) std::printf("train_gpt: %s\n  %ld parameters, %ld tokens/step, data %s (%ld tokens)%s\n", o.describe().c_str(),
               long(model.num_parameters()), long(tokens_per_step), train_glob.c_str(), long(train.num_tokens()),
               byte_level ? ", byte-level" : "");
+  if (lead) std::printf("  device %s\n", dev.describe().c_str());
   if (lead && pg)
     std::printf(
         "  data parallel: %d ranks (%s), %ld tokens/step per rank, buckets of %.1f MB, ZeRO-1 %s, "
@@ -183,7 +192,7 @@ int train_gpt(const TrainOptions& o) {
   if (lead && run.max_seconds() > 0)
     std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
 
-  Allocator& alloc = cpu_allocator();
+  Allocator& alloc = *dev.allocator;  // the step peak is the device's
   const auto t_start = std::chrono::steady_clock::now();
   double last_loss = NAN, last_val = NAN;
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
@@ -197,7 +206,9 @@ int train_gpt(const TrainOptions& o) {
   };
   Profiler prof;  // --profile: steps after the first two
   // Every saved activation goes through the tensor cache (--cache-policy, --memory-budget).
-  examples::CacheReport tcache(o.cache, lead);
+  memory::CacheSettings cache_settings = o.cache;
+  cache_settings.device = device;
+  examples::CacheReport tcache(cache_settings, lead);
   while (keep_going()) {
     maybe_kill_self(rank, step);
     examples::ProfiledStep profile(prof, run.profile() && steps_run >= 2);
@@ -212,6 +223,8 @@ int train_gpt(const TrainOptions& o) {
     for (int64_t micro = 0; micro < c.grad_accum(); ++micro) {
       Tensor x, y;
       train.next(&x, &y);
+      x = x.to(device);
+      y = y.to(device);
       // Only the last micro-batch's backward all-reduces (the sums accumulated so far).
       std::optional<dist::NoSyncGuard> no_sync;
       if (ddp && micro + 1 < c.grad_accum()) no_sync.emplace(*ddp);
@@ -253,7 +266,7 @@ int train_gpt(const TrainOptions& o) {
     }
     const MemorySnapshot m = alloc.stats().snapshot();
     const bool eval_now = val && run.eval_every() > 0 && (step % run.eval_every() == 0);
-    if (eval_now) last_val = evaluate(model, *val, run.eval_batches());
+    if (eval_now) last_val = evaluate(model, *val, run.eval_batches(), device);
     if (lead && (step % run.log_every() == 0 || step == 1 || eval_now)) {
       const double frac =
           run.max_seconds() > 0 ? elapsed() / run.max_seconds() : double(step) / double(run.max_steps());
@@ -270,7 +283,7 @@ int train_gpt(const TrainOptions& o) {
   tcache.finish();
   if (run.profile() && lead) examples::report_profile(prof, run.out_dir());
   if (val) {
-    last_val = evaluate(model, *val, run.eval_batches());
+    last_val = evaluate(model, *val, run.eval_batches(), device);
     std::printf("final: step %ld, train loss %.4f, held-out loss %.4f%s, %.0f s\n", long(step), last_loss, last_val,
                 byte_level ? " nats/byte" : "", elapsed());
   }
@@ -292,7 +305,7 @@ int train_gpt(const TrainOptions& o) {
     std::vector<int64_t> ids(prompt.begin(), prompt.end());
     Generator g(run.seed());
     Tensor out = model.generate(
-        ops::from_vector(ids, {1, int64_t(ids.size())}),
+        ops::from_vector(ids, {1, int64_t(ids.size())}).to(device),
         {.max_new_tokens = c.sample_tokens(), .temperature = c.temperature(), .top_k = c.top_k()}, g);
     std::string text;
     for (int64_t t : out.to_vector<int64_t>()) text.push_back(char(t));
@@ -316,7 +329,9 @@ int main(int argc, char** argv) {
       std::fflush(stderr);
       g_group->abort(1);
     }
-    std::fprintf(stderr, "train_gpt: %s\n", e.what());
+    const bool oom = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
+    std::fprintf(stderr, "train_gpt: %s\n",
+                 oom ? examples::out_of_memory_advice(e.what()).c_str() : e.what());
     return 1;
   }
 }

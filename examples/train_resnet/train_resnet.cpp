@@ -15,6 +15,7 @@
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/run_report.h"
+#include "examples/common/trainer_device.h"
 #include "examples/train_resnet/train_options.h"
 #include "strata/core/profiler.h"
 #include "strata/io/checkpoint.h"
@@ -98,7 +99,7 @@ Accuracy count_correct(const Tensor& logits, const Tensor& labels) {
 std::pair<Accuracy, double> evaluate(models::ResNet& model,
                                      const std::shared_ptr<const io::ImageDataset>& data,
                                      const io::ImageTransformOptions& transforms,
-                                     const examples::TrainResNetConfig& c, int64_t batches) {
+                                     const examples::TrainResNetConfig& c, int64_t batches, Device device) {
   NoGradGuard ng;
   model.eval();
   io::ImageLoader loader(data, {.batch = c.run().batch_size(),
@@ -113,6 +114,8 @@ std::pair<Accuracy, double> evaluate(models::ResNet& model,
   const int64_t n = std::min(batches, loader.batches_per_epoch());
   for (int64_t i = 0; i < n; ++i) {
     io::ImageBatch b = loader.next();
+    b.images = b.images.to(device);
+    b.labels = b.labels.to(device);
     Tensor logits = model(b.images);
     const Accuracy a = count_correct(logits, b.labels);
     acc.correct += a.correct, acc.total += a.total;
@@ -126,6 +129,8 @@ int train_resnet(ResNetTrainOptions o) {
   // The settings, grouped as in the config file.
   const examples::TrainResNetConfig& c = o.config;
   const examples::RunConfig& run = c.run();
+  const examples::TrainerDevice dev = examples::resolve_trainer_device(run, dist::launch_env());
+  const Device device = dev.device;
   std::filesystem::create_directories(run.out_dir());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
@@ -147,6 +152,7 @@ int train_resnet(ResNetTrainOptions o) {
   o.model.num_classes = data.train->num_classes();  // describe() prints it
   o.model.validate();
   models::ResNet model(o.model);
+  model.to(device);  // initialized on the CPU: the same weights on every device
   // No weight decay on BN parameters and biases (1-d tensors), as the usual ResNet recipes.
   std::vector<Tensor> decay, no_decay;
   for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
@@ -193,12 +199,13 @@ int train_resnet(ResNetTrainOptions o) {
       data.train_transforms.str().c_str(), long(train.batches_per_epoch()), long(c.workers()),
       long(c.prefetch()));
   if (data.val) std::printf("  held out: %s\n", data.val->describe().c_str());
+  std::printf("  device %s\n", dev.describe().c_str());
   if (run.max_seconds() > 0)
     std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
   if (c.target_accuracy() > 0)
     std::printf("  stopping at %.1f%% training accuracy\n", 100 * c.target_accuracy());
 
-  Allocator& alloc = cpu_allocator();
+  Allocator& alloc = *dev.allocator;  // the step peak is the device's
   const auto t_start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
   // Training accuracy over the last 20 batches (or an epoch, when shorter): what
@@ -210,11 +217,15 @@ int train_resnet(ResNetTrainOptions o) {
   int64_t steps_run = 0, reached_step = -1;
   Accuracy last_val;
   Profiler prof;
-  examples::CacheReport tcache(o.cache, /*print=*/true);
+  memory::CacheSettings cache_settings = o.cache;
+  cache_settings.device = device;
+  examples::CacheReport tcache(cache_settings, /*print=*/true);
   while (step < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds())) {
     examples::ProfiledStep profile(prof, run.profile() && steps_run >= 2);
     const auto t0 = std::chrono::steady_clock::now();
     io::ImageBatch batch = train.next();
+    batch.images = batch.images.to(device);
+    batch.labels = batch.labels.to(device);
     alloc.stats().reset_peaks();
     sched.apply(opt, step);
     opt.zero_grad();
@@ -251,7 +262,8 @@ int train_resnet(ResNetTrainOptions o) {
       std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), *per_step);
     }
     const bool eval_now = data.val && run.eval_every() > 0 && step % run.eval_every() == 0;
-    if (eval_now) last_val = evaluate(model, data.val, data.eval_transforms, c, run.eval_batches()).first;
+    if (eval_now)
+      last_val = evaluate(model, data.val, data.eval_transforms, c, run.eval_batches(), device).first;
     if (step % run.log_every() == 0 || step == 1 || eval_now) {
       const double frac =
           run.max_seconds() > 0 ? elapsed() / run.max_seconds() : double(step) / double(run.max_steps());
@@ -278,13 +290,14 @@ int train_resnet(ResNetTrainOptions o) {
   const double train_seconds = elapsed();
   // Eval-mode accuracy on training images (no augmentation) and on the held-out set.
   const auto [train_eval, train_eval_loss] =
-      evaluate(model, data.train, data.eval_transforms, c, run.eval_batches());
+      evaluate(model, data.train, data.eval_transforms, c, run.eval_batches(), device);
   std::printf("final: step %ld, train loss %.4f, training accuracy %.2f%% (last %zu batches, train mode), "
               "%.2f%% (eval mode, %ld training images)",
               long(step), last_loss, 100 * in_window.value(), recent.size(), 100 * train_eval.value(),
               long(train_eval.total));
   if (data.val) {
-    const auto [val_acc, val_loss] = evaluate(model, data.val, data.eval_transforms, c, run.eval_batches());
+    const auto [val_acc, val_loss] =
+        evaluate(model, data.val, data.eval_transforms, c, run.eval_batches(), device);
     std::printf(", held-out accuracy %.2f%% (%ld images, loss %.4f)", 100 * val_acc.value(), long(val_acc.total), val_loss);
   }
   std::printf(", %.0f s\n", train_seconds);
@@ -311,7 +324,9 @@ int main(int argc, char** argv) {
     if (!examples::parse_resnet_train_options(argc, argv, &o)) return 0;
     return train_resnet(o);
   } catch (const std::exception& e) {  // strata::Error, and anything else: one line, exit 1
-    std::fprintf(stderr, "train_resnet: %s\n", e.what());
+    const bool oom = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
+    std::fprintf(stderr, "train_resnet: %s\n",
+                 oom ? examples::out_of_memory_advice(e.what()).c_str() : e.what());
     return 1;
   }
 }

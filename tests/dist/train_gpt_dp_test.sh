@@ -7,6 +7,9 @@
 #   are summed in rank order and 0.5-scaled micro-batch losses are exact.
 # MODE nvme: both runs offload every saved activation to an NVMe spill arena per rank
 #   (--cache-policy nvme); the same equalities must hold.
+# MODE sim: the two ranks train on sim:0 and sim:1 (--device sim: each rank's local index), their
+#   gradients all-reduced over MPI from the sim devices' memory; the single process trains on the
+#   CPU. The same equalities must hold.
 # MODE resume: 2 ranks with ZeRO-1 train 5 steps and checkpoint; one process resumes the
 #   checkpoint for steps 6-10 and must end bit-identical to the single-process run.
 set -euo pipefail
@@ -26,6 +29,10 @@ common=("${model[@]}" --batch-size 4 --log-every 1 --eval-every 0 --sample-token
 "$train_gpt" "${common[@]}" --max-steps 10 --grad-accum 2 -o "$work/single" > "$work/single.log"
 case $mode in
   ddp | nvme) "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 10 -o "$work/dp" > "$work/dp.log" ;;
+  sim)
+    "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 10 --device sim -o "$work/dp" > "$work/dp.log"
+    grep -q "device sim:0" "$work/dp.log" || { echo "rank 0 did not train on sim:0"; cat "$work/dp.log"; exit 1; }
+    ;;
   zero1) "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 10 --zero1 -o "$work/dp" > "$work/dp.log" ;;
   resume)
     "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 5 --zero1 -o "$work/dp" > "$work/dp_first.log"

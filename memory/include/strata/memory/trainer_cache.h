@@ -23,6 +23,7 @@ struct CacheSettings {
   uint64_t min_bytes = uint64_t(1) << 20;
   size_t keep_last_blocks = 1;
   std::string save_plan;         // write the budget plan here
+  Device device = kCPU;          // where the model trains: the cache moves that device's activations
 };
 
 // The trainers' flags parse sizes with core's parser.

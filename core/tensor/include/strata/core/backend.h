@@ -221,4 +221,9 @@ class BackendRegistry {
 
 inline Backend& backend_for(Device d) { return BackendRegistry::instance().get(d.type); }
 
+// The allocator tensors on `d` come from (the CPU's caching allocator for kCPU).
+inline Allocator& allocator_for(Device d) {
+  return d.is_cpu() ? cpu_allocator() : backend_for(d).allocator(d.index);
+}
+
 }  // namespace strata
