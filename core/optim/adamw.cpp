@@ -99,10 +99,17 @@ void AdamW::step() {
     detail::check_updatable("AdamW.step", "exp_avg_sq", v);
     double* step = step_t.data<double>();
     *step += 1.0;
-    detail::dispatch_floating(p.dtype(), [&](auto t) {
-      using T = decltype(t);
-      adamw_update<T>(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(), p.numel(), *step, o);
-    });
+    if (p.device().is_host_memory()) {
+      detail::dispatch_floating(p.dtype(), [&](auto t) {
+        using T = decltype(t);
+        adamw_update<T>(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(), p.numel(), *step, o);
+      });
+    } else {
+      backend_for(p.device())
+          .adamw_update(
+              p, g, m, v,
+              AdamWUpdate{o.lr(), o.betas().first, o.betas().second, o.eps(), o.weight_decay(), *step});
+    }
     step_t.bump_version();
     m.bump_version();
     v.bump_version();

@@ -60,22 +60,33 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   if (grads.empty()) return 0.0;
   const bool inf = std::isinf(norm_type);
   double acc = 0.0;
-  for (const Tensor& g : grads)
-    detail::dispatch_floating(g.dtype(), [&](auto t) {
-      using T = decltype(t);
-      const double s = power_sum<T>(g.data<T>(), g.numel(), norm_type);
-      acc = inf ? std::max(acc, s) : acc + s;
-    });
+  for (const Tensor& g : grads) {
+    double s = 0;
+    if (g.device().is_host_memory()) {
+      detail::dispatch_floating(g.dtype(), [&](auto t) {
+        using T = decltype(t);
+        s = power_sum<T>(g.data<T>(), g.numel(), norm_type);
+      });
+    } else {
+      s = backend_for(g.device()).norm_power_sum(g, norm_type);
+    }
+    acc = inf ? std::max(acc, s) : acc + s;
+  }
   const double total_norm = inf ? acc : norm_type == 2.0 ? std::sqrt(acc) : std::pow(acc, 1.0 / norm_type);
   // PyTorch multiplies by min(coef, 1) unconditionally; multiplying by 1 changes nothing, so
   // only the clipping case touches the gradients. A NaN norm propagates, as in PyTorch.
   const double coef = max_norm / (total_norm + 1e-6);
   if (!(coef < 1.0) && !std::isnan(coef)) return total_norm;
   for (const Tensor& g : grads) {
-    detail::dispatch_floating(g.dtype(), [&](auto t) {
-      using T = decltype(t);
-      scale<T>(g.data<T>(), g.numel(), T(coef));
-    });
+    if (g.device().is_host_memory()) {
+      detail::dispatch_floating(g.dtype(), [&](auto t) {
+        using T = decltype(t);
+        scale<T>(g.data<T>(), g.numel(), T(coef));
+      });
+    } else {
+      const Tensor in[] = {g};
+      backend_for(g.device()).elementwise(EwOp::MulScalar, g, in, EwParams{coef, 0});
+    }
     g.bump_version();
   }
   return total_norm;

@@ -1,8 +1,10 @@
-// Internal helpers for the optimizers' CPU update loops: dtype dispatch and input checks.
+// Internal helpers for the optimizers' update loops (host memory) and device updates (the Backend's):
+// dtype dispatch and input checks.
 #pragma once
 
 #include <cstdint>
 
+#include "strata/core/backend.h"
 #include "strata/core/error.h"
 #include "strata/core/tensor.h"
 
@@ -11,11 +13,10 @@ namespace strata::optim::detail {
 // Loops at least this long run under OpenMP; elementwise updates give the same bits either way.
 inline constexpr int64_t kParallelMinElements = int64_t(1) << 15;
 
-// Throws unless `t` is a dense f32/f64 tensor in host memory (the CPU's or the sim device's: the
-// update loops index it directly).
+// Throws unless `t` is a dense f32/f64 tensor with data (host memory, the CPU's or the sim device's,
+// is updated by the loops here; a GPU's by its Backend).
 inline void check_updatable(const char* op, const char* what, const Tensor& t) {
-  STRATA_CHECK(t.device().is_host_memory(), NotImplementedError, op, ": ", what, " ", t.str(),
-               " is not in host memory; only CPU and sim updates are implemented");
+  STRATA_CHECK(!t.device().is_meta(), NotImplementedError, op, ": ", what, " ", t.str(), " holds no data");
   STRATA_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::f64, NotImplementedError, op, ": ",
                what, " ", t.str(), " must be f32 or f64");
   STRATA_CHECK(t.is_contiguous(), NotImplementedError, op, ": ", what, " ", t.str(),

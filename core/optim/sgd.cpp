@@ -56,10 +56,18 @@ void SGD::step() {
       }
       detail::check_updatable("SGD.step", "momentum buffer", buf);
     }
-    detail::dispatch_floating(p.dtype(), [&](auto t) {
-      using T = decltype(t);
-      sgd_update<T>(p.data<T>(), g.data<T>(), buf.defined() ? buf.data<T>() : nullptr, first_step, p.numel(), o);
-    });
+    if (p.device().is_host_memory()) {
+      detail::dispatch_floating(p.dtype(), [&](auto t) {
+        using T = decltype(t);
+        sgd_update<T>(p.data<T>(), g.data<T>(), buf.defined() ? buf.data<T>() : nullptr, first_step,
+                      p.numel(), o);
+      });
+    } else {
+      backend_for(p.device())
+          .sgd_update(
+              p, g, buf,
+              SgdUpdate{o.lr(), o.momentum(), o.dampening(), o.weight_decay(), o.nesterov(), first_step});
+    }
     if (buf.defined()) buf.bump_version();
   });
 }

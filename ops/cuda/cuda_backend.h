@@ -107,6 +107,8 @@ class CudaBackend final : public Backend {
                        const Pool2dParams& p) override;
   void random_uniform(const Tensor& out, RngState state, double low, double high) override;
   void random_normal(const Tensor& out, RngState state, double mean, double std) override;
+  void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                    const AdamWUpdate& u) override;
 
   // The context of device `index`; throws DeviceError when there is no such device.
   DeviceContext& context(int index);

@@ -73,6 +73,19 @@ struct Pool2dParams {
   bool count_include_pad = true;  // Avg: divide by the whole window, padding included
 };
 
+// One parameter's AdamW update (torch.optim.AdamW, single-tensor): `step` counts this update (1 on
+// the first).
+struct AdamWUpdate {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 1e-2;
+  double step = 1;
+};
+// One parameter's SGD update (torch.optim.SGD): the momentum buffer starts as the first gradient.
+struct SgdUpdate {
+  double lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+  bool first_step = false;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -198,6 +211,17 @@ class Backend {
   // grad_x [N, C, H, W] (overwritten) from grad_out [N, C, P, Q] (and Max's indices).
   virtual void pool2d_backward(const Tensor& grad_x, const Tensor& grad_out, const Tensor& indices,
                                const Pool2dParams& p);
+
+  // ---- Optimizer updates of parameters in this device's memory (host memory is updated in place
+  // by the optimizers' own loops) on contiguous tensors of one floating dtype. The defaults compose
+  // elementwise kernels; a backend may fuse them. ----
+  virtual void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                            const Tensor& exp_avg_sq, const AdamWUpdate& u);
+  // `momentum_buffer` is undefined without momentum.
+  virtual void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                          const SgdUpdate& u);
+  // sum(|t|^norm_type) over t's elements in double (norm_type infinite: max |t|): a gradient norm's part.
+  virtual double norm_power_sum(const Tensor& t, double norm_type);
 
   // Philox random numbers for element i of `out` from `state` (same on every backend).
   virtual void random_uniform(const Tensor& out, RngState state, double low, double high) = 0;

@@ -1,0 +1,81 @@
+// The optimizers' fused CUDA updates: AdamW in one pass over param, grad, exp_avg and exp_avg_sq,
+// each operation rounded as written (no FMA contraction), in the order of the CPU loop in
+// core/optim/adamw.cpp, so a GPU step matches the CPU's to the last bit where sqrt and division
+// round alike (IEEE: they do). SGD and the gradient norm use the Backend's composed defaults.
+#include <cmath>
+
+#include "ops/cuda/cuda_backend.h"
+#include "ops/cuda/cuda_check.h"
+#include "ops/cuda/cuda_device_utils.cuh"
+
+namespace strata::gpu {
+
+namespace {
+
+template <class T>
+struct AdamWScalars {
+  T decay, b1, one_minus_b1, b2, one_minus_b2, neg_step_size, bias_correction2_sqrt, eps;
+};
+
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float div_rn(float a, float b) { return __fdiv_rn(a, b); }
+__device__ __forceinline__ double div_rn(double a, double b) { return __ddiv_rn(a, b); }
+__device__ __forceinline__ float sqrt_rn(float a) { return __fsqrt_rn(a); }
+__device__ __forceinline__ double sqrt_rn(double a) { return __dsqrt_rn(a); }
+
+template <class T>
+__global__ void adamw_kernel(T* p, const T* g, T* m, T* v, int64_t n, AdamWScalars<T> s) {
+  STRATA_GRID_STRIDE(i, n) {
+    const T gi = g[i];
+    const T pd = mul_rn(p[i], s.decay);
+    const T mi = add_rn(mul_rn(m[i], s.b1), mul_rn(s.one_minus_b1, gi));
+    const T vi = add_rn(mul_rn(v[i], s.b2), mul_rn(s.one_minus_b2, mul_rn(gi, gi)));
+    const T denom = add_rn(div_rn(sqrt_rn(vi), s.bias_correction2_sqrt), s.eps);
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = add_rn(pd, mul_rn(s.neg_step_size, div_rn(mi, denom)));
+  }
+}
+
+template <class T>
+void launch_adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const AdamWUpdate& u) {
+  const double bias_correction1 = 1.0 - std::pow(u.beta1, u.step);
+  const double bias_correction2 = 1.0 - std::pow(u.beta2, u.step);
+  AdamWScalars<T> s{T(1.0 - u.lr * u.weight_decay),
+                    T(u.beta1),
+                    T(1.0 - u.beta1),
+                    T(u.beta2),
+                    T(1.0 - u.beta2),
+                    T(-(u.lr / bias_correction1)),
+                    T(std::sqrt(bias_correction2)),
+                    T(u.eps)};
+  adamw_kernel<T><<<grid_for(p.numel()), kThreads, 0, compute_stream()>>>(
+      static_cast<T*>(p.data_ptr()), static_cast<const T*>(g.data_ptr()), static_cast<T*>(m.data_ptr()),
+      static_cast<T*>(v.data_ptr()), p.numel(), s);
+}
+
+}  // namespace
+
+void CudaBackend::adamw_update(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
+                               const AdamWUpdate& u) {
+  const int dev = check_on_device("adamw_update", {&p, &g, &m, &v});
+  for (const Tensor* t : {&g, &m, &v})
+    STRATA_CHECK(
+        t->shape() == p.shape() && t->dtype() == p.dtype() && t->is_contiguous() && p.is_contiguous(),
+        ValueError, "adamw_update: ", t->str(), " does not match its parameter ", p.str());
+  if (p.numel() == 0) return;
+  context(dev);
+  DeviceGuard guard(dev);
+  if (p.dtype() == DType::f64)
+    launch_adamw<double>(p, g, m, v, u);
+  else if (p.dtype() == DType::f32)
+    launch_adamw<float>(p, g, m, v, u);
+  else
+    return Backend::adamw_update(p, g, m, v, u);
+  STRATA_CUDA_CHECK_LAUNCH("adamw_update ", p.str());
+}
+
+}  // namespace strata::gpu
