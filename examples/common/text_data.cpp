@@ -31,8 +31,10 @@ void check_text_data(const TextDataConfig& data) {
                "' and --train-data '", data.train_data(), "' are alternatives: give one");
 }
 
-std::pair<std::string, std::string> shards_from_text(const std::string& text, const std::string& out_dir) {
-  io::ByteTokenizer tok;
+std::pair<std::string, std::string> shards_from_text(const std::string& text, const std::string& out_dir,
+                                                     const io::Tokenizer* tokenizer) {
+  const io::ByteTokenizer bytes;
+  const io::Tokenizer& tok = tokenizer ? *tokenizer : bytes;
   std::vector<int32_t> ids = tok.encode(text), train_ids, val_ids;
   constexpr size_t kChunk = 8192;
   for (size_t at = 0, k = 0; at < ids.size(); at += kChunk, ++k) {

@@ -4,6 +4,10 @@
 #include <string>
 #include <utility>
 
+namespace strata::io {
+class Tokenizer;
+}  // namespace strata::io
+
 namespace strata::examples {
 
 class TextDataConfig;
@@ -16,9 +20,11 @@ std::string read_training_text(const std::string& path);
 // are given.
 void check_text_data(const TextDataConfig& data);
 
-// Writes byte-level shards of `text` into <out_dir>/data and returns their globs (train, held
-// out). Every 10th 8 KiB chunk is held out, so the held-out text comes from the same documents as
-// the training text without overlapping it; a text shorter than ten chunks holds out its last 10%.
-std::pair<std::string, std::string> shards_from_text(const std::string& text, const std::string& out_dir);
+// Writes shards of `text` tokenized by `tokenizer` (null: byte by byte) into <out_dir>/data and
+// returns their globs (train, held out). Every 10th chunk of 8192 tokens is held out, so the
+// held-out text comes from the same documents as the training text without overlapping it; a text
+// shorter than ten chunks holds out its last 10%.
+std::pair<std::string, std::string> shards_from_text(const std::string& text, const std::string& out_dir,
+                                                     const io::Tokenizer* tokenizer = nullptr);
 
 }  // namespace strata::examples

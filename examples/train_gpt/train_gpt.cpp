@@ -66,7 +66,75 @@ double evaluate(models::GPT& model, io::TokenLoader& val, int64_t batches, Devic
   return total / double(batches);
 }
 
-int train_gpt(const TrainOptions& o) {
+// GPT-2's BPE from --vocab/--merges, or bytes for text trained on byte by byte (null: neither, the
+// data being shards of unknown tokens).
+std::unique_ptr<io::Tokenizer> make_tokenizer(const examples::TrainGptConfig& c, bool byte_level) {
+  if (!c.vocab().empty()) return io::Gpt2Tokenizer::from_files(c.vocab(), c.merges());
+  if (byte_level) return std::make_unique<io::ByteTokenizer>();
+  return nullptr;
+}
+
+// --sample-tokens tokens after --prompt from `model`, decoded by `tok`.
+std::string sample_text(models::GPT& model, const io::Tokenizer& tok, const examples::TrainGptConfig& c,
+                        Device device) {
+  const std::string prompt = c.prompt().empty() ? "This License" : c.prompt();
+  std::vector<int64_t> ids;
+  for (int32_t t : tok.encode(prompt)) ids.push_back(t);
+  STRATA_CHECK(!ids.empty(), ValueError, "--prompt is empty after tokenization");
+  STRATA_CHECK(int64_t(ids.size()) < model.config().block_size, ValueError, "--prompt has ", ids.size(),
+               " tokens; the model's context is ", model.config().block_size);
+  for (int64_t t : ids)
+    STRATA_CHECK(t < model.config().vocab_size, ValueError, "--prompt token ", t,
+                 " is outside the model's vocabulary of ", model.config().vocab_size);
+  Generator g(c.run().seed());
+  NoGradGuard ng;
+  model.eval();
+  Tensor out = model.generate(
+      ops::from_vector(ids, {1, int64_t(ids.size())}).to(device),
+      {.max_new_tokens = c.sample_tokens(), .temperature = c.temperature(), .top_k = c.top_k()}, g);
+  model.train();
+  std::vector<int32_t> tokens;
+  for (int64_t t : out.to_vector<int64_t>()) tokens.push_back(int32_t(t));
+  return tok.decode(tokens);
+}
+
+// --export-hf and --export-llmc of `model`'s weights.
+void export_weights(const models::GPT& model, const examples::TrainGptConfig& c) {
+  const models::GPTConfig& m = model.config();
+  const io::GptShape shape{m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size, m.vocab_size};
+  if (!c.export_hf().empty()) {
+    io::save_hf_gpt2_dir(c.export_hf(), shape, model.state_dict());
+    std::printf("exported: %s (Hugging Face GPT2LMHeadModel)\n", c.export_hf().c_str());
+  }
+  if (!c.export_llmc().empty()) {
+    io::save_llmc_checkpoint(c.export_llmc(), shape, model.state_dict());
+    std::printf("exported: %s (llm.c model file)\n", c.export_llmc().c_str());
+  }
+}
+
+// --export-only and --sample-only: the weights of --init-from or the --resume checkpoint, no data,
+// no training.
+int use_weights_without_training(TrainOptions& o, Device device) {
+  const examples::TrainGptConfig& c = o.config;
+  manual_seed(c.run().seed());
+  models::GPT model(o.model);
+  if (o.init_weights) model.load_state_dict(o.init_weights->state_dict);
+  o.init_weights.reset();
+  if (c.run().resume()) {
+    const std::string ckpt_dir = c.run().out_dir() + "/checkpoint";
+    const io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
+    std::printf("weights of %s at step %ld\n", ckpt_dir.c_str(), long(st.step));
+  }
+  model.to(device);
+  if (c.export_only()) export_weights(model, c);
+  if (c.sample_only()) {
+    std::unique_ptr<io::Tokenizer> tok = make_tokenizer(c, /*byte_level=*/true);
+    std::printf("sample:\n%s\n", sample_text(model, *tok, c, device).c_str());
+  }
+  return 0;
+}
+
+int train_gpt(TrainOptions& o) {
   // The settings, grouped as in the config file.
   const examples::TrainGptConfig& c = o.config;
   const examples::RunConfig& run = c.run();
@@ -82,6 +150,7 @@ int train_gpt(const TrainOptions& o) {
     g_group = device.is_cuda() && dist::nccl_available() ? dist::make_nccl_group(device.index, group_options)
                                                          : dist::make_mpi_group(group_options);
   }
+  if (c.export_only() || c.sample_only()) return use_weights_without_training(o, device);
   dist::ProcessGroup* pg = g_group.get();
   const int rank = pg ? pg->rank() : 0, world = pg ? pg->size() : 1;
   const bool lead = rank == 0;  // logs, evaluates, samples, writes checkpoints
@@ -91,18 +160,20 @@ int train_gpt(const TrainOptions& o) {
   // ---- data ----
   examples::check_text_data(data);
   std::string train_glob = data.train_data(), val_glob = data.val_data();
-  bool byte_level = false;
+  const bool byte_level = train_glob.empty() && c.vocab().empty();
+  const std::unique_ptr<io::Tokenizer> tokenizer = make_tokenizer(c, byte_level);
+  if (tokenizer)
+    STRATA_CHECK(tokenizer->vocab_size() <= o.model.vocab_size, ValueError, "the tokenizer's ",
+                 tokenizer->vocab_size(), " tokens do not fit the model's vocab_size ", o.model.vocab_size);
   if (train_glob.empty()) {
     const std::string text = examples::read_training_text(data.text());
     if (lead)
-      std::tie(train_glob, val_glob) = examples::shards_from_text(text, run.out_dir());
+      std::tie(train_glob, val_glob) =
+          examples::shards_from_text(text, run.out_dir(), byte_level ? nullptr : tokenizer.get());
     else
       std::tie(train_glob, val_glob) =
           std::pair(run.out_dir() + "/data/train_*.bin", run.out_dir() + "/data/val_*.bin");
     if (pg) pg->barrier_sync();  // rank 0 has written the shards
-    byte_level = true;
-    STRATA_CHECK(o.model.vocab_size >= 256, ValueError, "byte-level data needs vocab_size >= 256, got ",
-                 o.model.vocab_size);
   }
   io::TokenLoader train(io::glob_paths(train_glob), {.batch = run.batch_size(),
                                                      .seq_len = data.seq_len(),
@@ -122,6 +193,11 @@ int train_gpt(const TrainOptions& o) {
   manual_seed(run.seed());
   auto model_ptr = std::make_shared<models::GPT>(o.model);
   models::GPT& model = *model_ptr;
+  if (o.init_weights) {
+    model.load_state_dict(o.init_weights->state_dict);
+    if (lead) std::printf("  weights from %s\n", c.init_from().c_str());
+    o.init_weights.reset();
+  }
   model.to(device);  // initialized on the CPU: the same weights on every device
   // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
   // DDP's hooks see only accumulated gradients, so every cache policy works unchanged; each
@@ -300,17 +376,9 @@ int train_gpt(const TrainOptions& o) {
     std::printf("\n");
   }
 
-  if (lead && c.sample_tokens() > 0 && byte_level) {
-    const std::string prompt = "This License";
-    std::vector<int64_t> ids(prompt.begin(), prompt.end());
-    Generator g(run.seed());
-    Tensor out = model.generate(
-        ops::from_vector(ids, {1, int64_t(ids.size())}).to(device),
-        {.max_new_tokens = c.sample_tokens(), .temperature = c.temperature(), .top_k = c.top_k()}, g);
-    std::string text;
-    for (int64_t t : out.to_vector<int64_t>()) text.push_back(char(t));
-    std::printf("sample:\n%s\n", text.c_str());
-  }
+  if (lead) export_weights(model, c);
+  if (lead && c.sample_tokens() > 0 && tokenizer)
+    std::printf("sample:\n%s\n", sample_text(model, *tokenizer, c, device).c_str());
   return 0;
 }
 

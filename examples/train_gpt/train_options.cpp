@@ -29,6 +29,28 @@ constexpr const char* kDefaults = R"pb(
   collective_timeout: 300
 )pb";
 
+// The model's shape from --init-from's weights; a size flag that says otherwise names the tensor and
+// both shapes. --n-head may be given (the weights fit any head count dividing n_embd).
+void take_shape_from(const io::GptShape& s, const TrainGptConfig& set, const std::string& path,
+                     models::GPTConfig* m) {
+  auto shape2 = [](int64_t a, int64_t b) { return "[" + std::to_string(a) + ", " + std::to_string(b) + "]"; };
+  const std::string where = "--init-from '" + path + "': ";
+  STRATA_CHECK(!set.has_n_layer() || set.n_layer() == s.n_layer, ValueError, where, "the file has ",
+               s.n_layer, " blocks (transformer.h.0 to transformer.h.", s.n_layer - 1,
+               "), --n-layer asks for ", set.n_layer());
+  STRATA_CHECK(!set.has_n_embd() || set.n_embd() == s.n_embd, ValueError, where, "transformer.wte.weight is ",
+               shape2(s.vocab_size, s.n_embd), " in the file, ", shape2(s.vocab_size, set.n_embd()),
+               " with --n-embd ", set.n_embd());
+  STRATA_CHECK(!set.has_vocab_size() || set.vocab_size() == s.vocab_size, ValueError, where,
+               "transformer.wte.weight is ", shape2(s.vocab_size, s.n_embd), " in the file, ",
+               shape2(set.vocab_size(), s.n_embd), " with --vocab-size ", set.vocab_size());
+  STRATA_CHECK(!set.has_block_size() || set.block_size() == s.block_size, ValueError, where,
+               "transformer.wpe.weight is ", shape2(s.block_size, s.n_embd), " in the file, ",
+               shape2(set.block_size(), s.n_embd), " with --block-size ", set.block_size());
+  m->n_layer = s.n_layer, m->n_head = s.n_head, m->n_embd = s.n_embd;
+  m->block_size = s.block_size, m->vocab_size = s.vocab_size;
+}
+
 }  // namespace
 
 std::string TrainOptions::describe() const {
@@ -64,6 +86,20 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   add_bf16_flag(f, flags.mutable_precision());
   add_tf32_flag(f, flags.mutable_precision());
   add_profile_flag(f, flags.mutable_run());
+  f.option(&flags, "init_from", "",
+           "start from GPT-2 weights: HF model.safetensors (or its directory) or llm.c's gpt2_124M.bin; the "
+           "model's shape is the file's");
+  f.option(&flags, "export_hf", "",
+           "at the end, write a Hugging Face model directory (model.safetensors, config.json)");
+  f.option(&flags, "export_llmc", "", "at the end, write llm.c's model file");
+  f.flag(&flags, "export_only", "",
+         "export (--export-hf, --export-llmc) without training: --init-from's weights or --resume's");
+  f.option(&flags, "vocab", "",
+           "GPT-2 BPE vocabulary (encoder.json / vocab.json): --text is tokenized with it");
+  f.option(&flags, "merges", "", "GPT-2 BPE merges (vocab.bpe / merges.txt), with --vocab");
+  f.flag(&flags, "sample_only", "",
+         "sample --sample-tokens after --prompt without training (--init-from or --resume)");
+  f.option(&flags, "prompt", "", "the text sampled from (default \"This License\")");
   TrainGptConfig set;  // what the --config file and the flags set
   if (!f.parse(argc, argv, &set)) return false;
 
@@ -77,6 +113,21 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   if (set.has_block_size()) m.block_size = set.block_size();
   if (set.has_vocab_size()) m.vocab_size = set.vocab_size();
   if (set.has_dropout()) m.dropout = set.dropout();
+  if (!c.init_from().empty()) {
+    out->init_weights = std::make_shared<io::GptWeights>(
+        io::load_gpt2_weights(c.init_from(), set.has_n_head() ? set.n_head() : 0));
+    take_shape_from(out->init_weights->shape, set, c.init_from(), &m);
+    if (set.has_n_head()) m.n_head = set.n_head();
+    c.set_preset("from " + c.init_from());
+  }
+  STRATA_CHECK(c.vocab().empty() == c.merges().empty(), ValueError,
+               "--vocab and --merges go together (GPT-2's BPE needs both)");
+  STRATA_CHECK(!c.export_only() || !c.init_from().empty() || c.run().resume(), ValueError,
+               "--export-only needs weights to export: --init-from FILE or --resume");
+  STRATA_CHECK(!c.export_only() || !c.export_hf().empty() || !c.export_llmc().empty(), ValueError,
+               "--export-only needs --export-hf DIR or --export-llmc FILE");
+  STRATA_CHECK(!c.sample_only() || !c.init_from().empty() || c.run().resume(), ValueError,
+               "--sample-only needs weights: --init-from FILE or --resume");
   if (!set.data().has_seq_len()) c.mutable_data()->set_seq_len(std::min(c.data().seq_len(), m.block_size));
   out->cache = cache_settings(c.cache());
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "examples/train_gpt/train_gpt.pb.h"
+#include "strata/io/gpt_weights.h"
 #include "strata/memory/trainer_cache.h"
 #include "strata/models/gpt.h"
 
@@ -14,6 +15,8 @@ struct TrainOptions {
   TrainGptConfig config;
   models::GPTConfig model;      // the preset with config's overrides
   memory::CacheSettings cache;  // config.cache(), sizes parsed
+  // --init-from's weights (the model's shape is theirs); the trainer loads and drops them.
+  std::shared_ptr<io::GptWeights> init_weights;
   // The run in a line, printed at the start and saved in checkpoints.
   std::string describe() const;
 };

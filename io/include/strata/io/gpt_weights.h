@@ -73,6 +73,15 @@ GptWeights load_llmc_checkpoint(const std::string& path);
 void save_llmc_checkpoint(const std::string& path, const GptShape& shape, const nn::StateDict& state_dict,
                           bool bf16 = false);
 
+// Either format by what the file holds: llm.c's (its magic), else Hugging Face safetensors; a
+// directory means its model.safetensors. For safetensors without "n_head" metadata and `n_head` 0,
+// a config.json beside the file gives n_head. Throws IoError naming the path.
+GptWeights load_gpt2_weights(const std::string& path, int64_t n_head = 0);
+
+// A Hugging Face model directory: model.safetensors (save_hf_gpt2_safetensors) and the config.json
+// GPT2LMHeadModel.from_pretrained(dir) reads. Creates `dir`.
+void save_hf_gpt2_dir(const std::string& dir, const GptShape& shape, const nn::StateDict& state_dict);
+
 inline constexpr int32_t kLlmcModelMagic = 20240326;
 inline constexpr int32_t kLlmcVersionF32 = 3;
 inline constexpr int32_t kLlmcVersionBF16 = 5;

@@ -1,0 +1,71 @@
+// GPT-2 weight files by what they hold: llm.c's model file or Hugging Face safetensors (a file, or a
+// model directory with its config.json), read and written for the trainers' --init-from/--export-*.
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/atomic_file.h"
+#include "strata/core/error.h"
+#include "strata/io/gpt_weights.h"
+
+namespace strata::io {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// n_head from a Hugging Face config.json ("n_head"), 0 when absent or unreadable as JSON.
+int64_t n_head_from_config(const fs::path& config) {
+  std::ifstream in(config);
+  if (!in) return 0;
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("n_head") || !j["n_head"].is_number_integer()) return 0;
+  return j["n_head"].get<int64_t>();
+}
+
+}  // namespace
+
+GptWeights load_gpt2_weights(const std::string& path, int64_t n_head) {
+  fs::path file = path;
+  if (fs::is_directory(file)) {
+    file /= "model.safetensors";
+    STRATA_CHECK(fs::is_regular_file(file), IoError, "GPT-2 weights: the directory '", path,
+                 "' has no model.safetensors");
+  }
+  STRATA_CHECK(fs::is_regular_file(file), IoError, "GPT-2 weights: '", path, "' ",
+               fs::is_directory(file) ? "is a directory" : "does not exist");
+  int32_t magic = 0;
+  {
+    std::ifstream in(file, std::ios::binary);
+    in.read(reinterpret_cast<char*>(&magic), sizeof(magic));
+  }
+  if (magic == kLlmcModelMagic) return load_llmc_checkpoint(file.string());
+  if (n_head <= 0) n_head = n_head_from_config(file.parent_path() / "config.json");
+  return load_hf_gpt2_safetensors(file.string(), n_head);
+}
+
+void save_hf_gpt2_dir(const std::string& dir, const GptShape& shape, const nn::StateDict& state_dict) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  STRATA_CHECK(!ec && fs::is_directory(dir), IoError, "HF export: cannot create the directory '", dir, "'",
+               ec ? " (" + ec.message() + ")" : "");
+  save_hf_gpt2_safetensors((fs::path(dir) / "model.safetensors").string(), shape, state_dict);
+  // What GPT2LMHeadModel.from_pretrained(dir) reads besides the weights (GPT-2's defaults otherwise).
+  const nlohmann::ordered_json config = {{"architectures", {"GPT2LMHeadModel"}},
+                                         {"model_type", "gpt2"},
+                                         {"n_layer", shape.n_layer},
+                                         {"n_head", shape.n_head},
+                                         {"n_embd", shape.n_embd},
+                                         {"n_positions", shape.block_size},
+                                         {"n_ctx", shape.block_size},
+                                         {"vocab_size", shape.vocab_size},
+                                         {"activation_function", "gelu_new"},
+                                         {"layer_norm_epsilon", 1e-5},
+                                         {"tie_word_embeddings", true},
+                                         {"torch_dtype", "float32"}};
+  const std::string text = config.dump(2) + "\n";
+  write_file_atomically((fs::path(dir) / "config.json").string(), text.data(), text.size());
+}
+
+}  // namespace strata::io
