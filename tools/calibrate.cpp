@@ -1,6 +1,9 @@
 // strata_calibrate: measures this machine for the planner (memcpy bandwidth, O_DIRECT write/read
 // bandwidth and latency by request size, GEMM rates, streaming bandwidth) and writes a hardware
-// profile whose every figure names the measurement that produced it.
+// profile whose every figure names the measurement that produced it. With --device cuda[:N] or
+// sim[:N] the compute figures are that device's, and its capacity, host-to-device and
+// device-to-host copy rates (the backend's asynchronous copies from page-locked host memory), link
+// latency and kernel launch time are measured too.
 #include <fcntl.h>
 #include <omp.h>
 #include <sys/stat.h>
@@ -86,8 +89,12 @@ double checksum_rate(size_t bytes, int reps) {
   return double(bytes) / t;
 }
 
+// The device measured (cpu unless --device says otherwise); timings wait for its work.
+Device g_device = kCPU;
+void sync_device() { backend_for(g_device).synchronize(g_device.index); }
+
 double gemm_rate(int64_t m, int64_t n, int64_t k, bool bf16, int reps) {
-  Tensor a = ops::randn({m, k}), b = ops::randn({k, n});
+  Tensor a = ops::randn({m, k}).to(g_device), b = ops::randn({k, n}).to(g_device);
   auto run = [&] {
     if (bf16) {
       ops::AutocastGuard ac(DType::bf16);
@@ -95,6 +102,7 @@ double gemm_rate(int64_t m, int64_t n, int64_t k, bool bf16, int reps) {
     } else {
       (void)ops::matmul(a, b);
     }
+    sync_device();
   };
   run();
   return 2.0 * double(m) * double(n) * double(k) / best_of(reps, run);
@@ -102,9 +110,46 @@ double gemm_rate(int64_t m, int64_t n, int64_t k, bool bf16, int reps) {
 
 // Streaming rate of an elementwise op over a large tensor: bytes read + written per second.
 double stream_rate(int64_t n, int reps) {
-  Tensor x = ops::randn({n}), y = ops::randn({n});
+  Tensor x = ops::randn({n}).to(g_device), y = ops::randn({n}).to(g_device);
   (void)ops::add(x, y);
-  return 3.0 * 4.0 * double(n) / best_of(reps, [&] { (void)ops::add(x, y); });
+  sync_device();
+  return 3.0 * 4.0 * double(n) / best_of(reps, [&] {
+           (void)ops::add(x, y);
+           sync_device();
+         });
+}
+
+// Seconds one copy of `bytes` takes between page-locked host memory and the device (to_device:
+// host to device), through the backend's asynchronous copies, best of `reps`.
+double copy_seconds(size_t bytes, bool to_device, int reps) {
+  Backend& be = backend_for(g_device);
+  void* host = nullptr;
+  STRATA_CHECK(::posix_memalign(&host, 4096, bytes) == 0, Error, "strata_calibrate: out of memory");
+  std::memset(host, 0x5A, bytes);
+  be.register_host_memory(host, bytes);
+  Tensor dev = Tensor::empty({int64_t(bytes)}, DType::u8, g_device);
+  const double t = best_of(reps, [&] {
+    auto done = to_device ? be.copy_bytes_async(dev.data_ptr(), host, bytes, g_device.index, nullptr)
+                          : be.copy_bytes_async(host, dev.data_ptr(), bytes, g_device.index, nullptr);
+    if (done) done->synchronize();
+  });
+  be.unregister_host_memory(host);
+  std::free(host);
+  return t;
+}
+
+// Median seconds of a one-element add, waited for: what the cost model charges per kernel.
+double launch_seconds(int reps) {
+  Tensor x = ops::ones({1}).to(g_device);
+  std::vector<double> v;
+  for (int i = 0; i < 20 * reps; ++i) {
+    auto t0 = Clock::now();
+    (void)ops::add(x, x);
+    sync_device();
+    v.push_back(seconds_since(t0));
+  }
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 struct DirectFile {
@@ -197,17 +242,28 @@ int main(int argc, char** argv) {
   app.add_option("--file-mib", file_mib, "size of the O_DIRECT test file, MiB");
   app.add_option("--memcpy-mib", memcpy_mib, "size of the memcpy buffers, MiB");
   app.add_option("--reps", reps, "repetitions (best taken)");
-  app.add_option("--name", name, "profile name (default: cpu-<hostname>)");
+  app.add_option("--name", name, "profile name (default: <device>-<hostname>)");
+  std::string device_name = "cpu";
+  app.add_option("--device", device_name, "the device measured: cpu (default), cuda, cuda:N, sim, sim:N");
   CLI11_PARSE(app, argc, argv);
   try {
+    g_device = Device::parse(device_name);
+    STRATA_CHECK(!g_device.is_meta(), ValueError, "--device meta has no speed to measure");
+    STRATA_CHECK(g_device.index < backend_for(g_device).device_count(), ValueError, "--device ", device_name,
+                 ": ", g_device.str(), " does not exist");
     const std::string when = " on " + host() + ", " + today();
     HardwareProfile h;
-    h.name = name.empty() ? "cpu-" + host() : name;
-    h.description = "this machine (CPU backend), measured by strata_calibrate" + when;
-    h.gpu = false;
+    const std::string kind = g_device.is_cpu() ? "cpu" : g_device.is_sim() ? "sim" : "cuda";
+    h.name = name.empty() ? kind + "-" + host() : name;
+    h.description = "this machine (" + (g_device.is_cpu() ? std::string("CPU backend") : g_device.str()) +
+                    "), measured by strata_calibrate" + when;
+    h.gpu = !g_device.is_cpu();  // a device with memory of its own, the host pool beside it
     const double ram = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
-    h.device_memory_bytes = {ram, "sysconf(_SC_PHYS_PAGES * _SC_PAGESIZE)" + when};
-    h.host_memory_bytes = h.device_memory_bytes;
+    h.host_memory_bytes = {ram, "sysconf(_SC_PHYS_PAGES * _SC_PAGESIZE)" + when};
+    h.device_memory_bytes = h.host_memory_bytes;
+    if (h.gpu)
+      h.device_memory_bytes = {double(backend_for(g_device).memory_capacity(g_device.index)),
+                               "Backend::memory_capacity of " + g_device.str() + when};
     std::fprintf(stderr, "calibrate: memcpy %zu MiB ...\n", memcpy_mib);
     double mc = memcpy_rate(memcpy_mib << 20, reps);
     h.host_memcpy_bytes_per_second = {mc, "strata_calibrate: memcpy of " + std::to_string(memcpy_mib) +
@@ -231,6 +287,23 @@ int main(int argc, char** argv) {
     double st = stream_rate(int64_t(64) << 20, reps);
     h.device_memory_bytes_per_second = {st, "strata_calibrate: ops::add over 64M f32 (12 bytes moved per element)" + when};
     h.efficiencies.push_back({"*", 1, 1, "calibration: the rates above are measured, so efficiencies are 1"});
+    if (h.gpu) {
+      std::fprintf(stderr, "calibrate: %s copies ...\n", g_device.str().c_str());
+      const size_t big = memcpy_mib << 20;
+      const std::string copies = " of " + std::to_string(memcpy_mib) + " MiB from page-locked host memory (" +
+                                 g_device.str() + "'s copy_bytes_async), best of " + std::to_string(reps) +
+                                 when;
+      h.host_to_device_bytes_per_second = {double(big) / copy_seconds(big, true, reps),
+                                           "strata_calibrate: host-to-device copies" + copies};
+      h.device_to_host_bytes_per_second = {double(big) / copy_seconds(big, false, reps),
+                                           "strata_calibrate: device-to-host copies" + copies};
+      h.link_latency_seconds = {
+          copy_seconds(4096, true, 10 * reps),
+          "strata_calibrate: one 4 KiB host-to-device copy, best of " + std::to_string(10 * reps) + when};
+      h.kernel_launch_seconds = {launch_seconds(reps), "strata_calibrate: median one-element ops::add on " +
+                                                           g_device.str() + ", waited for" + when};
+      h.vector_flops_fp32 = {st / 12.0, "strata_calibrate: the streaming add's elements per second" + when};
+    }
 
     std::fprintf(stderr, "calibrate: O_DIRECT in %s, %zu MiB ...\n", dir.c_str(), file_mib);
     DriveProfile d;
@@ -270,6 +343,13 @@ int main(int argc, char** argv) {
     std::printf("memcpy %.1f GB/s, sgemm %.0f GFLOP/s, bf16 %.0f GFLOP/s, stream %.1f GB/s, O_DIRECT write %.2f / read %.2f GB/s\n",
                 mc / 1e9, h.matmul_flops_fp32.value / 1e9, h.matmul_flops_bf16.value / 1e9, st / 1e9,
                 d.write_bytes_per_second.value / 1e9, d.read_bytes_per_second.value / 1e9);
+    if (h.gpu)
+      std::printf(
+          "%s: capacity %.2f GB, host-to-device %.1f GB/s, device-to-host %.1f GB/s, link latency %.1f us, "
+          "launch %.1f us\n",
+          g_device.str().c_str(), h.device_memory_bytes.value / 1e9,
+          h.host_to_device_bytes_per_second.value / 1e9, h.device_to_host_bytes_per_second.value / 1e9,
+          h.link_latency_seconds.value * 1e6, h.kernel_launch_seconds.value * 1e6);
     std::printf("wrote %s\n", out.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata_calibrate: %s\n", e.what());

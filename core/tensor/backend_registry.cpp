@@ -1,7 +1,8 @@
-#include "strata/core/backend.h"
+#include <unistd.h>
 
 #include <cstring>
 
+#include "strata/core/backend.h"
 #include "strata/core/crc32c.h"
 
 namespace strata {
@@ -10,6 +11,11 @@ std::unique_ptr<Event> Backend::copy_bytes_async(void* dst, const void* src, siz
   if (after) after->synchronize();
   std::memcpy(dst, src, bytes);
   return nullptr;
+}
+
+uint64_t Backend::memory_capacity(int) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
 }
 
 uint32_t Backend::crc32c_of(const void* ptr, size_t bytes, int) { return crc32c(ptr, bytes); }

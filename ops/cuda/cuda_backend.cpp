@@ -41,6 +41,14 @@ int CudaBackend::device_count() const {
   return device_count_;
 }
 
+uint64_t CudaBackend::memory_capacity(int index) {
+  context(index);
+  DeviceGuard guard(index);
+  size_t free_bytes = 0, total_bytes = 0;
+  STRATA_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo on cuda:", index);
+  return uint64_t(total_bytes);
+}
+
 DeviceContext& CudaBackend::context(int index) {
   init_devices();
   STRATA_CHECK(device_count_ > 0, DeviceError, "cuda:", index, " requested but no CUDA device is available (",

@@ -49,6 +49,7 @@ class CudaBackend final : public Backend {
 
   DeviceType type() const override { return DeviceType::CUDA; }
   int device_count() const override;
+  uint64_t memory_capacity(int device_index) override;
   Allocator& allocator(int device_index) override;
   Allocator& host_allocator() override;
   std::unique_ptr<Stream> create_stream(int device_index) override;

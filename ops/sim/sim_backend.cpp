@@ -47,6 +47,7 @@ class SimBackend final : public Backend {
 
   DeviceType type() const override { return DeviceType::Sim; }
   int device_count() const override { return count_; }
+  uint64_t memory_capacity(int index) override { return state(index).alloc->capacity(); }
   Allocator& allocator(int index) override { return *state(index).alloc; }
   Allocator& host_allocator() override { return cpu_allocator(); }
   std::unique_ptr<Stream> create_stream(int index) override {

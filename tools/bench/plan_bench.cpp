@@ -10,6 +10,8 @@
 //
 //   strata_plan_bench --hardware this-machine.textproto --preset gpt2 --batch 4 --seq 256 --budget 33%
 //   --spill-dir /tmp
+// With --device cuda or sim the model, its batches and the cache's device tier are on that device
+// (the profile should be strata_calibrate --device's for it), and the peaks are its allocator's.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -85,6 +87,8 @@ int main(int argc, char** argv) {
   app.add_option("--hardware", hardware, "this machine's profile (strata_calibrate)")->required();
   app.add_option("--budget", budget_text, "activation budget: bytes or % of the keep-all activation peak");
   app.add_option("--spill-dir", spill_dir, "the NVMe tier's directory");
+  std::string device_name = "cpu";
+  app.add_option("--device", device_name, "cpu (default), cuda[:N] or sim[:N]");
   app.add_option("--rounds", rounds, "timed steps per policy (one per round, policies interleaved)");
   app.add_flag("--all", all, "also run the baselines that do not hold the budget");
   app.add_flag("--per-round", per_round, "print every timed step: policy, round, seconds, activation peak");
@@ -96,6 +100,9 @@ int main(int argc, char** argv) {
     models::GPTConfig c = models::GPTConfig::preset(preset);
     if (n_layer > 0) c.n_layer = n_layer;
     c.block_size = std::max(c.block_size, T);
+    const Device device = Device::parse(device_name);
+    Allocator& alloc = allocator_for(device);
+    const auto sync = [&] { backend_for(device).synchronize(device.index); };
     manual_seed(1337);
     models::GPT model(c);
     Tensor x = Tensor::empty({B, T}, DType::i64), y = Tensor::empty({B, T}, DType::i64);
@@ -104,6 +111,9 @@ int main(int argc, char** argv) {
       x.data<int64_t>()[i] = int64_t((lcg = lcg * 1664525u + 1013904223u) >> 8) % c.vocab_size;
       y.data<int64_t>()[i] = int64_t((lcg = lcg * 1664525u + 1013904223u) >> 8) % c.vocab_size;
     }
+    model.to(device);
+    x = x.to(device);
+    y = y.to(device);
     auto clear_grads = [&] {
       for (auto& p : model.parameters()) p.set_grad(Tensor());
     };
@@ -118,6 +128,7 @@ int main(int argc, char** argv) {
         autograd::SavePolicyGuard save(tracer);
         tracer->begin();
         model.loss(x, y).backward();
+        sync();
       }
       traces.push_back(tracer->finish(preset + " B=" + std::to_string(B) + " T=" + std::to_string(T)));
       clear_grads();
@@ -138,6 +149,7 @@ int main(int argc, char** argv) {
     uint64_t saved = 0;
     for (const auto& t : trace.tensors) saved += t.bytes;
     TensorCacheOptions co;
+    co.device = device;
     co.min_bytes = 0;
     co.host_pool_bytes = saved + (uint64_t(64) << 20);
     co.spill_dir = spill_dir;
@@ -158,16 +170,17 @@ int main(int argc, char** argv) {
       if (round > 0) traced_step();
       for (size_t k = 0; k < runs.size(); ++k) {
         Run& run = runs[round % 2 ? runs.size() - 1 - k : k];  // ABBA: a steady drift cancels in pairs
-        cpu_allocator().stats().reset_peaks();
+        alloc.stats().reset_peaks();
         auto t0 = std::chrono::steady_clock::now();
         {
           autograd::SavePolicyGuard guard(run.cache);
           run.cache->begin_step();
           model.loss(x, y).backward();
+          sync();
         }
         CacheStats s = run.cache->end_step();
         const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const int64_t act = cpu_allocator().stats().snapshot().peak_of(MemoryCategory::SavedActivation);
+        const int64_t act = alloc.stats().snapshot().peak_of(MemoryCategory::SavedActivation);
         clear_grads();
         run.fallbacks += s.fallbacks;
         run.forwarded += s.forwarded;

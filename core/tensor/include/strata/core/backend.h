@@ -92,6 +92,8 @@ class Backend {
   virtual DeviceType type() const = 0;
   // Devices of this type present at run time (0 for CUDA on a machine without a GPU).
   virtual int device_count() const { return 1; }
+  // Bytes of memory device `device_index` has in all (the CPU: physical RAM; sim: its capacity).
+  virtual uint64_t memory_capacity(int device_index = 0);
   virtual Allocator& allocator(int device_index = 0) = 0;
   // Allocator for host memory this device can copy from asynchronously (pinned on CUDA).
   virtual Allocator& host_allocator() = 0;
