@@ -54,7 +54,16 @@ double evaluate(models::BertForMaskedLM& model, io::MlmBatcher& val, int64_t bat
   return total / double(batches);
 }
 
-int train_bert(const BertTrainOptions& o) {
+// --export-hf of `model`'s weights.
+void export_weights(const models::BertForMaskedLM& model, const models::BertConfig& m,
+                    const std::string& dir) {
+  const io::BertShape shape{m.num_hidden_layers,       m.hidden_size,     m.intermediate_size,  m.vocab_size,
+                            m.max_position_embeddings, m.type_vocab_size, m.num_attention_heads};
+  io::save_hf_bert_dir(dir, shape, m.layer_norm_eps, model.state_dict());
+  std::printf("exported: %s (Hugging Face BertForMaskedLM)\n", dir.c_str());
+}
+
+int train_bert(BertTrainOptions& o) {
   // The settings, grouped as in the config file.
   const examples::TrainBertConfig& c = o.config;
   const examples::RunConfig& run = c.run();
@@ -89,6 +98,11 @@ int train_bert(const BertTrainOptions& o) {
   // ---- model and optimizer ----
   manual_seed(run.seed());
   models::BertForMaskedLM model(o.model);
+  if (o.init_weights) {
+    model.load_state_dict(o.init_weights->state_dict);
+    std::printf("  weights from %s\n", c.init_from().c_str());
+    o.init_weights.reset();
+  }
   model.to(device);  // initialized on the CPU: the same weights on every device
   std::vector<Tensor> decay, no_decay;
   for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
@@ -106,6 +120,10 @@ int train_bert(const BertTrainOptions& o) {
     step = st.step;
     train.set_cursor(st.data);
     std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(step));
+  }
+  if (c.export_only()) {
+    export_weights(model, o.model, c.export_hf());
+    return 0;
   }
   auto save = [&](int64_t at_step) {
     io::save_checkpoint(ckpt_dir, examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, opt.state_dict()));
@@ -184,6 +202,7 @@ int train_bert(const BertTrainOptions& o) {
   }
   if (steps_run > 0) save(step);
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());
+  if (!c.export_hf().empty()) export_weights(model, o.model, c.export_hf());
   if (steps_run > 2) {
     const double n = double(steps_run - 1);
     std::printf("timing: %.1f ms/step, %.0f tok/s over steps 2-%ld, %.1f masked tokens/step\n", 1e3 * step_seconds / n,

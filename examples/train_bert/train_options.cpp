@@ -27,6 +27,39 @@ constexpr const char* kDefaults = R"pb(
   two_segments: true
 )pb";
 
+// The model's shape from --init-from's weights; a size flag that says otherwise names the tensor and
+// both shapes. The head count: --heads, else the config.json beside the weights, else C / 64.
+void take_shape_from(const io::BertShape& s, const TrainBertConfig& set, const std::string& path,
+                     models::BertConfig* m) {
+  auto shape2 = [](int64_t a, int64_t b) { return "[" + std::to_string(a) + ", " + std::to_string(b) + "]"; };
+  const std::string where = "--init-from '" + path + "': ";
+  STRATA_CHECK(!set.has_num_hidden_layers() || set.num_hidden_layers() == s.num_hidden_layers, ValueError,
+               where, "the file has ", s.num_hidden_layers,
+               " layers (bert.encoder.layer.0 to bert.encoder.layer.", s.num_hidden_layers - 1,
+               "), --layers asks for ", set.num_hidden_layers());
+  STRATA_CHECK(!set.has_hidden_size() || set.hidden_size() == s.hidden_size, ValueError, where,
+               "bert.embeddings.word_embeddings.weight is ", shape2(s.vocab_size, s.hidden_size),
+               " in the file, ", shape2(s.vocab_size, set.hidden_size()), " with --hidden ",
+               set.hidden_size());
+  STRATA_CHECK(!set.has_intermediate_size() || set.intermediate_size() == s.intermediate_size, ValueError,
+               where, "bert.encoder.layer.0.intermediate.dense.weight is ",
+               shape2(s.intermediate_size, s.hidden_size), " in the file, ",
+               shape2(set.intermediate_size(), s.hidden_size), " with --intermediate ",
+               set.intermediate_size());
+  STRATA_CHECK(
+      !set.has_max_position_embeddings() || set.max_position_embeddings() == s.max_position_embeddings,
+      ValueError, where, "bert.embeddings.position_embeddings.weight is ",
+      shape2(s.max_position_embeddings, s.hidden_size), " in the file, ",
+      shape2(set.max_position_embeddings(), s.hidden_size), " with --max-positions ",
+      set.max_position_embeddings());
+  m->num_hidden_layers = s.num_hidden_layers, m->hidden_size = s.hidden_size;
+  m->intermediate_size = s.intermediate_size, m->vocab_size = s.vocab_size;
+  m->max_position_embeddings = s.max_position_embeddings, m->type_vocab_size = s.type_vocab_size;
+  m->num_attention_heads = set.has_num_attention_heads() ? set.num_attention_heads()
+                           : s.num_attention_heads > 0   ? s.num_attention_heads
+                                                         : std::max<int64_t>(1, s.hidden_size / 64);
+}
+
 }  // namespace
 
 std::string BertTrainOptions::describe() const {
@@ -66,6 +99,12 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
   app.get_option("--bf16")->description("bf16 mixed precision (bf16 GEMMs, f32 master weights)");
   add_tensor_cache_flags(f, flags.mutable_cache(), "layer",
                          " (scopes: bert.embeddings, bert.encoder.layer.N.*, cls.*)");
+  f.option(&flags, "init_from", "",
+           "continue from Hugging Face BERT weights (model.safetensors or its directory); the model's shape "
+           "is the file's");
+  f.option(&flags, "export_hf", "",
+           "at the end, write a Hugging Face model directory (model.safetensors, config.json)");
+  f.flag(&flags, "export_only", "", "--export-hf without training: --init-from's weights or --resume's");
   TrainBertConfig set;  // what the --config file and the flags set
   if (!f.parse(argc, argv, &set)) return false;
 
@@ -79,6 +118,14 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
   if (set.has_intermediate_size()) m.intermediate_size = set.intermediate_size();
   if (set.has_max_position_embeddings()) m.max_position_embeddings = set.max_position_embeddings();
   if (set.has_hidden_dropout_prob()) m.hidden_dropout_prob = set.hidden_dropout_prob();
+  if (!c.init_from().empty()) {
+    out->init_weights = std::make_shared<io::BertWeights>(io::load_bert_weights(c.init_from()));
+    take_shape_from(out->init_weights->shape, set, c.init_from(), &m);
+    c.set_preset("from " + c.init_from());
+  }
+  STRATA_CHECK(!c.export_only() || !c.init_from().empty() || c.run().resume(), ValueError,
+               "--export-only needs weights to export: --init-from FILE or --resume");
+  STRATA_CHECK(!c.export_only() || !c.export_hf().empty(), ValueError, "--export-only needs --export-hf DIR");
   TextDataConfig& data = *c.mutable_data();
   if (!set.data().has_seq_len()) data.set_seq_len(std::min(data.seq_len(), m.max_position_embeddings));
   LrScheduleConfig& schedule = *c.mutable_schedule();

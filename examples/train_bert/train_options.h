@@ -1,9 +1,11 @@
 // BertTrainOptions: train_bert's settings (defaults < --config file < flags) and the model they describe.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "examples/train_bert/train_bert.pb.h"
+#include "strata/io/bert_weights.h"
 #include "strata/memory/trainer_cache.h"
 #include "strata/models/bert.h"
 
@@ -14,6 +16,8 @@ struct BertTrainOptions {
   TrainBertConfig config;
   models::BertConfig model;     // the preset with config's overrides
   memory::CacheSettings cache;  // config.cache(), sizes parsed
+  // --init-from's weights (the model's shape is theirs); the trainer loads and drops them.
+  std::shared_ptr<io::BertWeights> init_weights;
   // The run in a line, printed at the start and saved in checkpoints.
   std::string describe() const;
 };

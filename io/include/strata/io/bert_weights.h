@@ -21,6 +21,7 @@ struct BertShape {
   int64_t vocab_size = 0;               // V
   int64_t max_position_embeddings = 0;  // rows of position_embeddings
   int64_t type_vocab_size = 0;
+  int64_t num_attention_heads = 0;  // from a config.json beside the weights (0: unknown)
 };
 
 struct BertWeights {
@@ -38,5 +39,15 @@ struct BertWeights {
 // comes from the tensors. Throws IoError naming the file and key for a missing, misshaped or
 // unexpected tensor.
 BertWeights load_hf_bert_safetensors(const std::string& path);
+
+// load_hf_bert_safetensors of `path`, or of <path>/model.safetensors for a directory, with
+// num_attention_heads from the config.json beside the weights when there is one.
+BertWeights load_bert_weights(const std::string& path);
+
+// A Hugging Face model directory BertForMaskedLM.from_pretrained reads: model.safetensors with
+// `state_dict` (BertForMaskedLM names; the decoder tied to the word embeddings is left out, as
+// Hugging Face saves it) in f32, and config.json from `shape` and `layer_norm_eps`. Creates `dir`.
+void save_hf_bert_dir(const std::string& dir, const BertShape& shape, double layer_norm_eps,
+                      const nn::StateDict& state_dict);
 
 }  // namespace strata::io
