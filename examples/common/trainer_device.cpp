@@ -50,8 +50,8 @@ std::string TrainerDevice::describe() const {
   return device.str();
 }
 
-std::string out_of_memory_advice(const std::string& what) {
-  return what +
+std::string out_of_memory_advice(const std::string& what, int64_t step) {
+  return (step > 0 ? "step " + std::to_string(step) + ": " : std::string()) + what +
          "\n  the step does not fit the device: --memory-budget <the capacity> plans which activations to "
          "recompute or spill (with --spill-dir, to NVMe) so that it does; a smaller --batch-size also helps";
 }

@@ -26,8 +26,8 @@ struct TrainerDevice {
 // naming the flag.
 TrainerDevice resolve_trainer_device(const RunConfig& run, const dist::LaunchEnv& env);
 
-// `what` (an out-of-memory error's message) with the flags that fit the step under the device's
-// capacity.
-std::string out_of_memory_advice(const std::string& what);
+// `what` (an out-of-memory error's message) in training step `step` (0: before the first) with the
+// flags that fit the step under the device's capacity.
+std::string out_of_memory_advice(const std::string& what, int64_t step);
 
 }  // namespace strata::examples

@@ -29,6 +29,9 @@ using strata::examples::BertTrainOptions;
 
 namespace {
 
+// The training step under way (0: none yet), for an out-of-memory error's message.
+int64_t g_running_step = 0;
+
 // Unigram entropy (nats) of every token in the shards.
 double corpus_unigram_entropy(const std::vector<std::string>& paths) {
   std::vector<int32_t> all;
@@ -147,6 +150,7 @@ int train_bert(BertTrainOptions& o) {
   cache_settings.device = device;
   examples::CacheReport tcache(cache_settings, /*print=*/true);
   while (step < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds())) {
+    g_running_step = step + 1;
     const auto t0 = std::chrono::steady_clock::now();
     alloc.stats().reset_peaks();
     sched.apply(opt, step);
@@ -221,7 +225,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {  // strata::Error, and anything else: one line, exit 1
     const bool oom = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
     std::fprintf(stderr, "train_bert: %s\n",
-                 oom ? examples::out_of_memory_advice(e.what()).c_str() : e.what());
+                 oom ? examples::out_of_memory_advice(e.what(), g_running_step).c_str() : e.what());
     return 1;
   }
 }

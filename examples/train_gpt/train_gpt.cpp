@@ -37,6 +37,9 @@ using strata::examples::TrainOptions;
 
 namespace {
 
+// The training step under way (0: none yet), for an out-of-memory error's message.
+int64_t g_running_step = 0;
+
 // This rank's process group under mpirun (null otherwise); main() aborts the job through it.
 std::shared_ptr<dist::ProcessGroup> g_group;
 
@@ -286,6 +289,7 @@ int train_gpt(TrainOptions& o) {
   cache_settings.device = device;
   examples::CacheReport tcache(cache_settings, lead);
   while (keep_going()) {
+    g_running_step = step + 1;
     maybe_kill_self(rank, step);
     examples::ProfiledStep profile(prof, run.profile() && steps_run >= 2);
     const auto t0 = std::chrono::steady_clock::now();
@@ -399,7 +403,7 @@ int main(int argc, char** argv) {
     }
     const bool oom = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
     std::fprintf(stderr, "train_gpt: %s\n",
-                 oom ? examples::out_of_memory_advice(e.what()).c_str() : e.what());
+                 oom ? examples::out_of_memory_advice(e.what(), g_running_step).c_str() : e.what());
     return 1;
   }
 }

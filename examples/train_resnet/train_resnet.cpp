@@ -31,6 +31,9 @@ using strata::examples::ResNetTrainOptions;
 
 namespace {
 
+// The training step under way (0: none yet), for an out-of-memory error's message.
+int64_t g_running_step = 0;
+
 // The training and held-out sets and how each is transformed.
 struct ImageData {
   std::shared_ptr<const io::ImageDataset> train, val;
@@ -221,6 +224,7 @@ int train_resnet(ResNetTrainOptions o) {
   cache_settings.device = device;
   examples::CacheReport tcache(cache_settings, /*print=*/true);
   while (step < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds())) {
+    g_running_step = step + 1;
     examples::ProfiledStep profile(prof, run.profile() && steps_run >= 2);
     const auto t0 = std::chrono::steady_clock::now();
     io::ImageBatch batch = train.next();
@@ -326,7 +330,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {  // strata::Error, and anything else: one line, exit 1
     const bool oom = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
     std::fprintf(stderr, "train_resnet: %s\n",
-                 oom ? examples::out_of_memory_advice(e.what()).c_str() : e.what());
+                 oom ? examples::out_of_memory_advice(e.what(), g_running_step).c_str() : e.what());
     return 1;
   }
 }
