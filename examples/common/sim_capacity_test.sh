@@ -18,7 +18,7 @@ losses() { grep -o 'step *[0-9]* |.* loss [0-9.]*' "$work/$1.log" | sed 's/ | ep
 "$trainer" "${args[@]}" --device cpu -o "$work/cpu" > "$work/cpu.log" 2>&1 || { cat "$work/cpu.log"; fail "the cpu run failed"; }
 "$trainer" "${args[@]}" --device sim -o "$work/sim" > "$work/sim.log" 2>&1 || { cat "$work/sim.log"; fail "the sim run failed"; }
 peak_mb=$(grep -o 'step peak *[0-9.]* MB' "$work/sim.log" | awk '{ if ($3 > m) m = $3 } END { print m }')
-capacity=$(awk -v p="$peak_mb" -v f="$fraction" 'BEGIN { printf "%d", p * 1e6 * f }')
+capacity=$(awk -v p="$peak_mb" -v f="$fraction" 'BEGIN { printf "%.0f", p * 1e6 * f }')
 echo "keep-all step peak on sim ${peak_mb} MB; sim capacity ${capacity} bytes"
 
 if "$trainer" "${args[@]}" --device sim --sim-memory "$capacity" -o "$work/keep" > "$work/keep.log" 2>&1; then
