@@ -16,6 +16,7 @@
 #include "examples/common/run_report.h"
 #include "examples/common/text_data.h"
 #include "examples/common/trainer_device.h"
+#include "examples/train_bert/classify.h"
 #include "examples/train_bert/train_options.h"
 #include "strata/io/checkpoint.h"
 #include "strata/io/mlm_batches.h"
@@ -74,6 +75,7 @@ int train_bert(BertTrainOptions& o) {
   const examples::TrainerDevice dev = examples::resolve_trainer_device(run, dist::launch_env());
   const Device device = dev.device;
   std::filesystem::create_directories(run.out_dir());
+  if (!c.classify_data().empty()) return examples::train_classifier(o, dev);
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
   // ---- data ----

@@ -105,6 +105,10 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
   f.option(&flags, "export_hf", "",
            "at the end, write a Hugging Face model directory (model.safetensors, config.json)");
   f.flag(&flags, "export_only", "", "--export-hf without training: --init-from's weights or --resume's");
+  f.option(&flags, "classify_data", "",
+           "sequence classification on a file of '<label>\\t<text>' lines instead of masked-LM (every 10th "
+           "held out)");
+  f.option(&flags, "num_labels", "", "classes of --classify-data (default: the largest label + 1)");
   TrainBertConfig set;  // what the --config file and the flags set
   if (!f.parse(argc, argv, &set)) return false;
 

@@ -1,0 +1,206 @@
+#include "examples/train_bert/classify.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <random>
+
+#include "examples/common/checkpointing.h"
+#include "examples/common/lr_schedule.h"
+#include "strata/io/mlm_batches.h"
+#include "strata/io/safetensors.h"
+#include "strata/models/bert.h"
+#include "strata/strata.h"
+
+namespace strata::examples {
+
+namespace {
+
+struct Example {
+  int64_t label;
+  std::string text;
+};
+
+// "<label>\t<text>" per line; a malformed line is an IoError naming the file and line.
+std::vector<Example> read_examples(const std::string& path) {
+  STRATA_CHECK(std::filesystem::is_regular_file(path), IoError, "--classify-data '", path, "' ",
+               std::filesystem::is_directory(path) ? "is a directory" : "does not exist",
+               ", not a text file");
+  std::ifstream in(path, std::ios::binary);
+  std::vector<Example> out;
+  std::string line;
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const size_t tab = line.find('\t');
+    int64_t label = -1;
+    size_t used = 0;
+    try {
+      label = std::stoll(line.substr(0, tab), &used);
+    } catch (const std::exception&) {
+    }
+    STRATA_CHECK(tab != std::string::npos && used == tab && label >= 0, IoError, "--classify-data '", path,
+                 "' line ", n, ": expected '<label>\\t<text>' with a label 0, 1, ...");
+    out.push_back({label, line.substr(tab + 1)});
+  }
+  STRATA_CHECK(out.size() >= 2, IoError, "--classify-data '", path, "' holds ", out.size(),
+               " examples; at least 2 are needed (every 10th is held out)");
+  return out;
+}
+
+struct Batch {
+  Tensor input_ids, token_type_ids, attention_mask, labels;
+};
+
+// [CLS] bytes [SEP] [PAD]..., T tokens per row.
+Batch make_batch(const std::vector<const Example*>& rows, int64_t T, const io::MlmSpecialTokens& sp,
+                 Device d) {
+  const int64_t B = int64_t(rows.size());
+  std::vector<int64_t> ids(size_t(B * T), sp.pad), mask(size_t(B * T), 0), labels;
+  for (int64_t b = 0; b < B; ++b) {
+    const std::string& text = rows[size_t(b)]->text;
+    const int64_t n = std::min<int64_t>(int64_t(text.size()), T - 2);
+    int64_t* row = ids.data() + b * T;
+    row[0] = sp.cls;
+    for (int64_t i = 0; i < n; ++i) row[1 + i] = static_cast<unsigned char>(text[size_t(i)]);
+    row[n + 1] = sp.sep;
+    std::fill(mask.begin() + b * T, mask.begin() + b * T + n + 2, 1);
+    labels.push_back(rows[size_t(b)]->label);
+  }
+  return {ops::from_vector(ids, {B, T}).to(d), ops::zeros({B, T}, TensorOptions(DType::i64)).to(d),
+          ops::from_vector(mask, {B, T}).to(d), ops::from_vector(labels, {B}).to(d)};
+}
+
+int64_t correct(const Tensor& logits, const Tensor& labels) {
+  const std::vector<int64_t> pred = ops::argmax(logits, 1).to_vector<int64_t>(),
+                             y = labels.to_vector<int64_t>();
+  int64_t c = 0;
+  for (size_t i = 0; i < y.size(); ++i) c += pred[i] == y[i];
+  return c;
+}
+
+// The pooler of a pretrained file (BertForPreTraining files hold one; BertForMaskedLM files do not).
+void load_pooler(models::BertForSequenceClassification& model, const std::string& init_from) {
+  std::filesystem::path file = init_from;
+  if (std::filesystem::is_directory(file)) file /= "model.safetensors";
+  const io::Safetensors st = io::read_safetensors(file.string());
+  nn::StateDict pooler;
+  for (const auto& [key, t] : st.tensors) {
+    std::string name = key.rfind("bert.", 0) == 0 ? key : "bert." + key;
+    if (name.rfind("bert.pooler.", 0) == 0) pooler.insert(name, t.to(DType::f32));
+  }
+  if (pooler.size() == 2) model.load_state_dict(pooler, /*strict=*/false);
+}
+
+}  // namespace
+
+int train_classifier(BertTrainOptions& o, const TrainerDevice& dev) {
+  const TrainBertConfig& c = o.config;
+  const RunConfig& run = c.run();
+  const Device device = dev.device;
+  STRATA_CHECK(!run.resume(), ValueError,
+               "--classify-data runs do not resume (train again, or --init-from the weights)");
+  std::vector<Example> all = read_examples(c.classify_data());
+  std::vector<Example> train, held;
+  for (size_t i = 0; i < all.size(); ++i) (i % 10 == 9 ? held : train).push_back(std::move(all[i]));
+  if (held.empty()) held.push_back(train.back()), train.pop_back();
+  int64_t max_label = 0;
+  for (const auto* set : {&train, &held})
+    for (const Example& e : *set) max_label = std::max(max_label, e.label);
+  models::BertConfig m = o.model;
+  m.num_labels = c.num_labels() > 0 ? c.num_labels() : max_label + 1;
+  STRATA_CHECK(max_label < m.num_labels, ValueError, "--classify-data '", c.classify_data(), "' has label ",
+               max_label, " but --num-labels is ", m.num_labels);
+  m.validate();
+  const int64_t B = run.batch_size(), T = c.data().seq_len();
+  const io::MlmSpecialTokens sp;
+  STRATA_CHECK(m.vocab_size > sp.sep, ValueError, "the byte-level vocabulary needs vocab_size >= 260, got ",
+               m.vocab_size);
+
+  manual_seed(run.seed());
+  models::BertForSequenceClassification model(m);
+  if (o.init_weights) {  // the encoder's weights; the head (and a pooler the file lacks) start fresh
+    nn::StateDict encoder;
+    for (const auto& [name, t] : o.init_weights->state_dict)
+      if (name.rfind("bert.", 0) == 0) encoder.insert(name, t);
+    model.load_state_dict(encoder, /*strict=*/false);
+    load_pooler(model, c.init_from());
+    o.init_weights.reset();
+  }
+  model.to(device);
+  std::vector<Tensor> decay, no_decay;
+  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  optim::AdamWOptions ao =
+      optim::AdamWOptions(c.schedule().lr()).betas(c.optim().beta1(), c.optim().beta2()).eps(1e-6);
+  optim::AdamW opt({optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(c.optim().weight_decay())),
+                    optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))},
+                   ao);
+  LrSchedule sched(lr_schedule_options(c.schedule(), run));
+  std::printf(
+      "train_bert: classification, %s\n  %zu training and %zu held-out examples of %ld classes from %s, "
+      "device %s%s\n",
+      o.describe().c_str(), train.size(), held.size(), long(m.num_labels), c.classify_data().c_str(),
+      dev.describe().c_str(), c.init_from().empty() ? "" : (", encoder from " + c.init_from()).c_str());
+
+  std::mt19937_64 rng(run.seed());
+  std::vector<size_t> order(train.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  size_t at = 0;
+  const auto t_start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  };
+  int64_t step = 0, seen = 0, right = 0;
+  double last_loss = NAN;
+  while (step < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds())) {
+    std::vector<const Example*> rows;
+    for (int64_t b = 0; b < B; ++b) {
+      if (at == order.size()) std::shuffle(order.begin(), order.end(), rng), at = 0;
+      rows.push_back(&train[order[at++]]);
+    }
+    const Batch batch = make_batch(rows, T, sp, device);
+    sched.apply(opt, step);
+    opt.zero_grad();
+    Tensor logits = model.forward(batch.input_ids, batch.token_type_ids, batch.attention_mask);
+    Tensor loss = ops::cross_entropy(logits, batch.labels);
+    loss.backward();
+    if (c.optim().grad_clip() > 0) optim::clip_grad_norm_(model.parameters(), c.optim().grad_clip());
+    opt.step();
+    ++step;
+    last_loss = loss.item();
+    seen += B, right += correct(logits, batch.labels);
+    if (step % run.log_every() == 0 || step == 1) {
+      std::printf("step %5ld | loss %.4f | acc %5.1f%% (since the last line) | lr %.2e\n", long(step),
+                  last_loss, 100.0 * double(right) / double(seen), sched.lr_at(step - 1));
+      seen = right = 0;
+      std::fflush(stdout);
+    }
+  }
+  NoGradGuard ng;
+  model.eval();
+  int64_t held_right = 0;
+  double held_loss = 0;
+  for (size_t i = 0; i < held.size(); i += size_t(B)) {
+    std::vector<const Example*> rows;
+    for (size_t j = i; j < std::min(held.size(), i + size_t(B)); ++j) rows.push_back(&held[j]);
+    const Batch batch = make_batch(rows, T, sp, device);
+    Tensor logits = model.forward(batch.input_ids, batch.token_type_ids, batch.attention_mask);
+    held_right += correct(logits, batch.labels);
+    held_loss += ops::cross_entropy(logits, batch.labels).item() * double(rows.size());
+  }
+  std::printf(
+      "final: step %ld, train loss %.4f, held-out accuracy %.2f%% (%zu examples, loss %.4f), %.0f s\n",
+      long(step), last_loss, 100.0 * double(held_right) / double(held.size()), held.size(),
+      held_loss / double(held.size()), elapsed());
+  const std::string ckpt_dir = run.out_dir() + "/checkpoint";
+  io::save_checkpoint(ckpt_dir, checkpoint_state(o.describe(), step, {}, model, opt.state_dict()));
+  std::printf("checkpoint: %s\n", ckpt_dir.c_str());
+  return 0;
+}
+
+}  // namespace strata::examples

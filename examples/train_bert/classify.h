@@ -1,0 +1,15 @@
+// train_bert --classify-data: sequence classification (BertForSequenceClassification) on labelled
+// text, from scratch or from --init-from's pretrained encoder.
+#pragma once
+
+#include "examples/common/trainer_device.h"
+#include "examples/train_bert/train_options.h"
+
+namespace strata::examples {
+
+// Trains on --classify-data (one example per line: "<label>\t<text>", labels 0..num_labels-1,
+// text read byte by byte as [CLS] bytes [SEP], cut or padded to --seq-len), holding out every 10th
+// line; logs loss and accuracy, reports held-out accuracy, writes a checkpoint at the end.
+int train_classifier(BertTrainOptions& o, const TrainerDevice& dev);
+
+}  // namespace strata::examples
