@@ -60,7 +60,7 @@ strata_layer(tensor SOURCES core/tensor INCLUDES core/tensor/include)
 strata_layer(autograd SOURCES core/autograd INCLUDES core/autograd/include USES tensor)
 strata_layer(nn SOURCES core/nn core/optim core/dist
              INCLUDES core/nn/include core/optim/include core/dist/include USES autograd)
-strata_layer(ops SOURCES ops ops/cpu ops/meta ops/sim INCLUDES ops/include USES nn)
+strata_layer(ops SOURCES ops ops/cpu ops/meta ops/sim ops/graph INCLUDES ops/include USES nn)
 # core/dist: MPI and NCCL process groups (their headers stay out of the public ones).
 if(TARGET strata_nn AND STRATA_HAVE_MPI)
   target_include_directories(strata_nn SYSTEM PRIVATE ${MPI_CXX_INCLUDE_DIRS})

@@ -1,0 +1,231 @@
+#include "strata/ops/graph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <tuple>
+
+#include "strata/core/error.h"
+#include "strata/core/factory.h"
+
+namespace strata {
+
+namespace {
+
+// The values of an integer CPU tensor [E] as i64.
+std::vector<int64_t> ids_of(const Tensor& t, const char* what, int64_t expected_size) {
+  STRATA_CHECK(t.defined() && t.dim() == 1, ShapeError, "Graph: ", what, " must be a 1-D tensor of ids, got ",
+               t.defined() ? t.str() : std::string("undefined"));
+  STRATA_CHECK(!is_floating(t.dtype()) && t.dtype() != DType::boolean, TypeError, "Graph: ", what,
+               " must hold integers, got ", t.str());
+  STRATA_CHECK(expected_size < 0 || t.numel() == expected_size, ShapeError, "Graph: ", what, " has ",
+               t.numel(), " entries, the edge list ", expected_size);
+  return t.to(kCPU).to_vector<int64_t>();
+}
+
+Tensor index_tensor(const std::vector<int64_t>& v, DType dt) {
+  return from_vector(v, {int64_t(v.size())}, TensorOptions(DType::i64)).to(dt);
+}
+
+// Offsets of a sorted key: out[k] = first position whose key >= k, for k in [0, n].
+void offsets_into(const std::vector<int64_t>& keys, int64_t begin, int64_t end, int64_t base, int64_t n,
+                  std::vector<int64_t>* out) {
+  int64_t at = begin;
+  for (int64_t k = 0; k <= n; ++k) {
+    while (at < end && keys[size_t(at)] - base < k) ++at;
+    out->push_back(at);
+  }
+}
+
+}  // namespace
+
+DType Graph::index_dtype_for(int64_t num_nodes, int64_t num_edges) {
+  const int64_t limit = std::numeric_limits<int32_t>::max();
+  return num_nodes <= limit && num_edges <= limit ? DType::i32 : DType::i64;
+}
+
+Graph Graph::from_edges(int64_t num_nodes, const Tensor& src, const Tensor& dst) {
+  STRATA_CHECK(num_nodes >= 0, ValueError, "Graph: num_nodes ", num_nodes, " is negative");
+  std::vector<int64_t> s = ids_of(src, "src", -1);
+  std::vector<int64_t> d = ids_of(dst, "dst", int64_t(s.size()));
+  for (size_t e = 0; e < s.size(); ++e)
+    STRATA_CHECK(s[e] >= 0 && s[e] < num_nodes && d[e] >= 0 && d[e] < num_nodes, IndexError, "Graph: edge ",
+                 e, " (", s[e], " -> ", d[e], ") names a node outside [0, ", num_nodes, ")");
+  std::vector<int64_t> rel(s.size(), 0), ids(s.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  return build({"node"}, {0, num_nodes}, {Relation{}}, s, d, rel, ids);
+}
+
+Graph Graph::from_typed_edges(std::vector<std::string> node_types, const std::vector<int64_t>& nodes_per_type,
+                              std::vector<Relation> relations, const Tensor& src, const Tensor& dst,
+                              const Tensor& rel) {
+  const int64_t T = int64_t(node_types.size());
+  STRATA_CHECK(T > 0 && int64_t(nodes_per_type.size()) == T, ValueError, "Graph: ", T, " node types but ",
+               nodes_per_type.size(), " node counts");
+  std::vector<int64_t> offsets{0};
+  for (int64_t t = 0; t < T; ++t) {
+    STRATA_CHECK(nodes_per_type[size_t(t)] >= 0, ValueError, "Graph: node type '", node_types[size_t(t)],
+                 "' has ", nodes_per_type[size_t(t)], " nodes");
+    offsets.push_back(offsets.back() + nodes_per_type[size_t(t)]);
+  }
+  STRATA_CHECK(!relations.empty(), ValueError, "Graph: no relation");
+  for (const Relation& r : relations)
+    STRATA_CHECK(r.src_type >= 0 && r.src_type < T && r.dst_type >= 0 && r.dst_type < T, IndexError,
+                 "Graph: relation '", r.name, "' joins node types ", r.src_type, " and ", r.dst_type, " of ",
+                 T);
+  std::vector<int64_t> s = ids_of(src, "src", -1);
+  std::vector<int64_t> d = ids_of(dst, "dst", int64_t(s.size()));
+  std::vector<int64_t> r = ids_of(rel, "rel", int64_t(s.size()));
+  auto type_range = [&](int64_t t) {
+    return std::string("[") + std::to_string(offsets[size_t(t)]) + ", " +
+           std::to_string(offsets[size_t(t) + 1]) + ")";
+  };
+  for (size_t e = 0; e < s.size(); ++e) {
+    STRATA_CHECK(r[e] >= 0 && r[e] < int64_t(relations.size()), IndexError, "Graph: edge ", e,
+                 " has relation ", r[e], " of ", relations.size());
+    const Relation& R = relations[size_t(r[e])];
+    STRATA_CHECK(s[e] >= offsets[size_t(R.src_type)] && s[e] < offsets[size_t(R.src_type) + 1], IndexError,
+                 "Graph: edge ", e, " of relation '", R.name, "' starts at node ", s[e], ", not a '",
+                 node_types[size_t(R.src_type)], "' node ", type_range(R.src_type));
+    STRATA_CHECK(d[e] >= offsets[size_t(R.dst_type)] && d[e] < offsets[size_t(R.dst_type) + 1], IndexError,
+                 "Graph: edge ", e, " of relation '", R.name, "' ends at node ", d[e], ", not a '",
+                 node_types[size_t(R.dst_type)], "' node ", type_range(R.dst_type));
+  }
+  std::vector<int64_t> ids(s.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  return build(std::move(node_types), std::move(offsets), std::move(relations), s, d, r, ids);
+}
+
+Graph Graph::build(std::vector<std::string> node_types, std::vector<int64_t> type_offsets,
+                   std::vector<Relation> relations, const std::vector<int64_t>& src,
+                   const std::vector<int64_t>& dst, const std::vector<int64_t>& rel,
+                   const std::vector<int64_t>& edge_ids) {
+  Graph g;
+  g.node_types_ = std::move(node_types);
+  g.type_offsets_ = std::move(type_offsets);
+  g.relations_ = std::move(relations);
+  const int64_t E = int64_t(src.size()), R = int64_t(g.relations_.size());
+  const DType dt = index_dtype_for(g.num_nodes(), E);
+  // CSC order: (relation, destination, source, edge id); CSR order: (relation, source, destination, edge id).
+  std::vector<int64_t> csc(static_cast<size_t>(E)), csr(static_cast<size_t>(E));
+  std::iota(csc.begin(), csc.end(), 0);
+  std::iota(csr.begin(), csr.end(), 0);
+  std::sort(csc.begin(), csc.end(), [&](int64_t a, int64_t b) {
+    return std::tie(rel[size_t(a)], dst[size_t(a)], src[size_t(a)], edge_ids[size_t(a)]) <
+           std::tie(rel[size_t(b)], dst[size_t(b)], src[size_t(b)], edge_ids[size_t(b)]);
+  });
+  std::sort(csr.begin(), csr.end(), [&](int64_t a, int64_t b) {
+    return std::tie(rel[size_t(a)], src[size_t(a)], dst[size_t(a)], edge_ids[size_t(a)]) <
+           std::tie(rel[size_t(b)], src[size_t(b)], dst[size_t(b)], edge_ids[size_t(b)]);
+  });
+  std::vector<int64_t> s(static_cast<size_t>(E)), d(static_cast<size_t>(E)), ids(static_cast<size_t>(E)),
+      r_sorted(static_cast<size_t>(E)), pos_in_csc(static_cast<size_t>(E));
+  for (int64_t i = 0; i < E; ++i) {
+    const size_t e = size_t(csc[size_t(i)]);
+    s[size_t(i)] = src[e], d[size_t(i)] = dst[e], ids[size_t(i)] = edge_ids[e], r_sorted[size_t(i)] = rel[e];
+    pos_in_csc[e] = i;
+  }
+  std::vector<int64_t> cs(static_cast<size_t>(E)), cd(static_cast<size_t>(E)), ce(static_cast<size_t>(E));
+  for (int64_t i = 0; i < E; ++i) {
+    const size_t e = size_t(csr[size_t(i)]);
+    cs[size_t(i)] = src[e], cd[size_t(i)] = dst[e], ce[size_t(i)] = pos_in_csc[e];
+  }
+  g.relation_offsets_.assign(1, 0);
+  for (int64_t r = 0; r < R; ++r) {
+    int64_t end = g.relation_offsets_.back();
+    while (end < E && r_sorted[size_t(end)] == r) ++end;
+    g.relation_offsets_.push_back(end);
+  }
+  std::vector<int64_t> in_off, out_off;
+  for (int64_t r = 0; r < R; ++r) {
+    const Relation& rr = g.relations_[size_t(r)];
+    const int64_t b = g.relation_offsets_[size_t(r)], e = g.relation_offsets_[size_t(r) + 1];
+    g.in_starts_.push_back(int64_t(in_off.size()));
+    offsets_into(d, b, e, g.type_offsets_[size_t(rr.dst_type)], g.nodes_of_type(rr.dst_type), &in_off);
+    g.out_starts_.push_back(int64_t(out_off.size()));
+    offsets_into(cs, b, e, g.type_offsets_[size_t(rr.src_type)], g.nodes_of_type(rr.src_type), &out_off);
+  }
+  g.src_ = index_tensor(s, dt), g.dst_ = index_tensor(d, dt), g.edge_ids_ = index_tensor(ids, dt);
+  g.in_offsets_ = index_tensor(in_off, DType::i64);
+  g.csr_src_ = index_tensor(cs, dt), g.csr_dst_ = index_tensor(cd, dt), g.csr_edges_ = index_tensor(ce, dt);
+  g.out_offsets_ = index_tensor(out_off, DType::i64);
+  return g;
+}
+
+void Graph::edges_by_id(std::vector<int64_t>* src, std::vector<int64_t>* dst,
+                        std::vector<int64_t>* rel) const {
+  const std::vector<int64_t> s = src_.to(kCPU).to_vector<int64_t>(), d = dst_.to(kCPU).to_vector<int64_t>();
+  const std::vector<int64_t> ids = edge_ids_.to(kCPU).to_vector<int64_t>();
+  const int64_t E = num_edges();
+  src->assign(size_t(E), 0), dst->assign(size_t(E), 0), rel->assign(size_t(E), 0);
+  for (int64_t r = 0; r < num_relations(); ++r)
+    for (int64_t i = relation_offset(r); i < relation_offset(r + 1); ++i) {
+      const size_t e = size_t(ids[size_t(i)]);
+      (*src)[e] = s[size_t(i)], (*dst)[e] = d[size_t(i)], (*rel)[e] = r;
+    }
+}
+
+Tensor Graph::in_degrees() const {
+  std::vector<int64_t> deg(size_t(num_nodes()), 0);
+  for (int64_t v : dst_.to(kCPU).to_vector<int64_t>()) ++deg[size_t(v)];
+  return from_vector(deg, {num_nodes()}, TensorOptions(DType::i64)).to(device());
+}
+
+Tensor Graph::out_degrees() const {
+  std::vector<int64_t> deg(size_t(num_nodes()), 0);
+  for (int64_t u : src_.to(kCPU).to_vector<int64_t>()) ++deg[size_t(u)];
+  return from_vector(deg, {num_nodes()}, TensorOptions(DType::i64)).to(device());
+}
+
+Graph Graph::add_self_loops() const {
+  std::vector<int64_t> s, d, r;
+  edges_by_id(&s, &d, &r);
+  for (int64_t ri = 0; ri < num_relations(); ++ri) {
+    const Relation& rr = relations_[size_t(ri)];
+    if (rr.src_type != rr.dst_type) continue;
+    for (int64_t v = type_offset(rr.src_type); v < type_offset(rr.src_type + 1); ++v)
+      s.push_back(v), d.push_back(v), r.push_back(ri);
+  }
+  std::vector<int64_t> ids(s.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  return build(node_types_, type_offsets_, relations_, s, d, r, ids).to(device());
+}
+
+Graph Graph::with_reverse_relations() const {
+  std::vector<int64_t> s, d, r;
+  edges_by_id(&s, &d, &r);
+  std::vector<Relation> rels = relations_;
+  const int64_t R = num_relations(), E = num_edges();
+  for (int64_t ri = 0; ri < R; ++ri) {
+    const Relation& rr = relations_[size_t(ri)];
+    rels.push_back(Relation{rr.dst_type, "rev_" + rr.name, rr.src_type});
+  }
+  for (int64_t e = 0; e < E; ++e)
+    s.push_back(d[size_t(e)]), d.push_back(s[size_t(e)]), r.push_back(r[size_t(e)] + R);
+  std::vector<int64_t> ids(s.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  return build(node_types_, type_offsets_, rels, s, d, r, ids).to(device());
+}
+
+Tensor Graph::symmetric_norm() const {
+  std::vector<int64_t> deg(size_t(num_nodes()), 0);
+  const std::vector<int64_t> s = src_.to(kCPU).to_vector<int64_t>(), d = dst_.to(kCPU).to_vector<int64_t>();
+  for (int64_t v : d) ++deg[size_t(v)];
+  auto inv_sqrt = [&](int64_t v) {
+    return deg[size_t(v)] > 0 ? 1.0 / std::sqrt(double(deg[size_t(v)])) : 0.0;
+  };
+  std::vector<double> w(s.size());
+  for (size_t e = 0; e < s.size(); ++e) w[e] = double(float(inv_sqrt(s[e])) * float(inv_sqrt(d[e])));
+  return from_vector(w, {int64_t(w.size())}, TensorOptions(DType::f32)).to(device());
+}
+
+Graph Graph::to(Device device) const {
+  Graph g = *this;
+  for (Tensor* t : {&g.src_, &g.dst_, &g.edge_ids_, &g.in_offsets_, &g.csr_src_, &g.csr_dst_, &g.csr_edges_,
+                    &g.out_offsets_})
+    if (t->defined()) *t = t->to(device);
+  return g;
+}
+
+}  // namespace strata
