@@ -58,6 +58,15 @@ void Backend::pool2d_backward(const Tensor& grad_x, const Tensor&, const Tensor&
   throw NotImplementedError("pool2d_backward: no kernel on " + grad_x.device().str());
 }
 
+void Backend::spmm(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                   const Tensor&) {
+  throw NotImplementedError("spmm: no message-passing kernel on " + out.device().str());
+}
+
+void Backend::sddmm_dot(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
+  throw NotImplementedError("sddmm_dot: no message-passing kernel on " + out.device().str());
+}
+
 BackendRegistry& BackendRegistry::instance() {
   // Leaked on purpose: tensors may be freed during static destruction.
   static BackendRegistry* r = new BackendRegistry();

@@ -59,6 +59,10 @@ class CpuBackend final : public Backend {
                        const Pool2dParams& p) override;
   void random_uniform(const Tensor& out, RngState state, double low, double high) override;
   void random_normal(const Tensor& out, RngState state, double mean, double std) override;
+  void spmm(const Tensor& out, const Tensor& offsets, const Tensor& indices, const Tensor& weights,
+            const Tensor& weight_index, const Tensor& x) override;
+  void sddmm_dot(const Tensor& out, const Tensor& a_index, const Tensor& a, const Tensor& b_index,
+                 const Tensor& b) override;
 };
 
 // Helpers shared by the CPU kernel files.

@@ -69,6 +69,9 @@ class MetaBackend final : public Backend {
   void batch_norm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                            const Tensor&, const Tensor&, bool) override {}
   void pool2d(const Tensor&, const Tensor&, const Tensor&, const Pool2dParams&) override {}
+  void spmm(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+            const Tensor&) override {}
+  void sddmm_dot(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&) override {}
   void pool2d_backward(const Tensor&, const Tensor&, const Tensor&, const Pool2dParams&) override {}
   void random_uniform(const Tensor&, RngState, double, double) override {}
   void random_normal(const Tensor&, RngState, double, double) override {}

@@ -170,6 +170,15 @@ class SimBackend final : public Backend {
     cpu_.random_normal(out, state, mean, std);
   }
 
+  void spmm(const Tensor& out, const Tensor& offsets, const Tensor& indices, const Tensor& weights,
+            const Tensor& weight_index, const Tensor& x) override {
+    cpu_.spmm(out, offsets, indices, weights, weight_index, x);
+  }
+  void sddmm_dot(const Tensor& out, const Tensor& a_index, const Tensor& a, const Tensor& b_index,
+                 const Tensor& b) override {
+    cpu_.sddmm_dot(out, a_index, a, b_index, b);
+  }
+
   SimAllocator& sim_allocator(int index) { return *state(index).alloc; }
 
  private:

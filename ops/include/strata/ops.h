@@ -9,6 +9,8 @@
 #include "strata/ops/conv.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
+#include "strata/ops/graph.h"
+#include "strata/ops/graph_ops.h"
 #include "strata/ops/indexing.h"
 #include "strata/ops/linalg.h"
 #include "strata/ops/matmul_precision.h"

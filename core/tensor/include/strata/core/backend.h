@@ -214,6 +214,19 @@ class Backend {
   virtual void pool2d_backward(const Tensor& grad_x, const Tensor& grad_out, const Tensor& indices,
                                const Pool2dParams& p);
 
+  // ---- Message passing over a compressed graph (ops/graph_ops.h). Deterministic: each output row
+  // or edge is summed in a fixed order, no atomics. Default: not implemented. ----
+  // For every row r of out [R, F]: out[r] = sum over k in [offsets[r], offsets[r + 1]) of
+  // w(k) * x[indices[k]], with w(k) = weights[weight_index[k]] (weight_index undefined: weights[k];
+  // weights undefined: 1). offsets i64 [R + 1]; indices and weight_index i32 or i64; x [N, F], out,
+  // weights (1-D) of x's floating dtype; all contiguous.
+  virtual void spmm(const Tensor& out, const Tensor& offsets, const Tensor& indices, const Tensor& weights,
+                    const Tensor& weight_index, const Tensor& x);
+  // For every edge k: out[k] = sum over f of a[a_index[k], f] * b[b_index[k], f]; out [E], a [Na, F],
+  // b [Nb, F] of one floating dtype, contiguous.
+  virtual void sddmm_dot(const Tensor& out, const Tensor& a_index, const Tensor& a, const Tensor& b_index,
+                         const Tensor& b);
+
   // ---- Optimizer updates of parameters in this device's memory (host memory is updated in place
   // by the optimizers' own loops) on contiguous tensors of one floating dtype. The defaults compose
   // elementwise kernels; a backend may fuse them. ----
