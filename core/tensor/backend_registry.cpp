@@ -67,6 +67,15 @@ void Backend::sddmm_dot(const Tensor& out, const Tensor&, const Tensor&, const T
   throw NotImplementedError("sddmm_dot: no message-passing kernel on " + out.device().str());
 }
 
+void Backend::segment_softmax(const Tensor& out, const Tensor&, const Tensor&) {
+  throw NotImplementedError("segment_softmax: no kernel on " + out.device().str());
+}
+
+void Backend::segment_softmax_backward(const Tensor& grad_scores, const Tensor&, const Tensor&,
+                                       const Tensor&) {
+  throw NotImplementedError("segment_softmax_backward: no kernel on " + grad_scores.device().str());
+}
+
 BackendRegistry& BackendRegistry::instance() {
   // Leaked on purpose: tensors may be freed during static destruction.
   static BackendRegistry* r = new BackendRegistry();

@@ -63,6 +63,9 @@ class CpuBackend final : public Backend {
             const Tensor& weight_index, const Tensor& x) override;
   void sddmm_dot(const Tensor& out, const Tensor& a_index, const Tensor& a, const Tensor& b_index,
                  const Tensor& b) override;
+  void segment_softmax(const Tensor& out, const Tensor& offsets, const Tensor& scores) override;
+  void segment_softmax_backward(const Tensor& grad_scores, const Tensor& offsets, const Tensor& grad_out,
+                                const Tensor& out) override;
 };
 
 // Helpers shared by the CPU kernel files.

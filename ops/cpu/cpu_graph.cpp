@@ -1,7 +1,10 @@
 // The CPU's message-passing kernels: SpMM over compressed rows and the edge-wise dot (SDDMM).
 // One thread per block of rows or edges, each summed in its stored order: the same bits for any
 // thread count.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "ops/cpu/cpu_backend.h"
 #include "strata/core/error.h"
@@ -115,6 +118,66 @@ void CpuBackend::sddmm_dot(const Tensor& out, const Tensor& a_index, const Tenso
         }
       });
     });
+  });
+}
+
+namespace {
+
+void check_segments(const char* op, const Tensor& offsets, const Tensor& t) {
+  STRATA_CHECK(offsets.dtype() == DType::i64 && offsets.is_contiguous() && offsets.numel() >= 1, TypeError,
+               op, ": offsets must be contiguous i64, got ", offsets.str());
+  STRATA_CHECK((t.dtype() == DType::f32 || t.dtype() == DType::f64) && t.is_contiguous() && t.dim() >= 1,
+               TypeError, op, ": ", t.str(), " must be a contiguous f32/f64 tensor");
+  const int64_t* off = offsets.data<int64_t>();
+  STRATA_CHECK(off[0] == 0 && off[offsets.numel() - 1] == t.size(0), ShapeError, op, ": offsets cover [",
+               off[0], ", ", off[offsets.numel() - 1], "), the rows [0, ", t.size(0), ")");
+}
+
+}  // namespace
+
+void CpuBackend::segment_softmax(const Tensor& out, const Tensor& offsets, const Tensor& scores) {
+  check_segments("segment_softmax", offsets, scores);
+  check_float("segment_softmax", out, scores, "out");
+  const int64_t S = offsets.numel() - 1, H = scores.numel() / std::max<int64_t>(scores.size(0), 1);
+  const int64_t* off = offsets.data<int64_t>();
+  dispatch_float(scores, [&](auto tf) {
+    using T = decltype(tf);
+    const T* x = scores.data<T>();
+    T* y = out.data<T>();
+#pragma omp parallel for schedule(dynamic, 64) if (scores.numel() >= (int64_t(1) << 14))
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t b = off[s], e = off[s + 1];
+      for (int64_t h = 0; h < H; ++h) {
+        T m = -std::numeric_limits<T>::infinity();
+        for (int64_t k = b; k < e; ++k) m = std::max(m, x[k * H + h]);
+        T sum = T(0);
+        for (int64_t k = b; k < e; ++k) sum += (y[k * H + h] = std::exp(x[k * H + h] - m));
+        for (int64_t k = b; k < e; ++k) y[k * H + h] /= sum;
+      }
+    }
+  });
+}
+
+void CpuBackend::segment_softmax_backward(const Tensor& grad_scores, const Tensor& offsets,
+                                          const Tensor& grad_out, const Tensor& out) {
+  check_segments("segment_softmax_backward", offsets, out);
+  check_float("segment_softmax_backward", grad_out, out, "grad_out");
+  check_float("segment_softmax_backward", grad_scores, out, "grad_scores");
+  const int64_t S = offsets.numel() - 1, H = out.numel() / std::max<int64_t>(out.size(0), 1);
+  const int64_t* off = offsets.data<int64_t>();
+  dispatch_float(out, [&](auto tf) {
+    using T = decltype(tf);
+    const T *y = out.data<T>(), *g = grad_out.data<T>();
+    T* gs = grad_scores.data<T>();
+#pragma omp parallel for schedule(dynamic, 64) if (out.numel() >= (int64_t(1) << 14))
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t b = off[s], e = off[s + 1];
+      for (int64_t h = 0; h < H; ++h) {
+        T dot = T(0);
+        for (int64_t k = b; k < e; ++k) dot += g[k * H + h] * y[k * H + h];
+        for (int64_t k = b; k < e; ++k) gs[k * H + h] = y[k * H + h] * (g[k * H + h] - dot);
+      }
+    }
   });
 }
 

@@ -125,4 +125,32 @@ Tensor gsddmm_dot(const Graph& g, const Tensor& a, const Tensor& b) {
   return sddmm_op(g, a, b, /*transposed=*/false);
 }
 
+Tensor edge_softmax(const Graph& g, const Tensor& scores) {
+  const Device dev = scores.device();
+  STRATA_CHECK(dev == g.device(), DeviceError, "edge_softmax: scores on ", dev.str(), ", the graph on ",
+               g.device().str());
+  STRATA_CHECK((scores.dim() == 1 || scores.dim() == 2) && scores.size(0) == g.num_edges(), ShapeError,
+               "edge_softmax: scores ", shape_str(scores.shape()), " must be [", g.num_edges(), "] or [",
+               g.num_edges(), ", heads]");
+  STRATA_CHECK(is_floating(scores.dtype()), TypeError, "edge_softmax: scores must be floating, got ",
+               scores.str());
+  Tensor sc = detail::raw_contiguous(scores);
+  Tensor out = detail::alloc(scores.shape(), scores.dtype(), dev);
+  detail::kernels(dev).segment_softmax(out, g.in_offsets(), sc);
+  detail::record("edge_softmax", dev, 4.0 * double(scores.numel()), double(sc.nbytes()),
+                 double(out.nbytes()));
+  if (auto node = make_node("EdgeSoftmaxBackward", {scores})) {
+    node->save(out, /*is_output=*/true);
+    node->backward = [g](OpNode& n, std::vector<Tensor>& grad) -> std::vector<Tensor> {
+      Tensor y = n.saved(0);
+      Tensor gy = detail::raw_contiguous(detail::raw_cast(grad[0], y.dtype()));
+      Tensor gs = detail::alloc(y.shape(), y.dtype(), y.device());
+      detail::kernels(y.device()).segment_softmax_backward(gs, g.in_offsets(), gy, y);
+      return {gs};
+    };
+    set_outputs(node, {&out});
+  }
+  return out;
+}
+
 }  // namespace strata::ops

@@ -72,6 +72,8 @@ class MetaBackend final : public Backend {
   void spmm(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
             const Tensor&) override {}
   void sddmm_dot(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&) override {}
+  void segment_softmax(const Tensor&, const Tensor&, const Tensor&) override {}
+  void segment_softmax_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&) override {}
   void pool2d_backward(const Tensor&, const Tensor&, const Tensor&, const Pool2dParams&) override {}
   void random_uniform(const Tensor&, RngState, double, double) override {}
   void random_normal(const Tensor&, RngState, double, double) override {}

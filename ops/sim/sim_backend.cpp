@@ -179,6 +179,14 @@ class SimBackend final : public Backend {
     cpu_.sddmm_dot(out, a_index, a, b_index, b);
   }
 
+  void segment_softmax(const Tensor& out, const Tensor& offsets, const Tensor& scores) override {
+    cpu_.segment_softmax(out, offsets, scores);
+  }
+  void segment_softmax_backward(const Tensor& grad_scores, const Tensor& offsets, const Tensor& grad_out,
+                                const Tensor& out) override {
+    cpu_.segment_softmax_backward(grad_scores, offsets, grad_out, out);
+  }
+
   SimAllocator& sim_allocator(int index) { return *state(index).alloc; }
 
  private:

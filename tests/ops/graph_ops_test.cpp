@@ -142,3 +142,30 @@ TEST(GraphOps, SameBitsForAnyThreadCountAndOnSim) {
   EXPECT_EQ(on_sim.first, two.first);
   EXPECT_EQ(on_sim.second, two.second);
 }
+
+TEST(GraphOps, EdgeSoftmaxNormalizesEachDestinationsInEdges) {
+  Graph g = graph();
+  Tensor s = values({g.num_edges(), 3}, 14);
+  const std::vector<double> y = ops::edge_softmax(g, s).to_double_vector(), sv = s.to_double_vector();
+  const std::vector<int64_t> d = g.dst().to_vector<int64_t>();
+  for (int64_t h = 0; h < 3; ++h)
+    for (int64_t v = 0; v < g.num_nodes(); ++v) {
+      double denom = 0, total = 0;
+      for (size_t e = 0; e < d.size(); ++e)
+        if (d[e] == v) denom += std::exp(sv[e * 3 + size_t(h)]);
+      for (size_t e = 0; e < d.size(); ++e)
+        if (d[e] == v) {
+          EXPECT_NEAR(y[e * 3 + size_t(h)], std::exp(sv[e * 3 + size_t(h)]) / denom, 1e-12);
+          total += y[e * 3 + size_t(h)];
+        }
+      if (denom > 0) EXPECT_NEAR(total, 1.0, 1e-12);
+    }
+  Tensor leaf = s.clone().set_requires_grad(true);
+  check_gradient([&] { return ops::edge_softmax(g, leaf); }, leaf);
+  Tensor one = values({g.num_edges()}, 15).set_requires_grad(true);  // one head, [E]
+  check_gradient([&] { return ops::edge_softmax(g, one); }, one);
+  // GAT's shape: attention from scores, then weighted aggregation.
+  Tensor x = values({6, 4}, 16);
+  check_gradient([&] { return ops::gspmm(g, x, ops::edge_softmax(g, one)); }, one);
+  EXPECT_THROW(ops::edge_softmax(g, values({3}, 17)), ShapeError);
+}

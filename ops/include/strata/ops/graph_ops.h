@@ -25,4 +25,9 @@ Tensor gspmm(const Graph& g, const Tensor& x, const Tensor& edge_weight = Tensor
 // out[e] = <a[u], b[v]> for every edge e = (u, v): a, b [N, F] -> [E]. Differentiable in a and b.
 Tensor gsddmm_dot(const Graph& g, const Tensor& a, const Tensor& b);
 
+// Softmax of edge scores [E] or [E, H] (H heads) over each destination's in-edges, as DGL's
+// edge_softmax and PyG's softmax(src, index=dst); on a typed graph over each relation's in-edges of
+// each destination separately. Differentiable in scores (first order).
+Tensor edge_softmax(const Graph& g, const Tensor& scores);
+
 }  // namespace strata::ops

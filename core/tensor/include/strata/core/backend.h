@@ -227,6 +227,14 @@ class Backend {
   virtual void sddmm_dot(const Tensor& out, const Tensor& a_index, const Tensor& a, const Tensor& b_index,
                          const Tensor& b);
 
+  // Softmax over segments of rows: for every segment s, rows [offsets[s], offsets[s + 1]) of
+  // scores [E, H] are normalized per column h (an empty segment writes nothing). offsets i64 [S + 1]
+  // covering [0, E); scores and out contiguous f32/f64.
+  virtual void segment_softmax(const Tensor& out, const Tensor& offsets, const Tensor& scores);
+  // grad_scores = out * (grad_out - sum over the segment of grad_out * out), per column.
+  virtual void segment_softmax_backward(const Tensor& grad_scores, const Tensor& offsets,
+                                        const Tensor& grad_out, const Tensor& out);
+
   // ---- Optimizer updates of parameters in this device's memory (host memory is updated in place
   // by the optimizers' own loops) on contiguous tensors of one floating dtype. The defaults compose
   // elementwise kernels; a backend may fuse them. ----
