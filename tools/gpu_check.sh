@@ -79,7 +79,7 @@ if [ "$kind" = sim ]; then
   gtest kernels 'Sim/OpSim.*:SimDevice.*:DeviceUpdates.*'
   gtest cache 'Devices/CacheOnDevice.*sim'
 else
-  gtest kernels '*_cuda:CudaBackend*'
+  gtest kernels '*_cuda:CudaBackend*:GraphOpsCuda.*'
   gtest cache 'Devices/CacheOnDevice.*cuda'
 fi
 

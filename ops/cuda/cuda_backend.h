@@ -110,6 +110,13 @@ class CudaBackend final : public Backend {
   void random_normal(const Tensor& out, RngState state, double mean, double std) override;
   void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                     const AdamWUpdate& u) override;
+  void spmm(const Tensor& out, const Tensor& offsets, const Tensor& indices, const Tensor& weights,
+            const Tensor& weight_index, const Tensor& x) override;
+  void sddmm_dot(const Tensor& out, const Tensor& a_index, const Tensor& a, const Tensor& b_index,
+                 const Tensor& b) override;
+  void segment_softmax(const Tensor& out, const Tensor& offsets, const Tensor& scores) override;
+  void segment_softmax_backward(const Tensor& grad_scores, const Tensor& offsets, const Tensor& grad_out,
+                                const Tensor& out) override;
 
   // The context of device `index`; throws DeviceError when there is no such device.
   DeviceContext& context(int index);

@@ -169,3 +169,23 @@ TEST(GraphOps, EdgeSoftmaxNormalizesEachDestinationsInEdges) {
   check_gradient([&] { return ops::gspmm(g, x, ops::edge_softmax(g, one)); }, one);
   EXPECT_THROW(ops::edge_softmax(g, values({3}, 17)), ShapeError);
 }
+
+// The CUDA kernels against the CPU's (skips without a GPU; tools/gpu_check.sh allows no skip).
+TEST(GraphOpsCuda, KernelsMatchTheCpu) {
+  auto& reg = BackendRegistry::instance();
+  if (!reg.has(DeviceType::CUDA) || reg.get(DeviceType::CUDA).device_count() == 0) GTEST_SKIP() << "no GPU";
+  Graph g = graph();
+  Graph gc = g.to(cuda(0));
+  Tensor x = values({6, 5}, 18, DType::f32).set_requires_grad(true),
+         w = values({g.num_edges()}, 19, DType::f32);
+  Tensor s = values({g.num_edges(), 2}, 20, DType::f32);
+  Tensor xc = x.detach().to(cuda(0)).set_requires_grad(true);
+  Tensor y = ops::gspmm(g, x, w, "mean"), yc = ops::gspmm(gc, xc, w.to(cuda(0)), "mean");
+  expect_near(yc.to_double_vector(), y.to_double_vector(), 1e-5);
+  expect_near(autograd::grad({ops::sum(ops::mul(yc, yc))}, {xc})[0].to_double_vector(),
+              autograd::grad({ops::sum(ops::mul(y, y))}, {x})[0].to_double_vector(), 1e-5);
+  expect_near(ops::gsddmm_dot(gc, xc.detach(), xc.detach()).to_double_vector(),
+              ops::gsddmm_dot(g, x.detach(), x.detach()).to_double_vector(), 1e-5);
+  expect_near(ops::edge_softmax(gc, s.to(cuda(0))).to_double_vector(),
+              ops::edge_softmax(g, s).to_double_vector(), 1e-6);
+}

@@ -1,0 +1,159 @@
+// The CUDA message-passing kernels, the CPU's (ops/cpu/cpu_graph.cpp) on a GPU: SpMM with one
+// thread per (row, feature) walking the row's edges in stored order, the edge-wise dot with one
+// thread per edge, and the segment softmax with one thread per (segment, head). No atomics: the
+// same bits on every run. Rows with many edges are walked by one thread each; a warp-per-row
+// variant for wide rows is future work.
+#include "ops/cuda/cuda_backend.h"
+#include "ops/cuda/cuda_check.h"
+#include "ops/cuda/cuda_device_utils.cuh"
+
+namespace strata::gpu {
+
+namespace {
+
+template <class T, class I, class W>
+__global__ void spmm_kernel(T* out, const int64_t* off, const I* idx, const T* w, const W* widx, const T* x,
+                            int64_t R, int64_t F) {
+  STRATA_GRID_STRIDE(i, R * F) {
+    const int64_t r = i / F, f = i % F;
+    T acc = T(0);
+    for (int64_t k = off[r]; k < off[r + 1]; ++k) {
+      const T v = x[int64_t(idx[k]) * F + f];
+      acc = w ? acc + w[widx ? int64_t(widx[k]) : k] * v : acc + v;
+    }
+    out[i] = acc;
+  }
+}
+
+template <class T, class IA, class IB>
+__global__ void sddmm_dot_kernel(T* out, const IA* ai, const T* a, const IB* bi, const T* b, int64_t E,
+                                 int64_t F) {
+  STRATA_GRID_STRIDE(k, E) {
+    const T* x = a + int64_t(ai[k]) * F;
+    const T* y = b + int64_t(bi[k]) * F;
+    T s = T(0);
+    for (int64_t f = 0; f < F; ++f) s += x[f] * y[f];
+    out[k] = s;
+  }
+}
+
+template <class T>
+__global__ void segment_softmax_kernel(T* y, const int64_t* off, const T* x, int64_t S, int64_t H) {
+  STRATA_GRID_STRIDE(i, S * H) {
+    const int64_t s = i / H, h = i % H, b = off[s], e = off[s + 1];
+    T m = -INFINITY;
+    for (int64_t k = b; k < e; ++k) m = max(m, x[k * H + h]);
+    T sum = T(0);
+    for (int64_t k = b; k < e; ++k) sum += (y[k * H + h] = exp(x[k * H + h] - m));
+    for (int64_t k = b; k < e; ++k) y[k * H + h] /= sum;
+  }
+}
+
+template <class T>
+__global__ void segment_softmax_backward_kernel(T* gs, const int64_t* off, const T* g, const T* y, int64_t S,
+                                                int64_t H) {
+  STRATA_GRID_STRIDE(i, S * H) {
+    const int64_t s = i / H, h = i % H, b = off[s], e = off[s + 1];
+    T dot = T(0);
+    for (int64_t k = b; k < e; ++k) dot += g[k * H + h] * y[k * H + h];
+    for (int64_t k = b; k < e; ++k) gs[k * H + h] = y[k * H + h] * (g[k * H + h] - dot);
+  }
+}
+
+template <class Fn>
+void with_index(const Tensor& t, Fn&& fn) {
+  if (t.dtype() == DType::i32)
+    fn(static_cast<const int32_t*>(t.data_ptr()));
+  else
+    fn(static_cast<const int64_t*>(t.data_ptr()));
+}
+
+template <class Fn>
+void with_float(const Tensor& t, const char* op, Fn&& fn) {
+  if (t.dtype() == DType::f64)
+    fn(double{});
+  else if (t.dtype() == DType::f32)
+    fn(float{});
+  else
+    throw TypeError(std::string(op) + ": f32 or f64 only, got " + t.str());
+}
+
+}  // namespace
+
+void CudaBackend::spmm(const Tensor& out, const Tensor& offsets, const Tensor& indices, const Tensor& weights,
+                       const Tensor& weight_index, const Tensor& x) {
+  const int dev = check_on_device("spmm", {&out, &offsets, &indices, &weights, &weight_index, &x});
+  const int64_t R = out.size(0), F = x.size(1);
+  if (R * F == 0) return;
+  context(dev);
+  DeviceGuard guard(dev);
+  with_float(x, "spmm", [&](auto tf) {
+    using T = decltype(tf);
+    const T* w = weights.defined() ? static_cast<const T*>(weights.data_ptr()) : nullptr;
+    with_index(indices, [&](auto idx) {
+      auto launch = [&](auto widx) {
+        spmm_kernel<<<grid_for(R * F), kThreads, 0, compute_stream()>>>(
+            static_cast<T*>(out.data_ptr()), offsets.data<int64_t>(), idx, w, widx,
+            static_cast<const T*>(x.data_ptr()), R, F);
+      };
+      if (weight_index.defined())
+        with_index(weight_index, launch);
+      else
+        launch(static_cast<const int64_t*>(nullptr));
+    });
+  });
+  STRATA_CUDA_CHECK_LAUNCH("spmm ", out.str());
+}
+
+void CudaBackend::sddmm_dot(const Tensor& out, const Tensor& a_index, const Tensor& a, const Tensor& b_index,
+                            const Tensor& b) {
+  const int dev = check_on_device("sddmm_dot", {&out, &a_index, &a, &b_index, &b});
+  const int64_t E = out.numel(), F = a.size(1);
+  if (E == 0) return;
+  context(dev);
+  DeviceGuard guard(dev);
+  with_float(a, "sddmm_dot", [&](auto tf) {
+    using T = decltype(tf);
+    with_index(a_index, [&](auto ai) {
+      with_index(b_index, [&](auto bi) {
+        sddmm_dot_kernel<<<grid_for(E), kThreads, 0, compute_stream()>>>(
+            static_cast<T*>(out.data_ptr()), ai, static_cast<const T*>(a.data_ptr()), bi,
+            static_cast<const T*>(b.data_ptr()), E, F);
+      });
+    });
+  });
+  STRATA_CUDA_CHECK_LAUNCH("sddmm_dot ", out.str());
+}
+
+void CudaBackend::segment_softmax(const Tensor& out, const Tensor& offsets, const Tensor& scores) {
+  const int dev = check_on_device("segment_softmax", {&out, &offsets, &scores});
+  const int64_t S = offsets.numel() - 1, H = scores.size(0) > 0 ? scores.numel() / scores.size(0) : 1;
+  if (S * H == 0) return;
+  context(dev);
+  DeviceGuard guard(dev);
+  with_float(scores, "segment_softmax", [&](auto tf) {
+    using T = decltype(tf);
+    segment_softmax_kernel<<<grid_for(S * H), kThreads, 0, compute_stream()>>>(
+        static_cast<T*>(out.data_ptr()), offsets.data<int64_t>(), static_cast<const T*>(scores.data_ptr()), S,
+        H);
+  });
+  STRATA_CUDA_CHECK_LAUNCH("segment_softmax ", out.str());
+}
+
+void CudaBackend::segment_softmax_backward(const Tensor& grad_scores, const Tensor& offsets,
+                                           const Tensor& grad_out, const Tensor& out) {
+  const int dev = check_on_device("segment_softmax_backward", {&grad_scores, &offsets, &grad_out, &out});
+  const int64_t S = offsets.numel() - 1, H = out.size(0) > 0 ? out.numel() / out.size(0) : 1;
+  if (S * H == 0) return;
+  context(dev);
+  DeviceGuard guard(dev);
+  with_float(out, "segment_softmax_backward", [&](auto tf) {
+    using T = decltype(tf);
+    segment_softmax_backward_kernel<<<grid_for(S * H), kThreads, 0, compute_stream()>>>(
+        static_cast<T*>(grad_scores.data_ptr()), offsets.data<int64_t>(),
+        static_cast<const T*>(grad_out.data_ptr()), static_cast<const T*>(out.data_ptr()), S, H);
+  });
+  STRATA_CUDA_CHECK_LAUNCH("segment_softmax_backward ", out.str());
+}
+
+}  // namespace strata::gpu
