@@ -65,7 +65,9 @@ CacheTiers open_cache_tiers(const TensorCacheOptions& opt) {
     t.nvme.reset();
     t.io_engine.clear();
     t.device_io.clear();
-    t.warnings.push_back(std::string("NVMe tier off: ") + e.what());
+    std::string why = e.what();
+    if (why.rfind("tensor cache: ", 0) == 0) why.erase(0, 14);  // the warning's reader says so already
+    t.warnings.push_back("NVMe tier off: " + why);
   }
   STRATA_CHECK(direct_refusal.empty(), IoError, "tensor cache: the direct GPU-to-NVMe path (", io_engine_name(opt.direct_engine),
                ") was asked for but ", direct_refusal);

@@ -153,17 +153,21 @@ Graph Graph::build(std::vector<std::string> node_types, std::vector<int64_t> typ
   return g;
 }
 
-void Graph::edges_by_id(std::vector<int64_t>* src, std::vector<int64_t>* dst,
-                        std::vector<int64_t>* rel) const {
+void Graph::edges_by_id(std::vector<int64_t>* src, std::vector<int64_t>* dst, std::vector<int64_t>* rel,
+                        std::vector<int64_t>* ids) const {
   const std::vector<int64_t> s = src_.to(kCPU).to_vector<int64_t>(), d = dst_.to(kCPU).to_vector<int64_t>();
-  const std::vector<int64_t> ids = edge_ids_.to(kCPU).to_vector<int64_t>();
+  const std::vector<int64_t> eid = edge_ids_.to(kCPU).to_vector<int64_t>();
   const int64_t E = num_edges();
-  src->assign(size_t(E), 0), dst->assign(size_t(E), 0), rel->assign(size_t(E), 0);
-  for (int64_t r = 0; r < num_relations(); ++r)
-    for (int64_t i = relation_offset(r); i < relation_offset(r + 1); ++i) {
-      const size_t e = size_t(ids[size_t(i)]);
-      (*src)[e] = s[size_t(i)], (*dst)[e] = d[size_t(i)], (*rel)[e] = r;
-    }
+  std::vector<int64_t> r(static_cast<size_t>(E)), order(static_cast<size_t>(E));
+  for (int64_t ri = 0; ri < num_relations(); ++ri)
+    for (int64_t i = relation_offset(ri); i < relation_offset(ri + 1); ++i) r[size_t(i)] = ri;
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](int64_t a, int64_t b) { return eid[size_t(a)] < eid[size_t(b)]; });
+  src->clear(), dst->clear(), rel->clear(), ids->clear();
+  for (int64_t i : order)
+    src->push_back(s[size_t(i)]), dst->push_back(d[size_t(i)]), rel->push_back(r[size_t(i)]),
+        ids->push_back(eid[size_t(i)]);
 }
 
 Tensor Graph::in_degrees() const {
@@ -179,36 +183,46 @@ Tensor Graph::out_degrees() const {
 }
 
 Graph Graph::add_self_loops() const {
-  std::vector<int64_t> s, d, r;
-  edges_by_id(&s, &d, &r);
+  std::vector<int64_t> s, d, r, ids;
+  edges_by_id(&s, &d, &r, &ids);
+  int64_t next = ids.empty() ? 0 : ids.back() + 1;
   for (int64_t ri = 0; ri < num_relations(); ++ri) {
     const Relation& rr = relations_[size_t(ri)];
     if (rr.src_type != rr.dst_type) continue;
     for (int64_t v = type_offset(rr.src_type); v < type_offset(rr.src_type + 1); ++v)
-      s.push_back(v), d.push_back(v), r.push_back(ri);
+      s.push_back(v), d.push_back(v), r.push_back(ri), ids.push_back(next++);
   }
-  std::vector<int64_t> ids(s.size());
-  std::iota(ids.begin(), ids.end(), 0);
   return build(node_types_, type_offsets_, relations_, s, d, r, ids).to(device());
 }
 
+Graph Graph::remove_self_loops() const {
+  std::vector<int64_t> s, d, r, ids;
+  edges_by_id(&s, &d, &r, &ids);
+  std::vector<int64_t> ks, kd, kr, kids;
+  for (size_t e = 0; e < s.size(); ++e)
+    if (s[e] != d[e]) ks.push_back(s[e]), kd.push_back(d[e]), kr.push_back(r[e]), kids.push_back(ids[e]);
+  return build(node_types_, type_offsets_, relations_, ks, kd, kr, kids).to(device());
+}
+
 Graph Graph::with_reverse_relations() const {
-  std::vector<int64_t> s, d, r;
-  edges_by_id(&s, &d, &r);
+  std::vector<int64_t> s, d, r, ids;
+  edges_by_id(&s, &d, &r, &ids);
   std::vector<Relation> rels = relations_;
   const int64_t R = num_relations(), E = num_edges();
   for (int64_t ri = 0; ri < R; ++ri) {
     const Relation& rr = relations_[size_t(ri)];
     rels.push_back(Relation{rr.dst_type, "rev_" + rr.name, rr.src_type});
   }
+  int64_t next = ids.empty() ? 0 : ids.back() + 1;
   for (int64_t e = 0; e < E; ++e)
-    s.push_back(d[size_t(e)]), d.push_back(s[size_t(e)]), r.push_back(r[size_t(e)] + R);
-  std::vector<int64_t> ids(s.size());
-  std::iota(ids.begin(), ids.end(), 0);
+    s.push_back(d[size_t(e)]), d.push_back(s[size_t(e)]), r.push_back(r[size_t(e)] + R),
+        ids.push_back(next++);
   return build(node_types_, type_offsets_, rels, s, d, r, ids).to(device());
 }
 
-Tensor Graph::symmetric_norm() const {
+Tensor Graph::symmetric_norm(DType dtype) const {
+  STRATA_CHECK(dtype == DType::f32 || dtype == DType::f64, TypeError, "symmetric_norm: f32 or f64, not ",
+               dtype_name(dtype));
   std::vector<int64_t> deg(size_t(num_nodes()), 0);
   const std::vector<int64_t> s = src_.to(kCPU).to_vector<int64_t>(), d = dst_.to(kCPU).to_vector<int64_t>();
   for (int64_t v : d) ++deg[size_t(v)];
@@ -216,8 +230,11 @@ Tensor Graph::symmetric_norm() const {
     return deg[size_t(v)] > 0 ? 1.0 / std::sqrt(double(deg[size_t(v)])) : 0.0;
   };
   std::vector<double> w(s.size());
-  for (size_t e = 0; e < s.size(); ++e) w[e] = double(float(inv_sqrt(s[e])) * float(inv_sqrt(d[e])));
-  return from_vector(w, {int64_t(w.size())}, TensorOptions(DType::f32)).to(device());
+  for (size_t e = 0; e < s.size();
+       ++e)  // each factor rounded to dtype, their product too, as PyG computes it
+    w[e] = dtype == DType::f64 ? inv_sqrt(s[e]) * inv_sqrt(d[e])
+                               : double(float(inv_sqrt(s[e])) * float(inv_sqrt(d[e])));
+  return from_vector(w, {int64_t(w.size())}, TensorOptions(dtype)).to(device());
 }
 
 Graph Graph::to(Device device) const {

@@ -127,3 +127,16 @@ TEST(Graph, IndexDtypeWidensPastInt32AndGraphsMoveToADevice) {
   EXPECT_EQ(g.add_self_loops().device(), sim(0));
   EXPECT_EQ(g.symmetric_norm().device(), sim(0));
 }
+
+TEST(Graph, RemovingSelfLoopsKeepsTheOtherEdgesIds) {
+  Graph g = small().remove_self_loops();
+  EXPECT_EQ(g.num_edges(), 5);
+  const std::vector<int64_t> s = vec(g.src()), d = vec(g.dst()), id = vec(g.edge_ids());
+  for (size_t i = 0; i < s.size(); ++i) EXPECT_NE(s[i], d[i]);
+  EXPECT_EQ(id, (std::vector<int64_t>{2, 0, 1, 5, 4}));
+  Graph l = g.add_self_loops();  // PyG's add_remaining_self_loops: exactly one loop per node
+  EXPECT_EQ(l.num_edges(), 10);
+  const std::vector<int64_t> lid = vec(l.edge_ids());
+  EXPECT_EQ(*std::max_element(lid.begin(), lid.end()), 10) << "the loops' ids continue after the largest (5)";
+  EXPECT_EQ(vec(l.in_degrees()), (std::vector<int64_t>{2, 4, 1, 2, 1}));
+}

@@ -10,7 +10,7 @@ def write_safetensors(path, tensors, metadata):
     header, blobs, off = {"__metadata__": metadata}, [], 0
     for name, t in tensors.items():
         t = t.detach().contiguous()
-        dt = {torch.float32: "F32", torch.int64: "I64", torch.bool: "BOOL"}[t.dtype]
+        dt = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bool: "BOOL"}[t.dtype]
         b = t.numpy().tobytes()
         header[name] = {"dtype": dt, "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
         blobs.append(b)

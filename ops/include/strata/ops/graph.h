@@ -83,14 +83,17 @@ class Graph {
   Tensor out_degrees() const;
   // A self loop (v, v) for every node of every relation whose source and destination types are
   // the same, beside the edges already there (duplicates and loops stay); the loops' edge ids
-  // continue after the input's.
+  // continue after the largest.
   Graph add_self_loops() const;
+  // The graph without its self loops (edges (v, v)); the other edges keep their ids.
+  Graph remove_self_loops() const;
   // Each relation (s, name, d) gains its reverse ("rev_" + name: d -> s); the reverse edges' ids
-  // continue after the input's, in the input's order.
+  // continue after the largest, in edge-id order.
   Graph with_reverse_relations() const;
   // PyG's gcn_norm without self loops added: deg(v) = in-edges of v (all relations), and edge
-  // (u, v) gets deg(u)^-1/2 deg(v)^-1/2 (0 where a degree is 0); f32 [E] in CSC order.
-  Tensor symmetric_norm() const;
+  // (u, v) gets deg(u)^-1/2 deg(v)^-1/2 (0 where a degree is 0); [E] of `dtype` (f32, f64) in CSC
+  // order.
+  Tensor symmetric_norm(DType dtype = DType::f32) const;
 
   Graph to(Device device) const;
 
@@ -100,8 +103,9 @@ class Graph {
                      std::vector<Relation> relations, const std::vector<int64_t>& src,
                      const std::vector<int64_t>& dst, const std::vector<int64_t>& rel,
                      const std::vector<int64_t>& edge_ids);
-  // The edges in input order (CPU i64): this graph's, to rebuild from.
-  void edges_by_id(std::vector<int64_t>* src, std::vector<int64_t>* dst, std::vector<int64_t>* rel) const;
+  // The edges by increasing edge id (CPU i64), with their ids: this graph's, to rebuild from.
+  void edges_by_id(std::vector<int64_t>* src, std::vector<int64_t>* dst, std::vector<int64_t>* rel,
+                   std::vector<int64_t>* ids) const;
 
   std::vector<std::string> node_types_;
   std::vector<int64_t> type_offsets_;  // [T + 1]

@@ -1,0 +1,85 @@
+#include "strata/models/layers/gnn_conv.h"
+
+#include <cmath>
+
+#include "strata/autograd/grad_mode.h"
+#include "strata/core/memory_stats.h"
+#include "strata/ops/elementwise.h"
+#include "strata/ops/factory.h"
+#include "strata/ops/graph_ops.h"
+#include "strata/ops/indexing.h"
+#include "strata/ops/reduction.h"
+#include "strata/ops/shape_ops.h"
+
+namespace strata::nn {
+
+GCNConv::GCNConv(int64_t in_channels, int64_t out_channels, GCNConvOptions options) : options_(options) {
+  lin =
+      register_module("lin", std::make_shared<Linear>(LinearOptions(in_channels, out_channels).bias(false)));
+  if (options.bias) {
+    MemoryCategoryGuard category(MemoryCategory::Parameter);
+    bias = register_parameter("bias", Tensor::empty({out_channels}));
+  }
+  reset_parameters();
+}
+
+void GCNConv::reset_parameters() {
+  NoGradGuard no_grad;
+  // PyG's glorot: U(-a, a), a = sqrt(6 / (fan_in + fan_out)).
+  const double a = std::sqrt(6.0 / double(lin->weight.size(0) + lin->weight.size(1)));
+  ops::uniform_(lin->weight, -a, a);
+  if (bias.defined()) bias.zero_();
+}
+
+Tensor GCNConv::forward(const Graph& g, const Tensor& x, const Tensor& edge_weight) {
+  ModuleScope scope(*this);
+  Tensor h = (*lin)(x);
+  Graph graph = g;
+  Tensor norm = edge_weight;
+  if (options_.normalize) {
+    if (options_.cached && cached_graph_.defined()) {
+      graph = cached_graph_, norm = cached_norm_;
+    } else {
+      STRATA_CHECK(
+          !edge_weight.defined() || !options_.add_self_loops, NotImplementedError,
+          "GCNConv: edge weights with add_self_loops (PyG keeps a loop's own weight) are not supported yet");
+      if (options_.add_self_loops) graph = g.remove_self_loops().add_self_loops();
+      NoGradGuard no_grad;
+      if (!edge_weight.defined()) {
+        norm = graph.symmetric_norm(x.dtype());
+      } else {  // deg(v) = sum of v's in-edge weights; w'(u, v) = deg(u)^-1/2 w deg(v)^-1/2
+        Tensor ones = ops::ones({graph.num_nodes(), 1}, TensorOptions(x.dtype()).device(x.device()));
+        Tensor deg = ops::reshape(ops::gspmm(graph, ones, edge_weight), {-1});
+        Tensor dis = ops::where(ops::gt(deg, 0.0), ops::rsqrt(deg), ops::zeros_like(deg));
+        norm = ops::mul(ops::mul(ops::index_select(dis, 0, graph.src().to(DType::i64)), edge_weight),
+                        ops::index_select(dis, 0, graph.dst().to(DType::i64)));
+      }
+      if (options_.cached) cached_graph_ = graph, cached_norm_ = norm;
+    }
+  }
+  Tensor out = ops::gspmm(graph, h, norm);
+  return bias.defined() ? ops::add(out, bias) : out;
+}
+
+SAGEConv::SAGEConv(int64_t in_channels, int64_t out_channels, SAGEConvOptions options) : options_(options) {
+  STRATA_CHECK(options.aggr == "mean" || options.aggr == "sum", NotImplementedError, "SAGEConv: aggr '",
+               options.aggr, "' (mean and sum are implemented)");
+  lin_l = register_module(
+      "lin_l", std::make_shared<Linear>(LinearOptions(in_channels, out_channels).bias(options.bias)));
+  if (options.root_weight)
+    lin_r = register_module("lin_r",
+                            std::make_shared<Linear>(LinearOptions(in_channels, out_channels).bias(false)));
+}
+
+Tensor SAGEConv::forward(const Graph& g, const Tensor& x) {
+  ModuleScope scope(*this);
+  Tensor out = (*lin_l)(ops::gspmm(g, x, Tensor(), options_.aggr));
+  if (lin_r) out = ops::add(out, (*lin_r)(x));
+  if (options_.normalize) {  // F.normalize(out, p=2, dim=-1, eps=1e-12)
+    Tensor n = ops::sqrt(ops::sum(ops::mul(out, out), {-1}, /*keepdim=*/true));
+    out = ops::div(out, ops::clamp(n, 1e-12, 1e300));
+  }
+  return out;
+}
+
+}  // namespace strata::nn
