@@ -4,7 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "io/atomic_file.h"
+#include "io/hf_model_dir.h"
 #include "strata/core/error.h"
 #include "strata/io/bert_weights.h"
 #include "strata/io/safetensors.h"
@@ -33,10 +33,7 @@ BertWeights load_bert_weights(const std::string& path) {
 
 void save_hf_bert_dir(const std::string& dir, const BertShape& shape, double layer_norm_eps,
                       const nn::StateDict& state_dict) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  STRATA_CHECK(!ec && fs::is_directory(dir), IoError, "HF export: cannot create the directory '", dir, "'",
-               ec ? " (" + ec.message() + ")" : "");
+  make_hf_model_dir(dir);
   nn::StateDict out;
   for (const auto& [name, t] : state_dict) {
     if (name.rfind("cls.predictions.decoder.", 0) == 0) continue;  // tied to the word embeddings
@@ -55,8 +52,7 @@ void save_hf_bert_dir(const std::string& dir, const BertShape& shape, double lay
                                          {"type_vocab_size", shape.type_vocab_size},
                                          {"layer_norm_eps", layer_norm_eps},
                                          {"torch_dtype", "float32"}};
-  const std::string text = config.dump(2) + "\n";
-  write_file_atomically((fs::path(dir) / "config.json").string(), text.data(), text.size());
+  write_hf_config(dir, config);
 }
 
 }  // namespace strata::io

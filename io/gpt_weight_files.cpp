@@ -5,7 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "io/atomic_file.h"
+#include "io/hf_model_dir.h"
 #include "strata/core/error.h"
 #include "strata/io/gpt_weights.h"
 
@@ -46,10 +46,7 @@ GptWeights load_gpt2_weights(const std::string& path, int64_t n_head) {
 }
 
 void save_hf_gpt2_dir(const std::string& dir, const GptShape& shape, const nn::StateDict& state_dict) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  STRATA_CHECK(!ec && fs::is_directory(dir), IoError, "HF export: cannot create the directory '", dir, "'",
-               ec ? " (" + ec.message() + ")" : "");
+  make_hf_model_dir(dir);
   save_hf_gpt2_safetensors((fs::path(dir) / "model.safetensors").string(), shape, state_dict);
   // What GPT2LMHeadModel.from_pretrained(dir) reads besides the weights (GPT-2's defaults otherwise).
   const nlohmann::ordered_json config = {{"architectures", {"GPT2LMHeadModel"}},
@@ -64,8 +61,7 @@ void save_hf_gpt2_dir(const std::string& dir, const GptShape& shape, const nn::S
                                          {"layer_norm_epsilon", 1e-5},
                                          {"tie_word_embeddings", true},
                                          {"torch_dtype", "float32"}};
-  const std::string text = config.dump(2) + "\n";
-  write_file_atomically((fs::path(dir) / "config.json").string(), text.data(), text.size());
+  write_hf_config(dir, config);
 }
 
 }  // namespace strata::io

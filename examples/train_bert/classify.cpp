@@ -9,6 +9,7 @@
 #include <numeric>
 #include <random>
 
+#include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
 #include "strata/io/mlm_batches.h"
@@ -132,13 +133,8 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev) {
     o.init_weights.reset();
   }
   model.to(device);
-  std::vector<Tensor> decay, no_decay;
-  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  optim::AdamWOptions ao =
-      optim::AdamWOptions(c.schedule().lr()).betas(c.optim().beta1(), c.optim().beta2()).eps(1e-6);
-  optim::AdamW opt({optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(c.optim().weight_decay())),
-                    optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))},
-                   ao);
+  const AdamWGroups adamw = adamw_groups(model.parameters(), c.schedule(), c.optim(), 1e-6);
+  optim::AdamW opt(adamw.groups, adamw.defaults);
   LrSchedule sched(lr_schedule_options(c.schedule(), run));
   std::printf(
       "train_bert: classification, %s\n  %zu training and %zu held-out examples of %ld classes from %s, "

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/run_report.h"
@@ -109,13 +110,9 @@ int train_bert(BertTrainOptions& o) {
     o.init_weights.reset();
   }
   model.to(device);  // initialized on the CPU: the same weights on every device
-  std::vector<Tensor> decay, no_decay;
-  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  optim::AdamWOptions ao =
-      optim::AdamWOptions(c.schedule().lr()).betas(c.optim().beta1(), c.optim().beta2()).eps(1e-6);
-  optim::AdamW opt({optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(c.optim().weight_decay())),
-                    optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))},
-                   ao);
+  const examples::AdamWGroups adamw =
+      examples::adamw_groups(model.parameters(), c.schedule(), c.optim(), 1e-6);
+  optim::AdamW opt(adamw.groups, adamw.defaults);
   examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), run));
 
   int64_t step = 0;

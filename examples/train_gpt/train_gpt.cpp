@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/run_report.h"
@@ -209,13 +210,7 @@ int train_gpt(TrainOptions& o) {
   if (pg)
     ddp = std::make_unique<dist::DistributedDataParallel>(
         model_ptr, g_group, dist::DistributedDataParallelOptions{.bucket_cap_mb = c.bucket_mb()});
-  std::vector<Tensor> decay, no_decay;
-  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  optim::AdamWOptions ao =
-      optim::AdamWOptions(c.schedule().lr()).betas(c.optim().beta1(), c.optim().beta2()).eps(1e-8);
-  std::vector<optim::ParamGroup> groups = {
-      optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(c.optim().weight_decay())),
-      optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))};
+  const auto [groups, ao] = examples::adamw_groups(model.parameters(), c.schedule(), c.optim(), 1e-8);
   std::unique_ptr<optim::Optimizer> opt_ptr;
   dist::ZeroRedundancyOptimizer* zero = nullptr;
   if (c.zero1()) {
