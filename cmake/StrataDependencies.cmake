@@ -57,6 +57,7 @@ find_package(Protobuf REQUIRED)  # checkpoint index (io/checkpoint.proto); tools
 find_package(nlohmann_json 3 REQUIRED)
 find_package(PNG REQUIRED)   # io/images: folders of PNG images (libpng-dev)
 find_package(JPEG REQUIRED)  # io/images: folders of JPEG images (libjpeg-dev, libjpeg-turbo)
+find_package(ZLIB REQUIRED)  # io/graphs: gzip'd graph files (zlib1g-dev, which libpng-dev needs anyway)
 
 # MPI
 set(STRATA_HAVE_MPI OFF)

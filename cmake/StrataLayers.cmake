@@ -72,7 +72,7 @@ endif()
 strata_layer(memory SOURCES memory memory/tiers memory/planner INCLUDES memory/include USES ops)
 strata_layer(models SOURCES models models/layers models/gpt models/bert models/resnet
              INCLUDES models/include USES memory)
-strata_layer(io SOURCES io io/images INCLUDES io/include USES memory)
+strata_layer(io SOURCES io io/images io/graphs INCLUDES io/include USES memory)
 if(TARGET strata_memory AND STRATA_HAVE_URING)
   target_link_libraries(strata_memory PRIVATE PkgConfig::URING)
 endif()
@@ -102,7 +102,7 @@ if(TARGET strata_memory)
   strata_layer_protos(memory memory/planner)  # hardware profiles, step traces
 endif()
 if(TARGET strata_io)
-  target_link_libraries(strata_io PRIVATE nlohmann_json::nlohmann_json PNG::PNG JPEG::JPEG)
+  target_link_libraries(strata_io PRIVATE nlohmann_json::nlohmann_json PNG::PNG JPEG::JPEG ZLIB::ZLIB)
   strata_layer_protos(io io)  # the checkpoint index
 endif()
 
@@ -162,7 +162,7 @@ foreach(kind SHARED STATIC)
     target_link_libraries(${tgt} PRIVATE ${CUDNN_LIBRARY})
   endif()
   if(TARGET strata_io)
-    target_link_libraries(${tgt} PRIVATE PNG::PNG JPEG::JPEG)  # io/images decoders
+    target_link_libraries(${tgt} PRIVATE PNG::PNG JPEG::JPEG ZLIB::ZLIB)  # io/images decoders, io/graphs .gz
   endif()
   if(TARGET strata_io OR TARGET strata_memory)
     target_link_libraries(${tgt} PRIVATE protobuf::libprotobuf)  # checkpoint index, cache plans

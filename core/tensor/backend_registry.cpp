@@ -63,6 +63,16 @@ void Backend::spmm(const Tensor& out, const Tensor&, const Tensor&, const Tensor
   throw NotImplementedError("spmm: no message-passing kernel on " + out.device().str());
 }
 
+void Backend::spmm_extreme(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                           const Tensor&, bool) {
+  throw NotImplementedError("spmm_extreme: no message-passing kernel on " + out.device().str());
+}
+
+void Backend::spmm_extreme_backward(const Tensor& grad_x, const Tensor&, const Tensor&, const Tensor&,
+                                    const Tensor&, const Tensor&) {
+  throw NotImplementedError("spmm_extreme_backward: no message-passing kernel on " + grad_x.device().str());
+}
+
 void Backend::sddmm_dot(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
   throw NotImplementedError("sddmm_dot: no message-passing kernel on " + out.device().str());
 }

@@ -43,7 +43,7 @@ Tensor GCNConv::forward(const Graph& g, const Tensor& x, const Tensor& edge_weig
       STRATA_CHECK(
           !edge_weight.defined() || !options_.add_self_loops, NotImplementedError,
           "GCNConv: edge weights with add_self_loops (PyG keeps a loop's own weight) are not supported yet");
-      if (options_.add_self_loops) graph = g.remove_self_loops().add_self_loops();
+      if (options_.add_self_loops) graph = loops_.with_loops(g);
       NoGradGuard no_grad;
       if (!edge_weight.defined()) {
         norm = graph.symmetric_norm(x.dtype());
@@ -62,8 +62,9 @@ Tensor GCNConv::forward(const Graph& g, const Tensor& x, const Tensor& edge_weig
 }
 
 SAGEConv::SAGEConv(int64_t in_channels, int64_t out_channels, SAGEConvOptions options) : options_(options) {
-  STRATA_CHECK(options.aggr == "mean" || options.aggr == "sum", NotImplementedError, "SAGEConv: aggr '",
-               options.aggr, "' (mean and sum are implemented)");
+  STRATA_CHECK(
+      options.aggr == "mean" || options.aggr == "sum" || options.aggr == "max" || options.aggr == "min",
+      ValueError, "SAGEConv: aggr '", options.aggr, "' is not one of mean, sum, max, min");
   lin_l = register_module(
       "lin_l", std::make_shared<Linear>(LinearOptions(in_channels, out_channels).bias(options.bias)));
   if (options.root_weight)

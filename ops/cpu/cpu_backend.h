@@ -61,6 +61,10 @@ class CpuBackend final : public Backend {
   void random_normal(const Tensor& out, RngState state, double mean, double std) override;
   void spmm(const Tensor& out, const Tensor& offsets, const Tensor& indices, const Tensor& weights,
             const Tensor& weight_index, const Tensor& x) override;
+  void spmm_extreme(const Tensor& out, const Tensor& arg, const Tensor& offsets, const Tensor& indices,
+                    const Tensor& weight_index, const Tensor& x, bool minimum) override;
+  void spmm_extreme_backward(const Tensor& grad_x, const Tensor& offsets, const Tensor& positions,
+                             const Tensor& rows, const Tensor& arg, const Tensor& grad_out) override;
   void sddmm_dot(const Tensor& out, const Tensor& a_index, const Tensor& a, const Tensor& b_index,
                  const Tensor& b) override;
   void segment_softmax(const Tensor& out, const Tensor& offsets, const Tensor& scores) override;

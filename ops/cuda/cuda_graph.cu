@@ -1,8 +1,8 @@
-// The CUDA message-passing kernels, the CPU's (ops/cpu/cpu_graph.cpp) on a GPU: SpMM with one
-// thread per (row, feature) walking the row's edges in stored order, the edge-wise dot with one
-// thread per edge, and the segment softmax with one thread per (segment, head). No atomics: the
-// same bits on every run. Rows with many edges are walked by one thread each; a warp-per-row
-// variant for wide rows is future work.
+// The CUDA message-passing kernels, the CPU's (ops/cpu/cpu_graph.cpp) on a GPU: SpMM (sum, max/min
+// with arg) and its gathered max/min gradient with one thread per (row, feature) walking the row's
+// edges in stored order, the edge-wise dot with one thread per (edge, head), and the segment softmax with one
+// thread per (segment, head). No atomics: the same bits on every run. Rows with many edges are walked by one
+// thread each; a warp-per-row variant for wide rows is future work.
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_device_utils.cuh"
@@ -13,27 +13,58 @@ namespace {
 
 template <class T, class I, class W>
 __global__ void spmm_kernel(T* out, const int64_t* off, const I* idx, const T* w, const W* widx, const T* x,
-                            int64_t R, int64_t F) {
+                            int64_t R, int64_t F, int64_t H) {
   STRATA_GRID_STRIDE(i, R * F) {
-    const int64_t r = i / F, f = i % F;
+    const int64_t r = i / F, f = i % F, h = f / (F / H);
     T acc = T(0);
     for (int64_t k = off[r]; k < off[r + 1]; ++k) {
       const T v = x[int64_t(idx[k]) * F + f];
-      acc = w ? acc + w[widx ? int64_t(widx[k]) : k] * v : acc + v;
+      acc = w ? acc + w[(widx ? int64_t(widx[k]) : k) * H + h] * v : acc + v;
     }
     out[i] = acc;
   }
 }
 
+template <class T, class I, class W>
+__global__ void spmm_extreme_kernel(T* out, int64_t* arg, const int64_t* off, const I* idx, const W* widx,
+                                    const T* x, int64_t R, int64_t F, bool minimum) {
+  STRATA_GRID_STRIDE(i, R * F) {
+    const int64_t r = i / F, f = i % F;
+    T best = T(0);
+    int64_t at = -1;
+    for (int64_t k = off[r]; k < off[r + 1]; ++k) {
+      const T v = x[int64_t(idx[k]) * F + f];
+      if (at < 0 || (minimum ? v < best : v > best)) best = v, at = widx ? int64_t(widx[k]) : k;
+    }
+    out[i] = best;
+    arg[i] = at;
+  }
+}
+
+template <class T, class P, class Q>
+__global__ void spmm_extreme_backward_kernel(T* gx, const int64_t* off, const P* pos, const Q* rows,
+                                             const int64_t* arg, const T* g, int64_t N, int64_t F) {
+  STRATA_GRID_STRIDE(i, N * F) {
+    const int64_t n = i / F, f = i % F;
+    T acc = T(0);
+    for (int64_t k = off[n]; k < off[n + 1]; ++k) {
+      const int64_t r = int64_t(rows[k]);
+      if (arg[r * F + f] == int64_t(pos[k])) acc += g[r * F + f];
+    }
+    gx[i] = acc;
+  }
+}
+
 template <class T, class IA, class IB>
 __global__ void sddmm_dot_kernel(T* out, const IA* ai, const T* a, const IB* bi, const T* b, int64_t E,
-                                 int64_t F) {
-  STRATA_GRID_STRIDE(k, E) {
-    const T* x = a + int64_t(ai[k]) * F;
-    const T* y = b + int64_t(bi[k]) * F;
+                                 int64_t F, int64_t H) {
+  STRATA_GRID_STRIDE(i, E * H) {
+    const int64_t k = i / H, h = i % H, C = F / H;
+    const T* x = a + int64_t(ai[k]) * F + h * C;
+    const T* y = b + int64_t(bi[k]) * F + h * C;
     T s = T(0);
-    for (int64_t f = 0; f < F; ++f) s += x[f] * y[f];
-    out[k] = s;
+    for (int64_t c = 0; c < C; ++c) s += x[c] * y[c];
+    out[i] = s;
   }
 }
 
@@ -84,6 +115,9 @@ void CudaBackend::spmm(const Tensor& out, const Tensor& offsets, const Tensor& i
                        const Tensor& weight_index, const Tensor& x) {
   const int dev = check_on_device("spmm", {&out, &offsets, &indices, &weights, &weight_index, &x});
   const int64_t R = out.size(0), F = x.size(1);
+  const int64_t H = weights.defined() && weights.dim() == 2 ? weights.size(1) : 1;
+  STRATA_CHECK(H >= 1 && F % H == 0, ShapeError, "spmm: weights ", weights.str(),
+               " must be [E] or [E, H] with H dividing ", F);
   if (R * F == 0) return;
   context(dev);
   DeviceGuard guard(dev);
@@ -94,7 +128,7 @@ void CudaBackend::spmm(const Tensor& out, const Tensor& offsets, const Tensor& i
       auto launch = [&](auto widx) {
         spmm_kernel<<<grid_for(R * F), kThreads, 0, compute_stream()>>>(
             static_cast<T*>(out.data_ptr()), offsets.data<int64_t>(), idx, w, widx,
-            static_cast<const T*>(x.data_ptr()), R, F);
+            static_cast<const T*>(x.data_ptr()), R, F, H);
       };
       if (weight_index.defined())
         with_index(weight_index, launch);
@@ -105,20 +139,68 @@ void CudaBackend::spmm(const Tensor& out, const Tensor& offsets, const Tensor& i
   STRATA_CUDA_CHECK_LAUNCH("spmm ", out.str());
 }
 
+void CudaBackend::spmm_extreme(const Tensor& out, const Tensor& arg, const Tensor& offsets,
+                               const Tensor& indices, const Tensor& weight_index, const Tensor& x,
+                               bool minimum) {
+  const int dev = check_on_device("spmm_extreme", {&out, &arg, &offsets, &indices, &weight_index, &x});
+  const int64_t R = out.size(0), F = x.size(1);
+  if (R * F == 0) return;
+  context(dev);
+  DeviceGuard guard(dev);
+  with_float(x, "spmm_extreme", [&](auto tf) {
+    using T = decltype(tf);
+    with_index(indices, [&](auto idx) {
+      auto launch = [&](auto widx) {
+        spmm_extreme_kernel<<<grid_for(R * F), kThreads, 0, compute_stream()>>>(
+            static_cast<T*>(out.data_ptr()), arg.data<int64_t>(), offsets.data<int64_t>(), idx, widx,
+            static_cast<const T*>(x.data_ptr()), R, F, minimum);
+      };
+      if (weight_index.defined())
+        with_index(weight_index, launch);
+      else
+        launch(static_cast<const int64_t*>(nullptr));
+    });
+  });
+  STRATA_CUDA_CHECK_LAUNCH("spmm_extreme ", out.str());
+}
+
+void CudaBackend::spmm_extreme_backward(const Tensor& grad_x, const Tensor& offsets, const Tensor& positions,
+                                        const Tensor& rows, const Tensor& arg, const Tensor& grad_out) {
+  const int dev =
+      check_on_device("spmm_extreme_backward", {&grad_x, &offsets, &positions, &rows, &arg, &grad_out});
+  const int64_t N = grad_x.size(0), F = grad_out.size(1);
+  if (N * F == 0) return;
+  context(dev);
+  DeviceGuard guard(dev);
+  with_float(grad_out, "spmm_extreme_backward", [&](auto tf) {
+    using T = decltype(tf);
+    with_index(positions, [&](auto pos) {
+      with_index(rows, [&](auto rw) {
+        spmm_extreme_backward_kernel<<<grid_for(N * F), kThreads, 0, compute_stream()>>>(
+            static_cast<T*>(grad_x.data_ptr()), offsets.data<int64_t>(), pos, rw, arg.data<int64_t>(),
+            static_cast<const T*>(grad_out.data_ptr()), N, F);
+      });
+    });
+  });
+  STRATA_CUDA_CHECK_LAUNCH("spmm_extreme_backward ", grad_x.str());
+}
+
 void CudaBackend::sddmm_dot(const Tensor& out, const Tensor& a_index, const Tensor& a, const Tensor& b_index,
                             const Tensor& b) {
   const int dev = check_on_device("sddmm_dot", {&out, &a_index, &a, &b_index, &b});
-  const int64_t E = out.numel(), F = a.size(1);
-  if (E == 0) return;
+  const int64_t E = out.size(0), F = a.size(1), H = out.dim() == 2 ? out.size(1) : 1;
+  STRATA_CHECK(H >= 1 && F % H == 0, ShapeError, "sddmm_dot: out ", out.str(),
+               " must be [E] or [E, H] with H dividing ", F);
+  if (E * H == 0) return;
   context(dev);
   DeviceGuard guard(dev);
   with_float(a, "sddmm_dot", [&](auto tf) {
     using T = decltype(tf);
     with_index(a_index, [&](auto ai) {
       with_index(b_index, [&](auto bi) {
-        sddmm_dot_kernel<<<grid_for(E), kThreads, 0, compute_stream()>>>(
+        sddmm_dot_kernel<<<grid_for(E * H), kThreads, 0, compute_stream()>>>(
             static_cast<T*>(out.data_ptr()), ai, static_cast<const T*>(a.data_ptr()), bi,
-            static_cast<const T*>(b.data_ptr()), E, F);
+            static_cast<const T*>(b.data_ptr()), E, F, H);
       });
     });
   });

@@ -171,12 +171,14 @@ void Graph::edges_by_id(std::vector<int64_t>* src, std::vector<int64_t>* dst, st
 }
 
 Tensor Graph::in_degrees() const {
+  if (device().is_meta()) return Tensor::empty({num_nodes()}, DType::i64, device());  // shapes only
   std::vector<int64_t> deg(size_t(num_nodes()), 0);
   for (int64_t v : dst_.to(kCPU).to_vector<int64_t>()) ++deg[size_t(v)];
   return from_vector(deg, {num_nodes()}, TensorOptions(DType::i64)).to(device());
 }
 
 Tensor Graph::out_degrees() const {
+  if (device().is_meta()) return Tensor::empty({num_nodes()}, DType::i64, device());
   std::vector<int64_t> deg(size_t(num_nodes()), 0);
   for (int64_t u : src_.to(kCPU).to_vector<int64_t>()) ++deg[size_t(u)];
   return from_vector(deg, {num_nodes()}, TensorOptions(DType::i64)).to(device());

@@ -71,6 +71,10 @@ class MetaBackend final : public Backend {
   void pool2d(const Tensor&, const Tensor&, const Tensor&, const Pool2dParams&) override {}
   void spmm(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
             const Tensor&) override {}
+  void spmm_extreme(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                    bool) override {}
+  void spmm_extreme_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                             const Tensor&) override {}
   void sddmm_dot(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&) override {}
   void segment_softmax(const Tensor&, const Tensor&, const Tensor&) override {}
   void segment_softmax_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&) override {}

@@ -174,6 +174,14 @@ class SimBackend final : public Backend {
             const Tensor& weight_index, const Tensor& x) override {
     cpu_.spmm(out, offsets, indices, weights, weight_index, x);
   }
+  void spmm_extreme(const Tensor& out, const Tensor& arg, const Tensor& offsets, const Tensor& indices,
+                    const Tensor& weight_index, const Tensor& x, bool minimum) override {
+    cpu_.spmm_extreme(out, arg, offsets, indices, weight_index, x, minimum);
+  }
+  void spmm_extreme_backward(const Tensor& grad_x, const Tensor& offsets, const Tensor& positions,
+                             const Tensor& rows, const Tensor& arg, const Tensor& grad_out) override {
+    cpu_.spmm_extreme_backward(grad_x, offsets, positions, rows, arg, grad_out);
+  }
   void sddmm_dot(const Tensor& out, const Tensor& a_index, const Tensor& a, const Tensor& b_index,
                  const Tensor& b) override {
     cpu_.sddmm_dot(out, a_index, a, b_index, b);

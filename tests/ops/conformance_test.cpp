@@ -44,7 +44,10 @@
 #include "strata/core/generator.h"
 #include "strata/core/op_observer.h"
 #include "strata/core/philox.h"
+#include "strata/ops/graph_ops.h"
+#include "strata/ops/segment_ops.h"
 #include "support/conv_reference.h"
+#include "support/graph_reference.h"
 #include "support/op_case.h"
 
 // The fused attention kernel joins the table when its op exists.
@@ -589,6 +592,73 @@ std::vector<OpCase> build_table() {
     pool("adaptive_avg_pool2d.odd_T", in({1, 2, 7, 5}).T(), ao,
          [](const Tensor& x) { return ops::adaptive_avg_pool2d(x, {3, 2}); });
   }
+
+  // ---- message passing and segments: 6 nodes, a duplicate edge (0->1 twice), a self loop (3->3),
+  // node 5 isolated, node 4 only a source. The graph follows the op's inputs to their device. ----
+  {
+    static const Graph g6 =
+        Graph::from_edges(6, ops::from_vector(std::vector<int64_t>{0, 0, 2, 3, 4, 1, 4, 2}, {8}),
+                          ops::from_vector(std::vector<int64_t>{1, 1, 1, 3, 0, 2, 2, 0}, {8}));
+    const std::vector<int64_t> gs = g6.src().to_vector<int64_t>(), gd = g6.dst().to_vector<int64_t>();
+    auto G = [](const Tensor& t) { return g6.to(t.device()); };
+    t.add("gspmm.sum_w", {in({6, 3}), in({8})}, OP(ops::gspmm(G(x[0]), x[0], x[1])),
+          REF(R::gspmm(gs, gd, 6, r[0], &r[1], "sum")));
+    t.add("gspmm.mean_T", {in({6, 3}).T()}, OP(ops::gspmm(G(x[0]), x[0], Tensor(), "mean")),
+          REF(R::gspmm(gs, gd, 6, r[0], nullptr, "mean")));
+    t.add("gspmm.max", {in({6, 4})}, OP(ops::gspmm(G(x[0]), x[0], Tensor(), "max")),
+          REF(R::gspmm(gs, gd, 6, r[0], nullptr, "max")));
+    t.add("gspmm.min_step", {in({6, 3}).step()}, OP(ops::gspmm(G(x[0]), x[0], Tensor(), "min")),
+          REF(R::gspmm(gs, gd, 6, r[0], nullptr, "min")));
+    t.add("gspmm.heads", {in({6, 2, 3}), in({8, 2})}, OP(ops::gspmm(G(x[0]), x[0], x[1])),
+          REF(R::gspmm(gs, gd, 6, r[0], &r[1], "sum")));
+    auto ends = [gs, gd](const Ref& a, const std::string& ta, const Ref& b, const std::string& tb) {
+      auto pick = [&](const Ref& v, const std::string& tv) {
+        return tv == "e" ? v : R::gather_rows(v, tv == "u" ? gs : gd);
+      };
+      return std::make_pair(pick(a, ta), pick(b, tb));
+    };
+    t.add("gsddmm.add_uv", {in({6, 2}), in({6, 2})}, OP(ops::gsddmm(G(x[0]), "add", x[0], x[1], "u", "v")),
+          [ends](const Refs& r) -> Refs {
+            auto [a, b] = ends(r[0], "u", r[1], "v");
+            return {R::zip(a, b, std::plus<>())};
+          });
+    t.add("gsddmm.mul_ue", {in({6, 3}), in({8, 3}).T()},
+          OP(ops::gsddmm(G(x[0]), "mul", x[0], x[1], "u", "e")), [ends](const Refs& r) -> Refs {
+            auto [a, b] = ends(r[0], "u", r[1], "e");
+            return {R::zip(a, b, std::multiplies<>())};
+          });
+    t.add("gsddmm.sub_ve", {in({6, 1}), in({8, 3})}, OP(ops::gsddmm(G(x[0]), "sub", x[0], x[1], "v", "e")),
+          [ends](const Refs& r) -> Refs {
+            auto [a, b] = ends(r[0], "v", r[1], "e");
+            return {R::zip(a, b, std::minus<>())};
+          });
+    t.add("gsddmm.dot_heads", {in({6, 2, 3}), in({6, 2, 3})},
+          OP(ops::gsddmm(G(x[0]), "dot", x[0], x[1], "v", "u")), [ends](const Refs& r) -> Refs {
+            auto [a, b] = ends(r[0], "v", r[1], "u");
+            return {R::sum(R::zip(a, b, std::multiplies<>()), {2})};
+          });
+    t.add("gsddmm.dot_ev", {in({8, 4}), in({6, 4})}, OP(ops::gsddmm(G(x[0]), "dot", x[0], x[1], "e", "v")),
+          [ends](const Refs& r) -> Refs {
+            auto [a, b] = ends(r[0], "e", r[1], "v");
+            return {R::sum(R::zip(a, b, std::multiplies<>()), {1})};
+          });
+    t.add("edge_softmax.heads", {in({8, 2})}, OP(ops::edge_softmax(G(x[0]), x[0])),
+          [gd](const Refs& r) -> Refs {
+            Ref e = R::map(r[0], [](double v) { return std::exp(v); });
+            Ref den = R::gather_rows(R::scatter_rows(e, gd, 6, "sum"), gd);
+            return {R::zip(e, den, std::divides<>())};
+          });
+  }
+  for (const char* red : {"sum", "mean", "max", "min"}) {
+    const std::string rd = red;
+    t.add("segment_reduce." + rd, {in({7, 3}), idx({5}, 8, {0, 2, 2, 5, 7})},
+          OP(ops::segment_reduce(x[0], x[1], rd)), REF(R::scatter_rows(r[0], R::segment_ids(r[1]), 4, rd)));
+    t.add("scatter_reduce_rows." + rd, {in({6, 2, 2}).T(), idx({6}, 4, {3, 0, 3, 1, 3, 0})},
+          OP(ops::scatter_reduce_rows(x[0], x[1], 5, rd)),
+          REF(R::scatter_rows(r[0], R::as_ids(r[1]), 5, rd)));
+  }
+  t.add("gather_rows.T", {in({5, 3}).T(), idx({6}, 5, {4, 0, 4, 2, 1, 4})}, OP(ops::gather_rows(x[0], x[1])),
+        REF(R::gather_rows(r[0], R::as_ids(r[1]))));
 
   // ---- sizes past the CPU's parallel grain (32768 elements): OpenMP chunks start mid-row ----
   t.add("large.add_T_bcast", {in({181, 203}).T(), in({203})}, OP(ops::add(x[0], x[1])),

@@ -189,3 +189,83 @@ TEST(GraphOpsCuda, KernelsMatchTheCpu) {
   expect_near(ops::edge_softmax(gc, s.to(cuda(0))).to_double_vector(),
               ops::edge_softmax(g, s).to_double_vector(), 1e-6);
 }
+
+TEST(GraphOps, MaxAggregationRecordsTheWinningEdgeAndIsThreadCountIndependent) {
+  const int64_t N = 2000, E = 30000, F = 8;
+  std::vector<int64_t> s(E), d(E);
+  uint64_t st = 777;
+  for (int64_t e = 0; e < E; ++e) {
+    st = st * 6364136223846793005ull + 1442695040888963407ull;
+    s[size_t(e)] = int64_t((st >> 33) % uint64_t(N));
+    d[size_t(e)] = int64_t((st >> 17) % uint64_t(N / 8));
+  }
+  Graph g = Graph::from_edges(N, ids(s), ids(d));
+  // Few distinct values: many ties, which the first edge in CSC order must win every time.
+  std::vector<float> xv(size_t(N * F));
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = float((i * 7919) % 5) - 2.0f;
+  Tensor x = ops::from_vector(xv, {N, F}).set_requires_grad(true);
+  auto run = [&](int threads) {
+    omp_set_num_threads(threads);
+    Tensor y = ops::gspmm(g, x, Tensor(), "max");
+    Tensor gx = autograd::grad({ops::sum(ops::mul(y, y))}, {x})[0];
+    omp_set_num_threads(2);
+    return std::make_pair(y.to_double_vector(), gx.to_double_vector());
+  };
+  const auto one = run(1), two = run(2);
+  EXPECT_EQ(one.first, two.first);
+  EXPECT_EQ(one.second, two.second);
+  // Every destination's gradient lands on exactly one source per feature: the column sums of the
+  // gradient equal those of 2 y over the nodes with in-edges.
+  const std::vector<double> y = one.first;
+  for (int64_t f = 0; f < F; ++f) {
+    double want = 0, got = 0;
+    for (int64_t v = 0; v < N; ++v) want += 2 * y[size_t(v * F + f)], got += one.second[size_t(v * F + f)];
+    EXPECT_NEAR(got, want, 1e-3);
+  }
+  EXPECT_THROW(ops::gspmm(g, x, values({E}, 22, DType::f32), "max"), ValueError);
+}
+
+TEST(GraphOps, TypedGraphsTakeTheMaximumOverEveryRelation) {
+  std::vector<Relation> rels{{0, "writes", 1}, {1, "cites", 1}};
+  Tensor src = ids({0, 3, 1, 4, 2, 0}), dst = ids({3, 4, 5, 5, 3, 6}), rel = ids({0, 1, 0, 1, 0, 0});
+  Graph typed = Graph::from_typed_edges({"author", "paper"}, {3, 4}, rels, src, dst, rel);
+  Graph flat = Graph::from_edges(7, src, dst);
+  Tensor x = values({7, 3}, 23).set_requires_grad(true);
+  Tensor yt = ops::gspmm(typed, x, Tensor(), "max"), yf = ops::gspmm(flat, x, Tensor(), "max");
+  expect_near(yt.to_double_vector(), yf.to_double_vector(), 0);
+  expect_near(autograd::grad({ops::sum(yt)}, {x})[0].to_double_vector(),
+              autograd::grad({ops::sum(yf)}, {x})[0].to_double_vector(), 0);
+  check_gradient([&] { return ops::gspmm(typed, x, Tensor(), "min"); }, x);
+}
+
+TEST(GraphOps, HeadsWeighTheirOwnFeatureBlocks) {
+  Graph g = graph();
+  Tensor x = values({6, 2, 3}, 24).set_requires_grad(true),
+         w = values({g.num_edges(), 2}, 25).set_requires_grad(true);
+  // Head h of a [N, 2, 3] input with weights [E, 2] equals a one-head gspmm of its slice.
+  Tensor y = ops::gspmm(g, x, w);
+  for (int64_t h = 0; h < 2; ++h) {
+    Tensor want = ops::gspmm(g, ops::contiguous(ops::select(x, 1, h)), ops::contiguous(ops::select(w, 1, h)));
+    expect_near(ops::contiguous(ops::select(y, 1, h)).to_double_vector(), want.to_double_vector(), 1e-12);
+  }
+  check_gradient([&] { return ops::gspmm(g, x, w); }, w);
+  check_gradient([&] { return ops::gsddmm(g, "dot", x, x, "u", "v"); }, x);
+  EXPECT_THROW(ops::gspmm(g, values({6, 5}, 26), values({g.num_edges(), 2}, 27)), ShapeError);
+  EXPECT_THROW(ops::gsddmm(g, "pow", x, x), ValueError);
+  EXPECT_THROW(ops::gsddmm(g, "add", x, x, "u", "w"), ValueError);
+}
+
+TEST(SegmentOps, BadIndicesAndOffsetsNameWhatIsWrong) {
+  Tensor x = values({4, 2}, 28);
+  try {
+    ops::gather_rows(x, ids({0, 7}));
+    FAIL() << "no IndexError";
+  } catch (const IndexError& e) {
+    EXPECT_NE(std::string(e.what()).find("index[1] = 7 is outside [0, 4)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ops::scatter_reduce_rows(x, ids({0, 1, 2}), 3, "sum"), ShapeError);
+  EXPECT_THROW(ops::scatter_reduce_rows(x, ids({0, 1, 2, 3}), 3, "sum"), IndexError);
+  EXPECT_THROW(ops::scatter_reduce_rows(x, ids({0, 1, 2, 0}), 3, "prod"), ValueError);
+  EXPECT_THROW(ops::segment_reduce(x, ids({0, 3, 2, 4}), "sum"), ValueError);
+  EXPECT_THROW(ops::segment_reduce(x, ids({0, 2, 3}), "sum"), ValueError);
+}

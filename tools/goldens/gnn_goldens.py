@@ -1,7 +1,8 @@
 """PyTorch Geometric fixtures for the graph convolutions (tests/goldens/gnn/gnn_layers.safetensors):
-GCNConv and SAGEConv in float64 on a small odd-sized graph with an isolated node, self loops and
+GCNConv, SAGEConv and GATConv (dropout 0) in float64 on a small odd-sized graph with an isolated node, self loops and
 duplicate edges, for each option tests/models/gnn_conv_test.cpp checks: each layer's parameters
-(exactly float32 values), output, the loss sum(out * seed), and the gradients of every parameter
+(exactly float32 values), output, the loss sum(out * seed) (seed: the case's own where its
+output width differs), and the gradients of every parameter
 and of x. Run by hand in a virtualenv with torch and torch-geometric from PyPI:
 
     python tools/goldens/gnn_goldens.py tests/goldens/gnn/gnn_layers.safetensors
@@ -9,7 +10,7 @@ and of x. Run by hand in a virtualenv with torch and torch-geometric from PyPI:
 import json, os, sys
 import torch
 import torch_geometric
-from torch_geometric.nn import GCNConv, SAGEConv
+from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from golden_file import write_safetensors, as_f32_exact  # noqa: E402
@@ -23,6 +24,8 @@ extra = torch.tensor([[0, 0, 2, 5, 5], [1, 1, 2, 5, 5]])
 edge_index = torch.cat([torch.stack([src, dst]), extra], dim=1)
 x0 = torch.randn(N, F_IN).float().double()
 seed = torch.randn(N, F_OUT).float().double()
+E_DIM = 3
+edge_attr = torch.randn(edge_index.size(1), E_DIM).float().double()  # input edge order
 
 cases = {
     "gcn": lambda: GCNConv(F_IN, F_OUT),
@@ -32,13 +35,25 @@ cases = {
     "sage_sum": lambda: SAGEConv(F_IN, F_OUT, aggr="sum"),
     "sage_no_root": lambda: SAGEConv(F_IN, F_OUT, root_weight=False),
     "sage_normalize": lambda: SAGEConv(F_IN, F_OUT, normalize=True),
+    "sage_max": lambda: SAGEConv(F_IN, F_OUT, aggr="max"),
+    "gat": lambda: GATConv(F_IN, F_OUT),
+    "gat_heads": lambda: GATConv(F_IN, 4, heads=3),
+    "gat_mean": lambda: GATConv(F_IN, 4, heads=3, concat=False),
+    "gat_slope_no_loops": lambda: GATConv(F_IN, F_OUT, heads=2, negative_slope=0.1, add_self_loops=False),
+    "gat_edge": lambda: GATConv(F_IN, 4, heads=2, edge_dim=E_DIM),
+    "gat_edge_no_loops": lambda: GATConv(F_IN, 4, heads=2, edge_dim=E_DIM, add_self_loops=False),
+    "gat_residual": lambda: GATConv(F_IN, 4, heads=2, residual=True, bias=False),
 }
-tensors = {"edge_index": edge_index, "x": x0, "seed": seed}
+tensors = {"edge_index": edge_index, "x": x0, "seed": seed, "edge_attr": edge_attr}
 for name, make in cases.items():
     layer = as_f32_exact(make())
     x = x0.clone().requires_grad_(True)
-    out = layer(x, edge_index)
-    loss = (out * seed).sum()
+    out = layer(x, edge_index, edge_attr=edge_attr) if "edge" in name else layer(x, edge_index)
+    case_seed = seed
+    if out.shape != seed.shape:
+        case_seed = torch.randn(out.shape).float().double()
+        tensors[f"{name}.seed"] = case_seed
+    loss = (out * case_seed).sum()
     loss.backward()
     tensors[f"{name}.out"] = out.detach()
     tensors[f"{name}.loss"] = loss.detach().reshape(1)

@@ -4,6 +4,7 @@
 //   Tensor h = ops::gspmm(g, x, g.symmetric_norm());       // GCN's propagation: sum_u w_uv x_u
 //   Tensor m = ops::gspmm(g, x, Tensor(), "mean");         // SAGE's mean aggregation
 //   Tensor s = ops::gsddmm_dot(g, q, k);                   // <q_u, k_v> on every edge (u, v)
+//   Tensor p = ops::gspmm(g, x, Tensor(), "max");          // SAGE's max aggregation
 //
 // The kernels visit each destination's (backward: each source's, through the graph's CSR) edges in
 // a fixed order: the same bits for any thread count, no atomics, no per-edge message tensors.
@@ -16,14 +17,29 @@
 
 namespace strata::ops {
 
-// out[v] = sum over v's in-edges e = (u, v) of w[e] * x[u] (`edge_weight` [E] undefined: 1), for
-// x [N, F] -> [N, F]. reduce "mean" divides by v's in-degree (rows without in-edges are 0). A
-// typed graph aggregates over every relation. Differentiable in x and edge_weight.
+// out[v] = sum over v's in-edges e = (u, v) of w[e] * x[u] (`edge_weight` undefined: 1), for x
+// [N, ...] -> [N, ...]. edge_weight is [E], or [E, H] for H heads: head h weighs the h-th of H equal
+// blocks of x's flattened features (x [N, H, C] with attention weights [E, H], as GAT does).
+// reduce "mean" divides by v's in-degree; "max" and "min" take the extreme per feature (no edge
+// weights; the gradient goes to the first edge reaching it). Nodes without in-edges get 0. A typed
+// graph aggregates over every relation. Differentiable in x and edge_weight.
 Tensor gspmm(const Graph& g, const Tensor& x, const Tensor& edge_weight = Tensor(),
              const std::string& reduce = "sum");
 
 // out[e] = <a[u], b[v]> for every edge e = (u, v): a, b [N, F] -> [E]. Differentiable in a and b.
 Tensor gsddmm_dot(const Graph& g, const Tensor& a, const Tensor& b);
+
+// A value per edge e = (u, v) from source ("u"), edge ("e", [E, ...] in CSC order) and destination
+// ("v") data: lhs op rhs with op add, sub, mul, div (broadcasting as the elementwise ops do) or dot
+// (over the last dimension: [N, H, C] u and v data give [E, H] without gathering [E, H, C]).
+//   ops::gsddmm(g, "add", alpha_src, alpha_dst, "u", "v")   // GAT's a_u + a_v per edge and head
+Tensor gsddmm(const Graph& g, const std::string& op, const Tensor& lhs, const Tensor& rhs,
+              const std::string& lhs_target = "u", const std::string& rhs_target = "v");
+
+// Rows of node data x [N, ...] per edge in CSC order: x[src e] and x[dst e], [E, ...]. Their
+// gradients sum each node's out- (in-) edges in order, without atomics.
+Tensor gather_src(const Graph& g, const Tensor& x);
+Tensor gather_dst(const Graph& g, const Tensor& x);
 
 // Softmax of edge scores [E] or [E, H] (H heads) over each destination's in-edges, as DGL's
 // edge_softmax and PyG's softmax(src, index=dst); on a typed graph over each relation's in-edges of

@@ -216,14 +216,26 @@ class Backend {
 
   // ---- Message passing over a compressed graph (ops/graph_ops.h). Deterministic: each output row
   // or edge is summed in a fixed order, no atomics. Default: not implemented. ----
-  // For every row r of out [R, F]: out[r] = sum over k in [offsets[r], offsets[r + 1]) of
-  // w(k) * x[indices[k]], with w(k) = weights[weight_index[k]] (weight_index undefined: weights[k];
-  // weights undefined: 1). offsets i64 [R + 1]; indices and weight_index i32 or i64; x [N, F], out,
-  // weights (1-D) of x's floating dtype; all contiguous.
+  // For every row r of out [R, F]: out[r, f] = sum over k in [offsets[r], offsets[r + 1]) of
+  // w(k, h) * x[indices[k], f], with w(k, h) = weights[weight_index[k], h] (weight_index undefined:
+  // weights[k, h]; weights undefined: 1). weights is [E] (one per edge) or [E, H] (one per edge and
+  // head; head h owns the columns [h F/H, (h + 1) F/H)). offsets i64 [R + 1]; indices and
+  // weight_index i32 or i64; x [N, F], out and weights of x's floating dtype; all contiguous.
   virtual void spmm(const Tensor& out, const Tensor& offsets, const Tensor& indices, const Tensor& weights,
                     const Tensor& weight_index, const Tensor& x);
-  // For every edge k: out[k] = sum over f of a[a_index[k], f] * b[b_index[k], f]; out [E], a [Na, F],
-  // b [Nb, F] of one floating dtype, contiguous.
+  // The extreme instead of the sum: out[r, f] = max (minimum: min) over k in row r's range of
+  // x[indices[k], f], and arg[r, f] (i64 [R, F]) = the first k reaching it, given as
+  // weight_index[k] (undefined: k); an empty row writes 0 and arg -1.
+  virtual void spmm_extreme(const Tensor& out, const Tensor& arg, const Tensor& offsets,
+                            const Tensor& indices, const Tensor& weight_index, const Tensor& x, bool minimum);
+  // spmm_extreme's gradient, gathered through the transpose: for every row r of grad_x [N, F],
+  // grad_x[r, f] = sum over k in [offsets[r], offsets[r + 1]) with arg[rows[k], f] == positions[k] of
+  // grad_out[rows[k], f]. offsets i64 [N + 1]; positions, rows i32 or i64 [K]; arg i64 [R, F].
+  virtual void spmm_extreme_backward(const Tensor& grad_x, const Tensor& offsets, const Tensor& positions,
+                                     const Tensor& rows, const Tensor& arg, const Tensor& grad_out);
+  // For every edge k and head h: out[k, h] = sum over f of head h's columns of
+  // a[a_index[k], f] * b[b_index[k], f]; out [E] (one head) or [E, H], a [Na, F], b [Nb, F] of one
+  // floating dtype, contiguous.
   virtual void sddmm_dot(const Tensor& out, const Tensor& a_index, const Tensor& a, const Tensor& b_index,
                          const Tensor& b);
 

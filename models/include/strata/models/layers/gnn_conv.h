@@ -10,6 +10,7 @@
 #include <string>
 
 #include "strata/models/layers/linear.h"
+#include "strata/models/layers/self_loop_cache.h"
 #include "strata/nn/module.h"
 #include "strata/ops/graph.h"
 
@@ -39,10 +40,11 @@ class GCNConv : public Module {
   GCNConvOptions options_;
   Graph cached_graph_;
   Tensor cached_norm_;
+  SelfLoopCache loops_;
 };
 
 struct SAGEConvOptions {
-  std::string aggr = "mean";  // "mean" or "sum"
+  std::string aggr = "mean";  // "mean", "sum", "max" or "min" (nodes without in-edges: 0)
   bool normalize = false;     // L2-normalise each output row
   bool root_weight = true;    // add lin_r(x)
   bool bias = true;           // lin_l's bias
