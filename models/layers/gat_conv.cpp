@@ -4,6 +4,7 @@
 
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/memory_stats.h"
+#include "strata/models/layers/gnn_conv.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
 #include "strata/ops/graph_ops.h"
@@ -64,7 +65,7 @@ void GATConv::reset_parameters() {
   if (bias.defined()) bias.zero_();
 }
 
-Tensor GATConv::forward(const Graph& g, const Tensor& x, const Tensor& edge_attr) {
+Tensor GATConv::forward(const Graph& g, const Tensor& x, const Tensor& edge_attr, int64_t num_dst) {
   ModuleScope scope(*this);
   const int64_t N = x.size(0), H = options_.heads, C = out_channels_;
   STRATA_CHECK(!edge_attr.defined() || lin_edge, ValueError, "GATConv: edge_attr ", edge_attr.str(),
@@ -109,9 +110,10 @@ Tensor GATConv::forward(const Graph& g, const Tensor& x, const Tensor& edge_attr
   alpha = ops::where(ops::gt(alpha, 0.0), alpha, ops::mul(alpha, options_.negative_slope));  // LeakyReLU
   alpha = ops::edge_softmax(graph, alpha);
   if (options_.dropout > 0 && is_training()) alpha = ops::dropout(alpha, options_.dropout, true);
-  Tensor out = ops::gspmm(graph, h, alpha);  // [N, H, C]
-  out = options_.concat ? ops::reshape(out, {N, H * C}) : ops::mean(out, {1});
-  if (res) out = ops::add(out, (*res)(x));
+  Tensor out = first_rows(ops::gspmm(graph, h, alpha), num_dst);  // [rows, H, C]
+  const int64_t rows = out.size(0);
+  out = options_.concat ? ops::reshape(out, {rows, H * C}) : ops::mean(out, {1});
+  if (res) out = ops::add(out, (*res)(first_rows(x, num_dst)));
   return bias.defined() ? ops::add(out, bias) : out;
 }
 

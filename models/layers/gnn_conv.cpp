@@ -13,6 +13,13 @@
 
 namespace strata::nn {
 
+Tensor first_rows(const Tensor& x, int64_t num_dst) {
+  if (num_dst < 0 || num_dst == x.size(0)) return x;
+  STRATA_CHECK(num_dst <= x.size(0), ShapeError, "num_dst ", num_dst, " is more than the ", x.size(0),
+               " rows");
+  return ops::narrow(x, 0, 0, num_dst);
+}
+
 GCNConv::GCNConv(int64_t in_channels, int64_t out_channels, GCNConvOptions options) : options_(options) {
   lin =
       register_module("lin", std::make_shared<Linear>(LinearOptions(in_channels, out_channels).bias(false)));
@@ -31,7 +38,7 @@ void GCNConv::reset_parameters() {
   if (bias.defined()) bias.zero_();
 }
 
-Tensor GCNConv::forward(const Graph& g, const Tensor& x, const Tensor& edge_weight) {
+Tensor GCNConv::forward(const Graph& g, const Tensor& x, const Tensor& edge_weight, int64_t num_dst) {
   ModuleScope scope(*this);
   Tensor h = (*lin)(x);
   Graph graph = g;
@@ -57,7 +64,7 @@ Tensor GCNConv::forward(const Graph& g, const Tensor& x, const Tensor& edge_weig
       if (options_.cached) cached_graph_ = graph, cached_norm_ = norm;
     }
   }
-  Tensor out = ops::gspmm(graph, h, norm);
+  Tensor out = first_rows(ops::gspmm(graph, h, norm), num_dst);
   return bias.defined() ? ops::add(out, bias) : out;
 }
 
@@ -72,10 +79,10 @@ SAGEConv::SAGEConv(int64_t in_channels, int64_t out_channels, SAGEConvOptions op
                             std::make_shared<Linear>(LinearOptions(in_channels, out_channels).bias(false)));
 }
 
-Tensor SAGEConv::forward(const Graph& g, const Tensor& x) {
+Tensor SAGEConv::forward(const Graph& g, const Tensor& x, int64_t num_dst) {
   ModuleScope scope(*this);
-  Tensor out = (*lin_l)(ops::gspmm(g, x, Tensor(), options_.aggr));
-  if (lin_r) out = ops::add(out, (*lin_r)(x));
+  Tensor out = (*lin_l)(first_rows(ops::gspmm(g, x, Tensor(), options_.aggr), num_dst));
+  if (lin_r) out = ops::add(out, (*lin_r)(first_rows(x, num_dst)));
   if (options_.normalize) {  // F.normalize(out, p=2, dim=-1, eps=1e-12)
     Tensor n = ops::sqrt(ops::sum(ops::mul(out, out), {-1}, /*keepdim=*/true));
     out = ops::div(out, ops::clamp(n, 1e-12, 1e300));

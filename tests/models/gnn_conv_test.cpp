@@ -59,7 +59,8 @@ void check_case(const std::string& name, Layer& layer, Forward forward) {
 TEST(GnnConv, GCNConvMatchesPyG) {
   Graph g = fixture_graph();
   nn::GCNConv gcn(7, 5);
-  check_case("gcn", gcn, [&](const Tensor& x) { return gcn.call(&nn::GCNConv::forward, g, x, Tensor()); });
+  check_case("gcn", gcn,
+             [&](const Tensor& x) { return gcn.call(&nn::GCNConv::forward, g, x, Tensor(), int64_t(-1)); });
   nn::GCNConv no_loops(7, 5, {.add_self_loops = false});
   check_case("gcn_no_loops", no_loops, [&](const Tensor& x) { return no_loops.forward(g, x); });
   nn::GCNConv plain(7, 5, {.normalize = false, .bias = false});
@@ -69,7 +70,8 @@ TEST(GnnConv, GCNConvMatchesPyG) {
 TEST(GnnConv, SAGEConvMatchesPyG) {
   Graph g = fixture_graph();
   nn::SAGEConv mean(7, 5);
-  check_case("sage_mean", mean, [&](const Tensor& x) { return mean.call(&nn::SAGEConv::forward, g, x); });
+  check_case("sage_mean", mean,
+             [&](const Tensor& x) { return mean.call(&nn::SAGEConv::forward, g, x, int64_t(-1)); });
   nn::SAGEConv sum(7, 5, {.aggr = "sum"});
   check_case("sage_sum", sum, [&](const Tensor& x) { return sum.forward(g, x); });
   nn::SAGEConv no_root(7, 5, {.root_weight = false});
@@ -84,7 +86,8 @@ TEST(GnnConv, GATConvMatchesPyG) {
   Graph g = fixture_graph();
   Tensor ea = fixture().tensor("edge_attr");
   nn::GATConv one(7, 5);
-  check_case("gat", one, [&](const Tensor& x) { return one.call(&nn::GATConv::forward, g, x, Tensor()); });
+  check_case("gat", one,
+             [&](const Tensor& x) { return one.call(&nn::GATConv::forward, g, x, Tensor(), int64_t(-1)); });
   nn::GATConv heads(7, 4, {.heads = 3});
   check_case("gat_heads", heads, [&](const Tensor& x) { return heads.forward(g, x); });
   nn::GATConv mean(7, 4, {.heads = 3, .concat = false});

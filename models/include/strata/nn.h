@@ -7,6 +7,8 @@
 #include "strata/models/layers/conv2d.h"
 #include "strata/models/layers/dropout.h"
 #include "strata/models/layers/embedding.h"
+#include "strata/models/layers/gat_conv.h"
+#include "strata/models/layers/gnn_conv.h"
 #include "strata/models/layers/layer_norm.h"
 #include "strata/models/layers/linear.h"
 #include "strata/models/layers/pooling.h"

@@ -12,6 +12,7 @@
 #include "strata/memory/tensor_cache.h"
 #include "strata/memory/trainer_cache.h"
 #include "strata/models/bert.h"
+#include "strata/models/gnn.h"
 #include "strata/nn.h"
 #include "strata/ops.h"
 #include "strata/optim.h"

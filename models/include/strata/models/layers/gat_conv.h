@@ -3,7 +3,7 @@
 // move between the two. Runs in its module scope, as a planner block when marked.
 //
 //   nn::GATConv conv(16, 8, {.heads = 8});
-//   Tensor h = conv.call(&nn::GATConv::forward, graph, x, Tensor());   // [N, 16] -> [N, 64]
+//   Tensor h = conv.forward(graph, x);   // [N, 16] -> [N, 64]
 #pragma once
 
 #include <memory>
@@ -34,8 +34,9 @@ class GATConv : public Module {
  public:
   GATConv(int64_t in_channels, int64_t out_channels, GATConvOptions options = {});
   // x [N, in]; edge_attr [E, edge_dim] (or [E] for edge_dim 1) in the graph's input edge order
-  // (Graph::edge_ids), or undefined. Returns [N, heads * out] (concat) or [N, out].
-  Tensor forward(const Graph& g, const Tensor& x, const Tensor& edge_attr = Tensor());
+  // (Graph::edge_ids), or undefined. Returns [N, heads * out] (concat) or [N, out]; num_dst >= 0:
+  // the first num_dst rows only (a message-flow graph's destinations).
+  Tensor forward(const Graph& g, const Tensor& x, const Tensor& edge_attr = Tensor(), int64_t num_dst = -1);
   void reset_parameters();
   const GATConvOptions& options() const { return options_; }
 

@@ -3,7 +3,7 @@
 // lin_r.weight). Each runs in its module scope, as a planner block when marked.
 //
 //   nn::GCNConv conv(16, 32);
-//   Tensor h = conv.call(&nn::GCNConv::forward, graph, x);   // x [N, 16] -> [N, 32]
+//   Tensor h = conv.call(&nn::GCNConv::forward, graph, x, Tensor(), int64_t(-1));  // [N, 16] -> [N, 32]
 #pragma once
 
 #include <memory>
@@ -15,6 +15,9 @@
 #include "strata/ops/graph.h"
 
 namespace strata::nn {
+
+// The first num_dst rows of x (all of them for num_dst < 0): a message-flow graph's destinations.
+Tensor first_rows(const Tensor& x, int64_t num_dst);
 
 struct GCNConvOptions {
   bool add_self_loops = true;  // PyG's add_remaining_self_loops: one loop per node, old loops dropped
@@ -29,8 +32,10 @@ class GCNConv : public Module {
  public:
   GCNConv(int64_t in_channels, int64_t out_channels, GCNConvOptions options = {});
   // x [N, in] -> [N, out]; edge_weight [E] (the graph's CSC order) or undefined: 1. With
-  // normalize and add_self_loops, weights are for the graph's edges and loops get 1.
-  Tensor forward(const Graph& g, const Tensor& x, const Tensor& edge_weight = Tensor());
+  // normalize and add_self_loops, weights are for the graph's edges and loops get 1. num_dst >= 0
+  // keeps the first num_dst rows only (a sampled message-flow graph's destinations; the degrees
+  // are the message-flow graph's).
+  Tensor forward(const Graph& g, const Tensor& x, const Tensor& edge_weight = Tensor(), int64_t num_dst = -1);
   void reset_parameters();
 
   std::shared_ptr<Linear> lin;
@@ -54,7 +59,9 @@ struct SAGEConvOptions {
 class SAGEConv : public Module {
  public:
   SAGEConv(int64_t in_channels, int64_t out_channels, SAGEConvOptions options = {});
-  Tensor forward(const Graph& g, const Tensor& x);
+  // x [N, in] -> [N, out]; num_dst >= 0: the first num_dst rows only (a message-flow graph's
+  // destinations), without transforming the other rows.
+  Tensor forward(const Graph& g, const Tensor& x, int64_t num_dst = -1);
 
   std::shared_ptr<Linear> lin_l, lin_r;
 

@@ -1,0 +1,86 @@
+#include "strata/models/gnn.h"
+
+#include "strata/core/error.h"
+#include "strata/models/layers/gat_conv.h"
+#include "strata/models/layers/gnn_conv.h"
+#include "strata/ops/elementwise.h"
+#include "strata/ops/nn.h"
+
+namespace strata::models {
+
+void GNNConfig::validate() const {
+  STRATA_CHECK(conv == "gcn" || conv == "sage" || conv == "gat", ValueError, "GNN: conv '", conv,
+               "' is not one of gcn, sage, gat");
+  STRATA_CHECK(in_channels > 0 && hidden_channels > 0 && num_classes > 0, ValueError, "GNN: in_channels ",
+               in_channels, ", hidden_channels ", hidden_channels, " and num_classes ", num_classes,
+               " must be positive");
+  STRATA_CHECK(num_layers >= 1, ValueError, "GNN: num_layers ", num_layers, " must be at least 1");
+  STRATA_CHECK(heads >= 1, ValueError, "GNN: heads ", heads, " must be at least 1");
+  STRATA_CHECK(dropout >= 0 && dropout < 1 && attention_dropout >= 0 && attention_dropout < 1, ValueError,
+               "GNN: dropout ", dropout, " and attention_dropout ", attention_dropout, " must be in [0, 1)");
+}
+
+GNN::GNN(const GNNConfig& config) : config_(config) {
+  config.validate();
+  convs = register_module("convs", std::make_shared<nn::ModuleList>());
+  int64_t in = config.in_channels;
+  for (int64_t l = 0; l < config.num_layers; ++l) {
+    const bool last = l + 1 == config.num_layers;
+    const int64_t out = last ? config.num_classes : config.hidden_channels;
+    std::shared_ptr<nn::Module> conv;
+    if (config.conv == "gcn") {
+      conv = std::make_shared<nn::GCNConv>(in, out);
+      in = out;
+    } else if (config.conv == "sage") {
+      conv = std::make_shared<nn::SAGEConv>(in, out, nn::SAGEConvOptions{.aggr = config.aggr});
+      in = out;
+    } else {
+      nn::GATConvOptions o;
+      o.heads = last ? 1 : config.heads;
+      o.concat = !last;
+      o.dropout = config.attention_dropout;
+      conv = std::make_shared<nn::GATConv>(in, out, o);
+      in = last ? out : out * config.heads;
+    }
+    conv->mark_as_block();
+    convs->push_back(conv);
+  }
+}
+
+Tensor GNN::layer(size_t l, const Graph& g, const Tensor& x, int64_t num_dst) {
+  Tensor h = ops::dropout(x, config_.dropout, is_training() && config_.dropout > 0);
+  const std::shared_ptr<nn::Module>& m = (*convs)[l];
+  if (config_.conv == "gcn")
+    h = static_cast<nn::GCNConv&>(*m).call(&nn::GCNConv::forward, g, h, Tensor(), num_dst);
+  else if (config_.conv == "sage")
+    h = static_cast<nn::SAGEConv&>(*m).call(&nn::SAGEConv::forward, g, h, num_dst);
+  else
+    h = static_cast<nn::GATConv&>(*m).call(&nn::GATConv::forward, g, h, Tensor(), num_dst);
+  if (l + 1 == convs->size()) return h;
+  if (config_.conv != "gat") return ops::relu(h);
+  // ELU: x for x > 0, exp(x) - 1 otherwise (exp of the clamped value: no overflow in either branch).
+  return ops::where(ops::gt(h, 0.0), h, ops::add(ops::exp(ops::clamp(h, -1e300, 0.0)), -1.0));
+}
+
+Tensor GNN::forward(const Graph& g, const Tensor& x) {
+  nn::ModuleScope scope(*this);
+  Tensor h = x;
+  for (size_t l = 0; l < convs->size(); ++l) h = layer(l, g, h, -1);
+  return h;
+}
+
+Tensor GNN::forward(const std::vector<Graph>& graphs, const std::vector<int64_t>& num_dst, const Tensor& x) {
+  nn::ModuleScope scope(*this);
+  STRATA_CHECK(graphs.size() == convs->size() && num_dst.size() == graphs.size(), ValueError,
+               "GNN: ", graphs.size(), " graphs and ", num_dst.size(), " destination counts for ",
+               convs->size(), " layers");
+  Tensor h = x;
+  for (size_t l = 0; l < convs->size(); ++l) {
+    STRATA_CHECK(h.size(0) == graphs[l].num_nodes(), ShapeError, "GNN: layer ", l, " gets ", h.size(0),
+                 " rows for a graph of ", graphs[l].num_nodes(), " nodes");
+    h = layer(l, graphs[l], h, num_dst[l]);
+  }
+  return h;
+}
+
+}  // namespace strata::models
