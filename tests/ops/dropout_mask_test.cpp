@@ -6,6 +6,7 @@
 
 #include "strata/autograd/engine.h"
 #include "strata/core/generator.h"
+#include "strata/core/philox.h"
 #include "strata/ops.h"
 
 namespace strata {
@@ -94,6 +95,34 @@ TEST(ConformanceDropout, EvalAndZeroPAreIdentityAndPOneIsZero) {
   EXPECT_EQ(ops::dropout(x, 0.0).to_double_vector(), x.to_double_vector());
   for (double v : ops::dropout(x, 1.0).to_double_vector()) EXPECT_EQ(v, 0.0);
   EXPECT_THROW(ops::dropout(x, 1.5), ValueError);
+}
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+// The CPU fills take each Philox block once for the elements that share it: the numbers must be
+// element i's word(seed, offset, i) (uniform) and words 2i, 2i + 1 (normal) as on every backend.
+TEST(PhiloxFills, UniformAndNormalUseEachElementsOwnWords) {
+  for (int64_t n : {1, 2, 3, 7, 64, 1001}) {
+    Generator g(77);
+    GeneratorGuard guard(g);
+    g.reserve(8);  // start off the first block
+    const RngState su = g.state();
+    const std::vector<double> u = ops::rand({n}).to_double_vector();
+    const RngState sn = g.state();
+    const std::vector<double> z = ops::randn({n}, TensorOptions(DType::f64)).to_double_vector();
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(u[size_t(i)], double(philox::to_uniform(philox::word(su.seed, su.offset, uint64_t(i))))) << i;
+      const float u1 = philox::to_uniform(philox::word(sn.seed, sn.offset, 2 * uint64_t(i)));
+      const float u2 = philox::to_uniform(philox::word(sn.seed, sn.offset, 2 * uint64_t(i) + 1));
+      EXPECT_EQ(z[size_t(i)],
+                std::sqrt(-2.0 * std::log(1.0 - double(u1))) * std::cos(6.283185307179586 * double(u2)))
+          << i;
+    }
+  }
 }
 
 }  // namespace
