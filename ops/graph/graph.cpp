@@ -4,7 +4,6 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
-#include <tuple>
 
 #include "strata/core/error.h"
 #include "strata/core/factory.h"
@@ -36,6 +35,16 @@ void offsets_into(const std::vector<int64_t>& keys, int64_t begin, int64_t end, 
     while (at < end && keys[size_t(at)] - base < k) ++at;
     out->push_back(at);
   }
+}
+
+// `order` stably sorted by key[e] in [0, K) (a counting sort).
+std::vector<int64_t> stable_by(const std::vector<int64_t>& order, const std::vector<int64_t>& key,
+                               int64_t K) {
+  std::vector<int64_t> at(static_cast<size_t>(K) + 1, 0), out(order.size());
+  for (int64_t e : order) ++at[size_t(key[size_t(e)]) + 1];
+  for (int64_t k = 0; k < K; ++k) at[size_t(k) + 1] += at[size_t(k)];
+  for (int64_t e : order) out[size_t(at[size_t(key[size_t(e)])]++)] = e;
+  return out;
 }
 
 }  // namespace
@@ -107,18 +116,17 @@ Graph Graph::build(std::vector<std::string> node_types, std::vector<int64_t> typ
   g.relations_ = std::move(relations);
   const int64_t E = int64_t(src.size()), R = int64_t(g.relations_.size());
   const DType dt = index_dtype_for(g.num_nodes(), E);
-  // CSC order: (relation, destination, source, edge id); CSR order: (relation, source, destination, edge id).
-  std::vector<int64_t> csc(static_cast<size_t>(E)), csr(static_cast<size_t>(E));
-  std::iota(csc.begin(), csc.end(), 0);
-  std::iota(csr.begin(), csr.end(), 0);
-  std::sort(csc.begin(), csc.end(), [&](int64_t a, int64_t b) {
-    return std::tie(rel[size_t(a)], dst[size_t(a)], src[size_t(a)], edge_ids[size_t(a)]) <
-           std::tie(rel[size_t(b)], dst[size_t(b)], src[size_t(b)], edge_ids[size_t(b)]);
-  });
-  std::sort(csr.begin(), csr.end(), [&](int64_t a, int64_t b) {
-    return std::tie(rel[size_t(a)], src[size_t(a)], dst[size_t(a)], edge_ids[size_t(a)]) <
-           std::tie(rel[size_t(b)], src[size_t(b)], dst[size_t(b)], edge_ids[size_t(b)]);
-  });
+  // CSC order: (relation, destination, source, edge id); CSR order: (relation, source, destination,
+  // edge id). Stable counting sorts from the least significant key (O(E + N) each): by edge id
+  // first (the input is usually in id order already), then the others.
+  std::vector<int64_t> by_id(static_cast<size_t>(E));
+  std::iota(by_id.begin(), by_id.end(), 0);
+  if (!std::is_sorted(edge_ids.begin(), edge_ids.end()))
+    std::stable_sort(by_id.begin(), by_id.end(),
+                     [&](int64_t a, int64_t b) { return edge_ids[size_t(a)] < edge_ids[size_t(b)]; });
+  const int64_t N = g.num_nodes();
+  const std::vector<int64_t> csc = stable_by(stable_by(stable_by(by_id, src, N), dst, N), rel, R);
+  const std::vector<int64_t> csr = stable_by(stable_by(stable_by(by_id, dst, N), src, N), rel, R);
   std::vector<int64_t> s(static_cast<size_t>(E)), d(static_cast<size_t>(E)), ids(static_cast<size_t>(E)),
       r_sorted(static_cast<size_t>(E)), pos_in_csc(static_cast<size_t>(E));
   for (int64_t i = 0; i < E; ++i) {

@@ -1,0 +1,152 @@
+#include "examples/train_gnn/gnn_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "strata/core/philox.h"
+#include "strata/io/graph_formats.h"
+#include "strata/io/graph_generators.h"
+#include "strata/io/safetensors.h"
+#include "strata/ops/factory.h"
+#include "strata/ops/shape_ops.h"
+
+namespace strata::examples {
+
+namespace {
+
+constexpr const char* kPolblogs = "data/graphs/polblogs.gt.gz";
+
+// Input features for a graph without any: identity, degree or random:D.
+Tensor made_features(const std::string& spec, const Graph& g, uint64_t seed) {
+  const int64_t N = g.num_nodes();
+  std::string kind = spec;
+  if (kind.empty()) kind = N <= 5000 ? "identity" : "random:64";
+  if (kind == "identity") {
+    STRATA_CHECK(N <= 20000, ValueError, "--features identity on ", N, " nodes: more than 20000 columns");
+    std::vector<float> v(size_t(N * N), 0.0f);
+    for (int64_t i = 0; i < N; ++i) v[size_t(i * N + i)] = 1.0f;
+    return ops::from_vector(v, {N, N});
+  }
+  if (kind == "degree") {
+    const std::vector<int64_t> in = g.in_degrees().to_vector<int64_t>(),
+                               out = g.out_degrees().to_vector<int64_t>();
+    std::vector<float> v(size_t(2 * N));
+    for (int64_t i = 0; i < N; ++i)
+      v[size_t(2 * i)] = std::log1p(float(in[size_t(i)])),
+                   v[size_t(2 * i + 1)] = std::log1p(float(out[size_t(i)]));
+    return ops::from_vector(v, {N, 2});
+  }
+  if (kind.rfind("random:", 0) == 0) {
+    int64_t D = 0;
+    try {
+      D = std::stoll(kind.substr(7));
+    } catch (const std::exception&) {
+    }
+    STRATA_CHECK(D > 0, ValueError, "--features '", spec, "': random:D needs a positive D");
+    std::vector<float> v(size_t(N * D));
+    for (size_t i = 0; i < v.size(); i += 2) {  // Box-Muller on Philox words
+      const float u1 = std::max(philox::to_uniform(uint32_t(philox::word(seed, 0, i))), 1e-7f);
+      const float u2 = philox::to_uniform(uint32_t(philox::word(seed, 0, i + 1)));
+      const float r = std::sqrt(-2.0f * std::log(u1));
+      v[i] = r * std::cos(6.2831853f * u2);
+      if (i + 1 < v.size()) v[i + 1] = r * std::sin(6.2831853f * u2);
+    }
+    return ops::from_vector(v, {N, D});
+  }
+  throw ValueError("--features '" + spec + "' is not identity, degree or random:D");
+}
+
+}  // namespace
+
+Graph undirected_simple(const Graph& g) {
+  STRATA_CHECK(g.num_relations() == 1, NotImplementedError, "--undirected on a graph of ", g.num_relations(),
+               " relations");
+  const std::vector<int64_t> s = g.src().to(kCPU).to_vector<int64_t>(),
+                             d = g.dst().to(kCPU).to_vector<int64_t>();
+  std::vector<std::pair<int64_t, int64_t>> e;
+  e.reserve(2 * s.size());
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] != d[i]) e.emplace_back(s[i], d[i]), e.emplace_back(d[i], s[i]);
+  std::sort(e.begin(), e.end());
+  e.erase(std::unique(e.begin(), e.end()), e.end());
+  std::vector<int64_t> src(e.size()), dst(e.size());
+  for (size_t i = 0; i < e.size(); ++i) src[i] = e[i].first, dst[i] = e[i].second;
+  const int64_t E = int64_t(e.size());
+  return Graph::from_edges(g.num_nodes(), ops::from_vector(src, {E}), ops::from_vector(dst, {E}));
+}
+
+std::shared_ptr<io::GraphDataset> make_gnn_data(const TrainGnnConfig& c) {
+  auto data = std::make_shared<io::GraphDataset>();
+  const uint64_t seed = c.run().seed();
+  if (!c.graph().empty()) {
+    *data =
+        io::load_graph_tool(c.graph(), {.label_property = c.random_labels() > 0 ? "" : c.label_property()});
+  } else if (!c.edge_list().empty()) {
+    io::EdgeListOptions eo;
+    eo.node_file = c.node_file();
+    *data = io::load_edge_list(c.edge_list(), eo);
+  } else if (!c.ogb().empty()) {
+    *data = io::load_ogb_raw(c.ogb());
+  } else if (!c.planetoid().empty()) {
+    const std::filesystem::path p(c.planetoid());
+    *data = io::load_planetoid_raw(p.parent_path().string(), p.filename().string());
+  } else if (c.rmat_scale() > 0) {
+    *data =
+        io::generate_rmat({.scale = int(c.rmat_scale()), .edge_factor = c.rmat_edge_factor(), .seed = seed});
+  } else if (std::filesystem::exists(kPolblogs)) {
+    *data = io::load_graph_tool(kPolblogs, {.label_property = "value"});
+    data->name = std::string(kPolblogs) + " (political blogs, 2 classes)";
+  } else {
+    *data = io::generate_dcsbm({.num_nodes = c.dcsbm_nodes(),
+                                .num_blocks = c.dcsbm_classes(),
+                                .avg_degree = c.dcsbm_degree(),
+                                .mixing = c.dcsbm_mixing(),
+                                .feature_dim = c.dcsbm_features(),
+                                .feature_signal = c.dcsbm_signal(),
+                                .seed = seed});
+  }
+  const int64_t random_classes = c.random_labels() > 0 ? c.random_labels()
+                                 : c.rmat_scale() > 0  ? c.dcsbm_classes()
+                                                       : 0;
+  if (random_classes > 0) {  // a scale test: accuracy stays at chance
+    const int64_t N = data->graph.num_nodes();
+    std::vector<int64_t> y(static_cast<size_t>(N));
+    for (int64_t i = 0; i < N; ++i)
+      y[size_t(i)] = int64_t(philox::word(seed + 1, 0, uint64_t(i)) % uint64_t(random_classes));
+    data->labels = ops::from_vector(y, {N});
+    data->num_classes = random_classes;
+    data->train_mask = data->val_mask = data->test_mask = Tensor();
+  }
+  STRATA_CHECK(data->labels.defined() && data->num_classes >= 2, ValueError, data->name,
+               " has no class labels (graph-tool files: --label-property names the vertex property; "
+               "--random-labels K for a "
+               "timing run)");
+  if (c.undirected()) {
+    data->graph = undirected_simple(data->graph);
+    data->edge_properties.clear();
+  }
+  if (!data->features.defined()) data->features = made_features(c.features(), data->graph, seed + 2);
+  if (!data->train_mask.defined()) io::split_nodes(data.get(), c.train_fraction(), c.val_fraction(), seed);
+  return data;
+}
+
+}  // namespace strata::examples
+
+namespace strata::examples {
+
+void save_gnn_data(const io::GraphDataset& data, const std::string& path) {
+  nn::StateDict t;
+  t.insert("edge_index", ops::stack({data.graph.src().to(DType::i64), data.graph.dst().to(DType::i64)}, 0));
+  t.insert("x", data.features);
+  t.insert("y", data.labels);
+  t.insert("train_mask", data.train_mask.to(DType::u8));
+  t.insert("val_mask", data.val_mask.to(DType::u8));
+  t.insert("test_mask", data.test_mask.to(DType::u8));
+  io::write_safetensors(path, t, {{"name", data.name}, {"num_classes", std::to_string(data.num_classes)}});
+}
+
+}  // namespace strata::examples

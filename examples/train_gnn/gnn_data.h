@@ -1,0 +1,24 @@
+// The graph train_gnn trains on: loaded or generated, made undirected, given input features and
+// a split when the source has none.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "examples/train_gnn/train_gnn.pb.h"
+#include "strata/io/graph_dataset.h"
+
+namespace strata::examples {
+
+// The dataset `c` names (see train_gnn.proto), on the CPU, with labels, f32 features and the
+// three masks; ValueError naming the flag when the source has no labels.
+std::shared_ptr<io::GraphDataset> make_gnn_data(const TrainGnnConfig& c);
+
+// Writes `data` as safetensors: edge_index i64 [2, E] (CSC order), x, y, and the masks as u8.
+void save_gnn_data(const io::GraphDataset& data, const std::string& path);
+
+// The graph with every edge's reverse added, duplicates and self loops dropped (PyG's
+// ToUndirected then coalesce); edge properties are dropped with them.
+Graph undirected_simple(const Graph& g);
+
+}  // namespace strata::examples

@@ -1,0 +1,283 @@
+// train_gnn: trains a GNN node classifier (GCN, GraphSAGE, GAT). With no arguments it trains a
+// 2-layer GraphSAGE on a degree-corrected stochastic block model with planted classes (or on
+// polblogs when data/graphs/polblogs.gt.gz exists: tools/setup.sh with STRATA_GRAPH_DATA=1) for
+// 200 full-graph epochs with Adam, printing step, loss, train/validation/test accuracy and the
+// three memory figures, and at the end the test accuracy at the best validation accuracy.
+// Graph-tool files, edge lists, OGB raw folders and Planetoid raw text load with the flags of
+// --help; --fanouts trains on sampled minibatches made on loader threads. See --help.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "examples/common/adamw_groups.h"
+#include "examples/common/checkpointing.h"
+#include "examples/common/lr_schedule.h"
+#include "examples/common/run_report.h"
+#include "examples/common/trainer_device.h"
+#include "examples/train_gnn/gnn_data.h"
+#include "examples/train_gnn/train_options.h"
+#include "strata/core/profiler.h"
+#include "strata/io/checkpoint.h"
+#include "strata/io/graph_loader.h"
+#include "strata/models/gnn.h"
+#include "strata/strata.h"
+
+using namespace strata;
+using strata::examples::GnnTrainOptions;
+
+namespace {
+
+// The training step under way (0: none yet), for an out-of-memory error's message.
+int64_t g_running_step = 0;
+
+// The nodes of a boolean mask, i64 [K] on the CPU.
+Tensor nodes_of(const Tensor& mask) {
+  std::vector<int64_t> out;
+  const std::vector<double> m = mask.to_double_vector();
+  for (size_t i = 0; i < m.size(); ++i)
+    if (m[i] != 0) out.push_back(int64_t(i));
+  return ops::from_vector(out, {int64_t(out.size())});
+}
+
+double accuracy(const Tensor& logits, const Tensor& labels) {
+  if (labels.numel() == 0) return NAN;
+  const std::vector<int64_t> pred = ops::argmax(logits, 1).to_vector<int64_t>(),
+                             y = labels.to_vector<int64_t>();
+  int64_t correct = 0;
+  for (size_t i = 0; i < y.size(); ++i) correct += pred[i] == y[i];
+  return double(correct) / double(y.size());
+}
+
+struct Split {
+  Tensor nodes, labels;  // on the device
+};
+
+struct Scores {
+  double train = NAN, val = NAN, test = NAN, loss = NAN;
+};
+
+// Full-graph forward in eval mode: accuracy on each split, and the validation loss.
+Scores evaluate(models::GNN& model, const Graph& g, const Tensor& x, const Split& train, const Split& val,
+                const Split& test) {
+  NoGradGuard ng;
+  model.eval();
+  Tensor logits = model.forward(g, x);
+  Scores s;
+  auto on = [&](const Split& sp) { return ops::gather_rows(logits, sp.nodes); };
+  s.train = accuracy(on(train), train.labels);
+  if (val.labels.numel()) {
+    s.val = accuracy(on(val), val.labels);
+    s.loss = ops::cross_entropy(on(val), val.labels).item();
+  }
+  if (test.labels.numel()) s.test = accuracy(on(test), test.labels);
+  model.train();
+  return s;
+}
+
+std::string percent(double v) {
+  return std::isnan(v) ? std::string("  -  ") : detail::concat(std::lround(1000 * v) / 10.0, "%");
+}
+
+int train_gnn(GnnTrainOptions o) {
+  const examples::TrainGnnConfig& c = o.config;
+  const examples::RunConfig& run = c.run();
+  const examples::TrainerDevice dev = examples::resolve_trainer_device(run, dist::launch_env());
+  const Device device = dev.device;
+  std::filesystem::create_directories(run.out_dir());
+  const std::string ckpt_dir = run.out_dir() + "/checkpoint";
+  examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
+
+  // ---- data ----
+  const auto t_load = std::chrono::steady_clock::now();
+  std::shared_ptr<io::GraphDataset> data = examples::make_gnn_data(c);
+  const double load_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+  if (!c.save_data().empty()) {
+    examples::save_gnn_data(*data, c.save_data());
+    std::printf("dataset written to %s\n", c.save_data().c_str());
+  }
+  const Tensor train_nodes = nodes_of(data->train_mask), val_nodes = nodes_of(data->val_mask),
+               test_nodes = nodes_of(data->test_mask);
+  STRATA_CHECK(train_nodes.numel() > 0, ValueError, data->name, ": no training nodes");
+  auto split = [&](const Tensor& nodes) {
+    return Split{nodes.to(device), ops::index_select(data->labels, 0, nodes).to(device)};
+  };
+  const Split train_split = split(train_nodes), val_split = split(val_nodes), test_split = split(test_nodes);
+  const Graph graph = data->graph.to(device);
+  const Tensor features = data->features.to(device);
+
+  // ---- model and optimizer ----
+  manual_seed(run.seed());
+  o.model.in_channels = data->features.size(1);
+  o.model.num_classes = data->num_classes;
+  models::GNN model(o.model);
+  model.to(device);  // initialized on the CPU: the same weights on every device
+  examples::AdamWGroups groups = examples::adamw_groups(model.parameters(), c.schedule(), c.optim(), 1e-8);
+  optim::AdamW opt(groups.groups, groups.defaults);
+  examples::LrScheduleOptions schedule = examples::lr_schedule_options(c.schedule(), run);
+  schedule.timed_steps = 4;
+  examples::LrSchedule sched(schedule);
+
+  std::optional<io::GraphBatchLoader> loader;
+  if (!o.fanouts.empty())
+    loader.emplace(data, train_nodes,
+                   io::GraphLoaderOptions{.batch = run.batch_size(),
+                                          .fanouts = o.fanouts,
+                                          .shuffle = true,
+                                          .seed = run.seed(),
+                                          .num_workers = int(c.workers()),
+                                          .prefetch = c.prefetch()});
+
+  int64_t step = 0;
+  if (run.resume()) {
+    io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
+    opt.load_state_dict(st.optimizer);
+    step = st.step;
+    if (loader) loader->set_cursor(st.data);
+    std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(step));
+  }
+  auto save = [&](int64_t at_step) {
+    const io::DataCursor cursor = loader ? loader->cursor() : io::DataCursor{at_step, 0, 0};
+    io::save_checkpoint(ckpt_dir,
+                        examples::checkpoint_state(o.describe(), at_step, cursor, model, opt.state_dict()));
+  };
+
+  std::printf(
+      "%s\n  %ld parameters; data: %s: %ld nodes, %ld edges, %ld features, %ld classes (loaded in %.1f s)\n"
+      "  split: %ld train, %ld val, %ld test nodes\n",
+      o.describe().c_str(), long(model.num_parameters()), data->name.c_str(), long(data->graph.num_nodes()),
+      long(data->graph.num_edges()), long(data->features.size(1)), long(data->num_classes), load_seconds,
+      long(train_nodes.numel()), long(val_nodes.numel()), long(test_nodes.numel()));
+  if (loader)
+    std::printf("  %ld minibatches/epoch, %ld sampler thread(s), %ld prefetched\n",
+                long(loader->batches_per_epoch()), long(c.workers()), long(c.prefetch()));
+  std::printf("  device %s\n", dev.describe().c_str());
+
+  Allocator& alloc = *dev.allocator;
+  const auto t_start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  };
+  double last_loss = NAN, step_seconds = 0;
+  int64_t steps_run = 0, best_step = -1, epoch = 0;
+  Scores last, best;
+  Profiler prof;
+  memory::CacheSettings cache_settings = o.cache;
+  cache_settings.device = device;
+  examples::CacheReport tcache(cache_settings, /*print=*/true);
+  bool reached = false;
+  while (step < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds())) {
+    g_running_step = step + 1;
+    examples::ProfiledStep profile(prof, run.profile() && steps_run >= 2);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::optional<io::GraphMiniBatch> batch;
+    if (loader)
+      batch.emplace(loader->next()), epoch = batch->epoch;
+    else
+      epoch = step;
+    alloc.stats().reset_peaks();
+    sched.apply(opt, step);
+    opt.zero_grad();
+    std::optional<autograd::SavePolicyGuard> cache_guard(tcache.tensor_cache());
+    tcache.begin_step();
+    profile.phase("forward");
+    Tensor loss;
+    if (batch) {
+      std::vector<Graph> graphs;
+      std::vector<int64_t> num_dst;
+      for (const io::SampledBlock& b : batch->blocks)
+        graphs.push_back(b.graph.to(device)), num_dst.push_back(b.num_dst);
+      Tensor logits = model.forward(graphs, num_dst, batch->features.to(device));
+      loss = ops::cross_entropy(logits, batch->labels.to(device));
+    } else {
+      Tensor logits = model.forward(graph, features);
+      loss = ops::cross_entropy(ops::gather_rows(logits, train_split.nodes), train_split.labels);
+    }
+    profile.phase("backward");
+    loss.backward();
+    profile.phase("optimizer");
+    const double clip = c.optim().grad_clip();
+    const double norm = clip > 0 ? optim::clip_grad_norm_(model.parameters(), clip) : 0.0;
+    opt.step();
+    profile.step_done();
+    cache_guard.reset();
+    tcache.end_step(alloc.stats().snapshot());
+    const MemorySnapshot m = alloc.stats().snapshot();
+    ++step;
+    ++steps_run;
+    last_loss = loss.item();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (steps_run > 1) step_seconds += secs;
+    if (const std::optional<double> per_step = sched.time_step(steps_run, secs)) {
+      const int64_t total = step + int64_t((run.max_seconds() - elapsed()) / *per_step);
+      sched.set_length(total);
+      std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), *per_step);
+    }
+    const bool eval_now = run.eval_every() > 0 && (step % run.eval_every() == 0 || step == run.max_steps());
+    if (eval_now) {
+      last = evaluate(model, graph, features, train_split, val_split, test_split);
+      if (best_step < 0 || last.val > best.val) best = last, best_step = step;
+    }
+    if (step % run.log_every() == 0 || step == 1 || eval_now) {
+      const double frac =
+          run.max_seconds() > 0 ? elapsed() / run.max_seconds() : double(step) / double(run.max_steps());
+      std::printf(
+          "%s step %5ld | epoch %ld | loss %.4f | acc train %s val %s test %s | lr %.2e | %7.1f ms/step | "
+          "act peak %7.1f MB | step peak %7.1f MB | rss %5.0f MB\n",
+          examples::progress_bar(frac).c_str(), long(step), long(epoch), last_loss,
+          percent(last.train).c_str(), percent(last.val).c_str(), percent(last.test).c_str(),
+          sched.lr_at(step - 1), 1e3 * secs, double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6,
+          double(m.total_peak) / 1e6, examples::peak_rss_mb());
+      if (clip > 0) std::printf("      grad norm %.3f\n", norm);
+      tcache.log_step();
+      std::fflush(stdout);
+    }
+    if (run.ckpt_every() > 0 && step % run.ckpt_every() == 0) save(step);
+    if (c.target_accuracy() > 0 && eval_now && last.val >= c.target_accuracy()) {
+      std::printf("reached %.1f%% validation accuracy at step %ld, %.1f s\n", 100 * last.val, long(step),
+                  elapsed());
+      reached = true;
+      break;
+    }
+  }
+  tcache.finish();
+  if (run.profile()) examples::report_profile(prof, run.out_dir());
+  const double train_seconds = elapsed();
+  const Scores final_scores = evaluate(model, graph, features, train_split, val_split, test_split);
+  if (best_step < 0 || final_scores.val > best.val) best = final_scores, best_step = step;
+  std::printf(
+      "final: step %ld, train loss %.4f, accuracy train %s, val %s, test %s; best val %s at step %ld "
+      "(test %s there), %.1f s\n",
+      long(step), last_loss, percent(final_scores.train).c_str(), percent(final_scores.val).c_str(),
+      percent(final_scores.test).c_str(), percent(best.val).c_str(), long(best_step),
+      percent(best.test).c_str(), train_seconds);
+  if (c.target_accuracy() > 0 && !reached)
+    std::printf("target %.1f%% validation accuracy not reached\n", 100 * c.target_accuracy());
+  if (steps_run > 0) save(step);
+  std::printf("checkpoint: %s\n", ckpt_dir.c_str());
+  if (steps_run > 2)
+    std::printf(
+        "timing: %.1f ms/step over steps 2-%ld%s\n", 1e3 * step_seconds / double(steps_run - 1), long(step),
+        loader
+            ? detail::concat("; the sampler kept the trainer waiting ", loader->wait_seconds(), " s").c_str()
+            : "");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    GnnTrainOptions o;
+    if (!examples::parse_gnn_train_options(argc, argv, &o)) return 0;
+    return train_gnn(o);
+  } catch (const std::exception& e) {  // strata::Error, and anything else: one line, exit 1
+    const bool oom = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
+    std::fprintf(stderr, "train_gnn: %s\n",
+                 oom ? examples::out_of_memory_advice(e.what(), g_running_step).c_str() : e.what());
+    return 1;
+  }
+}

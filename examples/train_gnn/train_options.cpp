@@ -1,0 +1,173 @@
+#include "examples/train_gnn/train_options.h"
+
+#include <CLI/CLI.hpp>
+#include <sstream>
+
+#include "examples/common/cache_settings.h"
+#include "examples/common/config_flags.h"
+#include "examples/common/shared_flags.h"
+#include "examples/common/trainer_settings.h"
+
+namespace strata::examples {
+
+namespace {
+
+// train_gnn's defaults, in the config file's format; what is left out is 0, false or empty. 200
+// full-graph epochs of a 2-layer GraphSAGE with Adam (PyG's examples' recipe).
+constexpr const char* kDefaults = R"pb(
+  model: "sage"
+  hidden: 64
+  layers: 2
+  heads: 8
+  aggr: "mean"
+  dropout: 0.5
+  dcsbm_nodes: 3000
+  dcsbm_classes: 5
+  dcsbm_degree: 10
+  dcsbm_mixing: 0.2
+  dcsbm_features: 32
+  dcsbm_signal: 1.0
+  rmat_edge_factor: 16
+  undirected: true
+  label_property: "value"
+  train_fraction: 0.6
+  val_fraction: 0.2
+  workers: 2
+  prefetch: 4
+  run { batch_size: 512 max_steps: 200 seed: 1337 eval_every: 10 log_every: 10 out_dir: "out/train_gnn" }
+  schedule { lr: 0.01 warmup_steps: 0 min_lr: 0.01 }
+  optim { weight_decay: 5e-4 }
+)pb";
+
+std::vector<int64_t> parse_fanouts(const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      out.push_back(std::stoll(item, &used));
+      STRATA_CHECK(used == item.size() && (out.back() > 0 || out.back() == -1), ValueError, "");
+    } catch (const std::exception&) {
+      throw ValueError("--fanouts '" + text + "' is not a comma-separated list of positive counts (or -1)");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string GnnTrainOptions::describe() const {
+  const TrainGnnConfig& c = config;
+  std::ostringstream os;
+  os << "model " << c.model() << " (" << model.num_layers << " layers, hidden " << model.hidden_channels;
+  if (c.model() == "gat") os << " x " << model.heads << " heads";
+  if (c.model() == "sage") os << ", " << model.aggr;
+  os << ", dropout " << model.dropout << ")";
+  if (fanouts.empty()) {
+    os << ", full graph";
+  } else {
+    os << ", sampled: fanouts ";
+    for (size_t i = 0; i < fanouts.size(); ++i) os << (i ? "," : "") << fanouts[i];
+    os << ", B=" << c.run().batch_size();
+  }
+  os << ", adamw " << describe_schedule(c.schedule(), c.optim()) << ", seed " << c.run().seed();
+  return os.str();
+}
+
+bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
+  CLI::App app{
+      "Train a graph neural network node classifier (GCN, GraphSAGE, GAT). With no arguments: a 2-layer "
+      "GraphSAGE on a degree-corrected stochastic block model with planted classes (or on polblogs when "
+      "data/graphs/polblogs.gt.gz exists), 200 full-graph epochs with Adam."};
+  TrainGnnConfig flags;
+  ConfigFlags f(app, "train_gnn", &flags);
+  f.option(&flags, "model", "", "gcn, sage (default) or gat");
+  f.option(&flags, "hidden", "", "hidden width (gat: per head; default 64)");
+  f.option(&flags, "layers", "", "message-passing layers (default 2)");
+  f.option(&flags, "heads", "", "gat: attention heads of the hidden layers (default 8)");
+  f.option(&flags, "aggr", "", "sage: mean (default), sum, max or min");
+  f.option(&flags, "dropout", "", "dropout on every layer's input features (default 0.5)");
+  f.option(&flags, "attention_dropout", "", "gat: dropout on the attention coefficients (default 0)");
+  f.option(&flags, "graph", "", "graph-tool file (.gt or .gt.gz), e.g. data/graphs/football.gt.gz");
+  f.option(&flags, "label_property", "", "the graph-tool vertex property holding the labels (default value)");
+  f.option(&flags, "edge_list", "", "edge list or CSV file, one 'src dst' per line");
+  f.option(&flags, "node_file", "", "with --edge-list: 'id,label,f0,f1,...' lines");
+  f.option(&flags, "ogb", "", "an OGB dataset folder in its raw layout (raw/, split/)");
+  f.option(&flags, "planetoid", "", "DIR/NAME of Planetoid's raw NAME.content and NAME.cites");
+  f.option(&flags, "dcsbm_nodes", "", "generated block model: nodes (default 3000)");
+  f.option(&flags, "dcsbm_classes", "", "generated block model: planted classes (default 5)");
+  f.option(&flags, "dcsbm_degree", "", "generated block model: mean degree (default 10)");
+  f.option(&flags, "dcsbm_mixing", "",
+           "generated block model: fraction of edges leaving a class (default 0.2)");
+  f.option(&flags, "dcsbm_features", "", "generated block model: feature dimensions (default 32)");
+  f.option(&flags, "dcsbm_signal", "", "generated block model: distance of the class means (default 1)");
+  f.option(&flags, "rmat_scale", "",
+           "train on an R-MAT graph of 2^scale nodes instead (random labels: a scale test)");
+  f.option(&flags, "rmat_edge_factor", "", "R-MAT edges per node (default 16)");
+  f.option(&flags, "features", "", "when the data has none: identity, degree or random:D");
+  f.option(&flags, "undirected", "", "add reverse edges, drop duplicates and self loops (default true)");
+  f.option(&flags, "train_fraction", "", "the split when the data has none: training fraction (0.6)");
+  f.option(&flags, "val_fraction", "", "the split when the data has none: validation fraction (0.2)");
+  f.option(&flags, "fanouts", "", "sampled minibatches: fanout per layer, input layer first, e.g. 15,10");
+  f.option(&flags, "workers", "", "sampler threads (default 2; 0: sample on the training thread)");
+  f.option(&flags, "prefetch", "", "ready minibatches the sampler keeps ahead (default 4)");
+  add_run_flags(f, flags.mutable_run());
+  add_lr_schedule_flags(f, flags.mutable_schedule());
+  add_optimizer_flags(f, flags.mutable_optim());
+  f.option(&flags, "target_accuracy", "", "stop once the validation accuracy reaches this fraction");
+  f.option(&flags, "random_labels", "",
+           "uniform random labels in this many classes instead of the data's (timing and memory runs)");
+  f.option(&flags, "save_data", "",
+           "write the prepared graph, features, labels and split to this safetensors file (edge_index, x, y, "
+           "train_mask, val_mask, test_mask)");
+  add_profile_flag(f, flags.mutable_run());
+  add_tensor_cache_flags(f, flags.mutable_cache(), "layer", "layers are convs.0, convs.1, ...");
+  app.get_option("--max-steps")->description("optimizer steps (full graph: epochs; default 200)");
+  app.get_option("--batch-size")->description("sampled minibatches: seed nodes per step (default 512)");
+  app.get_option("--eval-every")->description("train/val/test accuracy every N steps (default 10)");
+  app.get_option("--lr")->description("learning rate (default 0.01, constant: --min-lr defaults to it)");
+  app.get_option("--weight-decay")->description("AdamW's decoupled weight decay (default 5e-4)");
+  TrainGnnConfig set;
+  if (!f.parse(argc, argv, &set)) return false;
+
+  TrainGnnConfig& c = out->config;
+  c = settings_from(kDefaults, set);
+  if (!set.run().has_max_steps() && !set.run().has_max_seconds())  // 200 epochs, not 5 minutes
+    c.mutable_run()->set_max_steps(200), c.mutable_run()->set_max_seconds(0);
+  if (set.schedule().has_lr() && !set.schedule().has_min_lr())
+    c.mutable_schedule()->set_min_lr(c.schedule().lr());
+  models::GNNConfig& m = out->model;
+  m.conv = c.model(), m.hidden_channels = c.hidden(), m.num_layers = c.layers(), m.heads = c.heads();
+  m.aggr = c.aggr(), m.dropout = c.dropout(), m.attention_dropout = c.attention_dropout();
+  if (c.model() == "gat" && !set.has_hidden()) m.hidden_channels = 8;  // 8 heads x 8, PyG's GAT example
+  if (c.model() == "gat" && !set.has_dropout()) m.dropout = 0.6;
+  out->fanouts = c.fanouts().empty() ? std::vector<int64_t>{} : parse_fanouts(c.fanouts());
+  out->cache = cache_settings(c.cache());
+
+  int sources = 0;
+  for (bool s : {!c.graph().empty(), !c.edge_list().empty(), !c.ogb().empty(), !c.planetoid().empty(),
+                 c.rmat_scale() > 0})
+    sources += s;
+  STRATA_CHECK(sources <= 1, ValueError,
+               "give one of --graph, --edge-list, --ogb, --planetoid, --rmat-scale");
+  STRATA_CHECK(c.node_file().empty() || !c.edge_list().empty(), ValueError, "--node-file needs --edge-list");
+  STRATA_CHECK(out->fanouts.empty() || int64_t(out->fanouts.size()) == c.layers(), ValueError,
+               "--fanouts has ", out->fanouts.size(), " entries for ", c.layers(), " layers");
+  STRATA_CHECK(c.run().batch_size() > 0, ValueError, "--batch-size must be positive");
+  STRATA_CHECK(c.workers() >= 0 && c.prefetch() >= 1, ValueError,
+               "--workers must be >= 0 and --prefetch >= 1");
+  STRATA_CHECK(c.target_accuracy() >= 0 && c.target_accuracy() <= 1, ValueError, "--target-accuracy ",
+               c.target_accuracy(), " is not a fraction in [0, 1]");
+  STRATA_CHECK(c.random_labels() == 0 || c.random_labels() >= 2, ValueError, "--random-labels ",
+               c.random_labels(), " must be at least 2 classes");
+  STRATA_CHECK(c.rmat_scale() >= 0 && c.rmat_scale() <= 26, ValueError, "--rmat-scale ", c.rmat_scale(),
+               " is not in [1, 26]");
+  STRATA_CHECK(c.dcsbm_nodes() >= 2 && c.dcsbm_classes() >= 2 && c.dcsbm_features() >= 0, ValueError,
+               "--dcsbm-nodes and --dcsbm-classes must be at least 2, --dcsbm-features at least 0");
+  STRATA_CHECK(c.schedule().lr() > 0 && c.optim().weight_decay() >= 0, ValueError,
+               "--lr must be positive and --weight-decay >= 0");
+  return true;
+}
+
+}  // namespace strata::examples

@@ -1,0 +1,55 @@
+#include "io/graphs/graph_assembly.h"
+
+#include <algorithm>
+#include <map>
+
+namespace strata::io {
+
+Tensor bool_tensor(const std::vector<uint8_t>& flags) {
+  Tensor t = Tensor::empty({int64_t(flags.size())}, DType::boolean);
+  if (!flags.empty()) std::memcpy(t.data_ptr(), flags.data(), flags.size());
+  return t;
+}
+
+void append_reverse_edges(std::vector<int64_t>* src, std::vector<int64_t>* dst) {
+  size_t e = src->size();
+  src->reserve(2 * e);
+  dst->reserve(2 * e);
+  src->insert(src->end(), dst->begin(), dst->begin() + std::ptrdiff_t(e));
+  dst->insert(dst->end(), src->begin(), src->begin() + std::ptrdiff_t(e));
+}
+
+Tensor repeat_rows_twice(const Tensor& t) {
+  Tensor c = t.is_contiguous() ? t : t.contiguous();
+  Shape shape = c.shape();
+  shape[0] *= 2;
+  Tensor out = Tensor::empty(shape, c.dtype());
+  if (c.nbytes() > 0) {
+    std::memcpy(out.data_ptr(), c.data_ptr(), c.nbytes());
+    std::memcpy(static_cast<char*>(out.data_ptr()) + c.nbytes(), c.data_ptr(), c.nbytes());
+  }
+  return out;
+}
+
+std::vector<int64_t> class_ids_of(const std::vector<std::string>& names, std::vector<std::string>* classes) {
+  std::map<std::string, int64_t> ids;
+  for (const std::string& n : names)
+    if (!n.empty()) ids.emplace(n, 0);
+  classes->clear();
+  for (auto& [name, id] : ids) {
+    id = int64_t(classes->size());
+    classes->push_back(name);
+  }
+  std::vector<int64_t> out(names.size(), -1);
+  for (size_t i = 0; i < names.size(); ++i)
+    if (!names[i].empty()) out[i] = ids[names[i]];
+  return out;
+}
+
+int64_t count_classes(const std::vector<int64_t>& labels) {
+  int64_t top = -1;
+  for (int64_t l : labels) top = std::max(top, l);
+  return top + 1;
+}
+
+}  // namespace strata::io

@@ -1,0 +1,45 @@
+// What the graph loaders and generators share when they assemble a GraphDataset: CPU tensors
+// from host vectors, reverse edges for undirected input, class ids from label names.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "strata/core/tensor.h"
+
+namespace strata::io {
+
+// The largest node count a loader allocates for (a corrupt count, an id of 10^15, is refused):
+// 2^30 nodes, about ten times ogbn-papers100M.
+constexpr int64_t kMaxGraphNodes = int64_t(1) << 30;
+
+// A new contiguous CPU tensor of `shape` holding `values` (numel must match).
+template <class T>
+Tensor host_tensor(const std::vector<T>& values, const Shape& shape) {
+  Tensor t = Tensor::empty(shape, dtype_of<T>::value);
+  if (!values.empty()) std::memcpy(t.data_ptr(), values.data(), values.size() * sizeof(T));
+  return t;
+}
+template <class T>
+Tensor host_tensor(const std::vector<T>& values) {
+  return host_tensor(values, {int64_t(values.size())});
+}
+// A boolean tensor [flags.size()] (flags 0 or 1).
+Tensor bool_tensor(const std::vector<uint8_t>& flags);
+
+// Undirected input: appends edge (dst[e], src[e]) for every edge e, so edge e + E is edge e's
+// reverse.
+void append_reverse_edges(std::vector<int64_t>* src, std::vector<int64_t>* dst);
+// [E, ...] -> [2E, ...] with row e + E equal to row e: edge properties after append_reverse_edges.
+Tensor repeat_rows_twice(const Tensor& t);
+
+// Class ids of `names` by the sorted order of the distinct non-empty names (written to
+// `classes`); an empty name gets -1.
+std::vector<int64_t> class_ids_of(const std::vector<std::string>& names, std::vector<std::string>* classes);
+
+// The largest label + 1 (0 when none is >= 0).
+int64_t count_classes(const std::vector<int64_t>& labels);
+
+}  // namespace strata::io
