@@ -82,7 +82,7 @@ Tensor GATConv::forward(const Graph& g, const Tensor& x, const Tensor& edge_attr
   Tensor a_src = ops::sum(ops::mul(h, att_src), {-1});  // [N, H]
   Tensor a_dst = ops::sum(ops::mul(h, att_dst), {-1});
 
-  const Graph& graph = options_.add_self_loops ? loops_.with_loops(g) : g;
+  const Graph graph = options_.add_self_loops ? g.remove_self_loops().add_self_loops() : g;  // kept with g
   Tensor e_csc;  // edge features per edge of `graph`, CSC order
   if (ea.defined()) {
     STRATA_CHECK(ea.size(0) >= g.num_edges(), ShapeError, "GATConv: edge_attr has ", ea.size(0),
@@ -91,11 +91,11 @@ Tensor GATConv::forward(const Graph& g, const Tensor& x, const Tensor& edge_attr
       STRATA_CHECK(g.num_relations() == 1 && g.num_node_types() == 1, NotImplementedError,
                    "GATConv: edge features with self loops on a typed graph");
       // A loop's features: the mean of its node's in-edges' (loops removed), PyG's fill_value 'mean'.
-      const Graph& plain = loops_.without_loops(g);
+      const Graph plain = g.remove_self_loops();
       Tensor in_edges = ops::gather_rows(ea, plain.edge_ids());
       Tensor loop_attr = ops::segment_reduce(in_edges, plain.in_offsets(), "mean");
-      // The looped graph numbers node v's loop first_loop_id + v, after every remaining id.
-      Tensor table = ops::cat({ops::narrow(ea, 0, 0, loops_.first_loop_id(g)), loop_attr}, 0);
+      // The looped graph numbers node v's loop next_edge_id() + v, after every remaining id.
+      Tensor table = ops::cat({ops::narrow(ea, 0, 0, plain.next_edge_id()), loop_attr}, 0);
       e_csc = ops::gather_rows(table, graph.edge_ids());
     } else {
       e_csc = ops::gather_rows(ea, graph.edge_ids());

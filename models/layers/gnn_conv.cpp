@@ -50,7 +50,7 @@ Tensor GCNConv::forward(const Graph& g, const Tensor& x, const Tensor& edge_weig
       STRATA_CHECK(
           !edge_weight.defined() || !options_.add_self_loops, NotImplementedError,
           "GCNConv: edge weights with add_self_loops (PyG keeps a loop's own weight) are not supported yet");
-      if (options_.add_self_loops) graph = loops_.with_loops(g);
+      if (options_.add_self_loops) graph = g.remove_self_loops().add_self_loops();  // kept with g
       NoGradGuard no_grad;
       if (!edge_weight.defined()) {
         norm = graph.symmetric_norm(x.dtype());

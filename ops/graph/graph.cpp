@@ -3,12 +3,30 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <numeric>
+#include <optional>
 
 #include "strata/core/error.h"
 #include "strata/core/factory.h"
 
 namespace strata {
+
+struct Graph::Derived {
+  std::mutex mu;
+  std::optional<Graph> without_loops, with_loops;
+  std::optional<Tensor> in_degrees, out_degrees, norm_f32, norm_f64;
+  std::optional<int64_t> next_edge_id;
+};
+
+template <class T, class F>
+T Graph::kept(std::optional<T> Derived::*slot, F compute) const {
+  if (!derived_) return compute();  // a default-constructed graph
+  std::lock_guard<std::mutex> lock(derived_->mu);
+  auto& s = (*derived_).*slot;
+  if (!s) s = compute();
+  return *s;
+}
 
 namespace {
 
@@ -116,6 +134,7 @@ Graph Graph::build(std::vector<std::string> node_types, std::vector<int64_t> typ
   g.relations_ = std::move(relations);
   const int64_t E = int64_t(src.size()), R = int64_t(g.relations_.size());
   const DType dt = index_dtype_for(g.num_nodes(), E);
+  g.derived_ = std::make_shared<Derived>();
   // CSC order: (relation, destination, source, edge id); CSR order: (relation, source, destination,
   // edge id). Stable counting sorts from the least significant key (O(E + N) each): by edge id
   // first (the input is usually in id order already), then the others.
@@ -180,19 +199,27 @@ void Graph::edges_by_id(std::vector<int64_t>* src, std::vector<int64_t>* dst, st
 
 Tensor Graph::in_degrees() const {
   if (device().is_meta()) return Tensor::empty({num_nodes()}, DType::i64, device());  // shapes only
-  std::vector<int64_t> deg(size_t(num_nodes()), 0);
-  for (int64_t v : dst_.to(kCPU).to_vector<int64_t>()) ++deg[size_t(v)];
-  return from_vector(deg, {num_nodes()}, TensorOptions(DType::i64)).to(device());
+  return kept(&Derived::in_degrees, [&] {
+    std::vector<int64_t> deg(size_t(num_nodes()), 0);
+    for (int64_t v : dst_.to(kCPU).to_vector<int64_t>()) ++deg[size_t(v)];
+    return from_vector(deg, {num_nodes()}, TensorOptions(DType::i64)).to(device());
+  });
 }
 
 Tensor Graph::out_degrees() const {
   if (device().is_meta()) return Tensor::empty({num_nodes()}, DType::i64, device());
-  std::vector<int64_t> deg(size_t(num_nodes()), 0);
-  for (int64_t u : src_.to(kCPU).to_vector<int64_t>()) ++deg[size_t(u)];
-  return from_vector(deg, {num_nodes()}, TensorOptions(DType::i64)).to(device());
+  return kept(&Derived::out_degrees, [&] {
+    std::vector<int64_t> deg(size_t(num_nodes()), 0);
+    for (int64_t u : src_.to(kCPU).to_vector<int64_t>()) ++deg[size_t(u)];
+    return from_vector(deg, {num_nodes()}, TensorOptions(DType::i64)).to(device());
+  });
 }
 
 Graph Graph::add_self_loops() const {
+  return kept(&Derived::with_loops, [&] { return with_loops_built(); });
+}
+
+Graph Graph::with_loops_built() const {
   std::vector<int64_t> s, d, r, ids;
   edges_by_id(&s, &d, &r, &ids);
   int64_t next = ids.empty() ? 0 : ids.back() + 1;
@@ -205,7 +232,20 @@ Graph Graph::add_self_loops() const {
   return build(node_types_, type_offsets_, relations_, s, d, r, ids).to(device());
 }
 
+int64_t Graph::next_edge_id() const {
+  return kept(&Derived::next_edge_id, [&] {
+    int64_t next = 0;
+    if (num_edges() > 0)
+      for (int64_t id : edge_ids_.to(kCPU).to_vector<int64_t>()) next = std::max(next, id + 1);
+    return next;
+  });
+}
+
 Graph Graph::remove_self_loops() const {
+  return kept(&Derived::without_loops, [&] { return without_loops_built(); });
+}
+
+Graph Graph::without_loops_built() const {
   std::vector<int64_t> s, d, r, ids;
   edges_by_id(&s, &d, &r, &ids);
   std::vector<int64_t> ks, kd, kr, kids;
@@ -233,6 +273,11 @@ Graph Graph::with_reverse_relations() const {
 Tensor Graph::symmetric_norm(DType dtype) const {
   STRATA_CHECK(dtype == DType::f32 || dtype == DType::f64, TypeError, "symmetric_norm: f32 or f64, not ",
                dtype_name(dtype));
+  return kept(dtype == DType::f64 ? &Derived::norm_f64 : &Derived::norm_f32,
+              [&] { return norm_built(dtype); });
+}
+
+Tensor Graph::norm_built(DType dtype) const {
   std::vector<int64_t> deg(size_t(num_nodes()), 0);
   const std::vector<int64_t> s = src_.to(kCPU).to_vector<int64_t>(), d = dst_.to(kCPU).to_vector<int64_t>();
   for (int64_t v : d) ++deg[size_t(v)];
@@ -248,7 +293,9 @@ Tensor Graph::symmetric_norm(DType dtype) const {
 }
 
 Graph Graph::to(Device device) const {
+  if (device == this->device()) return *this;
   Graph g = *this;
+  g.derived_ = std::make_shared<Derived>();
   for (Tensor* t : {&g.src_, &g.dst_, &g.edge_ids_, &g.in_offsets_, &g.csr_src_, &g.csr_dst_, &g.csr_edges_,
                     &g.out_offsets_})
     if (t->defined()) *t = t->to(device);

@@ -14,9 +14,15 @@
 // data (weights, attention scores) is kept in CSC order; edge_ids() maps a CSC position to the
 // edge's position in the input, so input-order edge features follow with one index_select. Ids are
 // i32 when every node id fits, else i64. A graph lives on a device and moves with to().
+//
+// A graph is immutable. What its const operations derive from it (degrees, the normalisation,
+// the graph without or with self loops) is computed once and kept with it, shared by its copies
+// (thread-safe), so layers that each ask for it per call pay once; it lives as long as the graph.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,7 +84,7 @@ class Graph {
   const Tensor& out_offsets() const { return out_offsets_; }
   int64_t out_start(int64_t r) const { return out_starts_.at(size_t(r)); }
 
-  // In- and out-degree of every node over all relations, i64 [N].
+  // In- and out-degree of every node over all relations, i64 [N] (kept: do not modify).
   Tensor in_degrees() const;
   Tensor out_degrees() const;
   // A self loop (v, v) for every node of every relation whose source and destination types are
@@ -87,17 +93,26 @@ class Graph {
   Graph add_self_loops() const;
   // The graph without its self loops (edges (v, v)); the other edges keep their ids.
   Graph remove_self_loops() const;
+  // The id add_self_loops gives its first loop: the largest edge id + 1 (0 without edges).
+  int64_t next_edge_id() const;
   // Each relation (s, name, d) gains its reverse ("rev_" + name: d -> s); the reverse edges' ids
   // continue after the largest, in edge-id order.
   Graph with_reverse_relations() const;
   // PyG's gcn_norm without self loops added: deg(v) = in-edges of v (all relations), and edge
   // (u, v) gets deg(u)^-1/2 deg(v)^-1/2 (0 where a degree is 0); [E] of `dtype` (f32, f64) in CSC
-  // order.
+  // order (kept: do not modify).
   Tensor symmetric_norm(DType dtype = DType::f32) const;
 
   Graph to(Device device) const;
 
  private:
+  struct Derived;  // what the const operations computed (graph.cpp)
+  // derived_ under its lock: the kept value, else compute() kept.
+  template <class T, class F>
+  T kept(std::optional<T> Derived::*slot, F compute) const;
+  Graph with_loops_built() const;
+  Graph without_loops_built() const;
+  Tensor norm_built(DType dtype) const;
   // From edges in global ids (CPU, i64) and the metadata: sorts, builds the offsets and the CSR.
   static Graph build(std::vector<std::string> node_types, std::vector<int64_t> type_offsets,
                      std::vector<Relation> relations, const std::vector<int64_t>& src,
@@ -114,6 +129,7 @@ class Graph {
   std::vector<int64_t> in_starts_, out_starts_;  // [R]
   Tensor src_, dst_, edge_ids_, in_offsets_;
   Tensor csr_src_, csr_dst_, csr_edges_, out_offsets_;
+  std::shared_ptr<Derived> derived_;
 };
 
 }  // namespace strata

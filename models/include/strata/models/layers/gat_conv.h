@@ -9,7 +9,6 @@
 #include <memory>
 
 #include "strata/models/layers/linear.h"
-#include "strata/models/layers/self_loop_cache.h"
 #include "strata/nn/module.h"
 #include "strata/ops/graph.h"
 
@@ -46,7 +45,6 @@ class GATConv : public Module {
  private:
   GATConvOptions options_;
   int64_t out_channels_;
-  SelfLoopCache loops_;
 };
 
 }  // namespace strata::nn

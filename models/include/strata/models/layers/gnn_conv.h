@@ -10,7 +10,6 @@
 #include <string>
 
 #include "strata/models/layers/linear.h"
-#include "strata/models/layers/self_loop_cache.h"
 #include "strata/nn/module.h"
 #include "strata/ops/graph.h"
 
@@ -45,7 +44,6 @@ class GCNConv : public Module {
   GCNConvOptions options_;
   Graph cached_graph_;
   Tensor cached_norm_;
-  SelfLoopCache loops_;
 };
 
 struct SAGEConvOptions {
