@@ -1,4 +1,6 @@
 // View and layout ops with their backward formulas, and the Tensor methods that alias them.
+#include "strata/ops/shape_ops.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -6,8 +8,8 @@
 #include "ops/op_node.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
+#include "strata/ops/linalg.h"
 #include "strata/ops/reduction.h"
-#include "strata/ops/shape_ops.h"
 
 namespace strata::ops {
 
@@ -284,6 +286,16 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   std::vector<int64_t> dims;
   for (int64_t i = 0; i < x.dim(); ++i)
     if (i < lead || (shape[size_t(i - lead)] == 1 && x.size(i) != 1)) dims.push_back(i);
+  // A bias's gradient ([rows, C] -> [C]: the leading dims only, of a large contiguous host tensor):
+  // one column-sum GEMV, as linear's bias gradient, instead of a transposed copy and row sums.
+  int64_t rows = 1;
+  bool leading = x.is_contiguous() && x.dtype() == DType::f32 && x.device().is_host_memory() && !dims.empty();
+  for (size_t k = 0; k < dims.size() && leading; ++k)
+    leading = dims[k] == int64_t(k), rows *= x.size(dims[k]);
+  if (leading && rows >= 4096 && x.numel() / rows >= 16) {
+    Tensor ones = full({1, rows}, 1.0, TensorOptions(x.dtype()).device(x.device()));
+    return reshape(matmul(ones, reshape(x, {rows, x.numel() / rows})), shape);
+  }
   Tensor r = dims.empty() ? x : sum(x, dims, /*keepdim=*/true);
   return reshape(r, shape);
 }

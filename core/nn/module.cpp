@@ -302,6 +302,20 @@ Tensor Module::operator()(const Tensor& x) {
   return forward(x);
 }
 
+Tensor Module::call_with(std::function<Tensor(const std::vector<Tensor>&)> fn,
+                         const std::vector<Tensor>& inputs) {
+  if (wants_segment()) {
+    return run_segment(
+        [this, fn](const std::vector<Tensor>& in) {
+          ModuleScope scope(*this);
+          return std::vector<Tensor>{fn(in)};
+        },
+        inputs);
+  }
+  ModuleScope scope(*this);
+  return fn(inputs);
+}
+
 bool Module::wants_segment() const {
   return is_block_ && !path_.empty() && autograd::GradMode::is_enabled() &&
          !autograd::in_recompute() &&

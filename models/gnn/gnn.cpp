@@ -48,18 +48,24 @@ GNN::GNN(const GNNConfig& config) : config_(config) {
 }
 
 Tensor GNN::layer(size_t l, const Graph& g, const Tensor& x, int64_t num_dst) {
-  Tensor h = ops::dropout(x, config_.dropout, is_training() && config_.dropout > 0);
-  const std::shared_ptr<nn::Module>& m = (*convs)[l];
-  if (config_.conv == "gcn")
-    h = static_cast<nn::GCNConv&>(*m).call(&nn::GCNConv::forward, g, h, Tensor(), num_dst);
-  else if (config_.conv == "sage")
-    h = static_cast<nn::SAGEConv&>(*m).call(&nn::SAGEConv::forward, g, h, num_dst);
-  else
-    h = static_cast<nn::GATConv&>(*m).call(&nn::GATConv::forward, g, h, Tensor(), num_dst);
-  if (l + 1 == convs->size()) return h;
-  if (config_.conv != "gat") return ops::relu(h);
-  // ELU: x for x > 0, exp(x) - 1 otherwise (exp of the clamped value: no overflow in either branch).
-  return ops::where(ops::gt(h, 0.0), h, ops::add(ops::exp(ops::clamp(h, -1e300, 0.0)), -1.0));
+  // Dropout, the conv and the activation run in the conv's scope: one block, so the cache moves
+  // (or recomputes) everything the layer saves.
+  nn::Module* m = (*convs)[l].get();
+  const bool last = l + 1 == convs->size();
+  auto run = [this, m, g, num_dst, last](const std::vector<Tensor>& in) {
+    Tensor h = ops::dropout(in[0], config_.dropout, is_training() && config_.dropout > 0);
+    if (config_.conv == "gcn")
+      h = static_cast<nn::GCNConv*>(m)->forward(g, h, Tensor(), num_dst);
+    else if (config_.conv == "sage")
+      h = static_cast<nn::SAGEConv*>(m)->forward(g, h, num_dst);
+    else
+      h = static_cast<nn::GATConv*>(m)->forward(g, h, Tensor(), num_dst);
+    if (last) return h;
+    if (config_.conv != "gat") return ops::relu(h);
+    // ELU: x for x > 0, exp(x) - 1 otherwise (exp of the clamped value: no overflow in either branch).
+    return ops::where(ops::gt(h, 0.0), h, ops::add(ops::exp(ops::clamp(h, -1e300, 0.0)), -1.0));
+  };
+  return m->call_with(run, {x});
 }
 
 Tensor GNN::forward(const Graph& g, const Tensor& x) {

@@ -1,5 +1,6 @@
 // GNN: a node classifier of stacked GCNConv, SAGEConv or GATConv layers, named as PyTorch
-// Geometric's basic models name theirs (convs.0, convs.1, ...), each layer a planner block. It
+// Geometric's basic models name theirs (convs.0, convs.1, ...), each layer (its input dropout,
+// the conv, its activation) a planner block. It
 // runs on the whole graph or on sampled message-flow graphs (one per layer, input layer first).
 //
 //   models::GNN model({.conv = "gat", .in_channels = 128, .hidden_channels = 8, .num_classes = 4});

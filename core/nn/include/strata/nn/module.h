@@ -168,6 +168,11 @@ class Module : public std::enable_shared_from_this<Module> {
     ModuleScope scope(*this);
     return (self.*fn)(std::forward<Args>(args)...);
   }
+  // Runs fn(inputs) inside this module's scope, as a recompute segment when the current
+  // SavePolicy asks (a block): what a parent does around a child's forward (dropout before it, an
+  // activation after) then belongs to the child's block. fn may run again in backward from
+  // `inputs`: it must capture no tensors, only what outlives the step (modules, graphs, scalars).
+  Tensor call_with(std::function<Tensor(const std::vector<Tensor>&)> fn, const std::vector<Tensor>& inputs);
   template <class Self, class R, class... Params, class... Args>
   R call(R (Self::*fn)(Params...) const, Args&&... args) const {
     static_assert(std::is_base_of_v<Module, Self>, "call: fn must be a member of a Module");
