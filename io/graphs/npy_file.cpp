@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string_view>
 
 #include "io/file_io.h"
@@ -117,6 +118,16 @@ Tensor read_npy(const std::string& path, uint64_t* data_offset) {
   if (kind == nullptr)
     throw IoError(detail::concat("'", path, "' at byte offset ", base, ": unsupported dtype '", h.descr,
                                  "' (supported: <i8 <i4 <f4 <f8 |u1 |b1)"));
+  // Like numpy (PyArray_NewFromDescr_int, numpy/_core/src/multiarray/ctors.c), refuse a shape
+  // whose non-zero sizes multiply past int64, even beside a zero size: (0, 2^62, 4) holds no data
+  // but its strides would overflow.
+  int64_t span = 1;
+  for (int64_t d : h.shape) {
+    if (d > 1 && span > std::numeric_limits<int64_t>::max() / d)
+      throw IoError(detail::concat("'", path, "' at byte offset ", base, ": the shape ", shape_str(h.shape),
+                                   " is too large"));
+    span *= std::max<int64_t>(d, 1);
+  }
   uint64_t data_at = base + header_len;
   uint64_t available = file.size() - data_at;
   uint64_t numel = 1;
@@ -136,6 +147,11 @@ Tensor read_npy(const std::string& path, uint64_t* data_offset) {
   if (data_offset != nullptr) *data_offset = data_at;
   Tensor t = Tensor::empty(h.shape, kind->dtype);
   if (need > 0) file.read_at(t.data_ptr(), need, data_at, "the .npy data");
+  if (kind->dtype == DType::boolean) {
+    // numpy reads any non-zero byte of a |b1 array as True; a C++ bool may only hold 0 or 1.
+    auto* bytes = static_cast<uint8_t*>(t.data_ptr());
+    for (uint64_t i = 0; i < need; ++i) bytes[i] = bytes[i] != 0 ? 1 : 0;
+  }
   return t;
 }
 

@@ -74,6 +74,17 @@ Table read_table(const std::string& path, DType dtype) {
     STRATA_CHECK(v.dim() == 2, IoError, "'", path, "' at byte offset ", t.data_offset,
                  ": expected a 1-d or 2-d array, found ", shape_str(v.shape()));
     t.row_bytes = uint64_t(v.size(1)) * v.element_size();
+    if (is_floating(v.dtype()) && !is_floating(dtype)) {
+      // Ids or counts stored as floats: each must be a whole number in int64's range, or the
+      // conversion is undefined (NaN, 1e300).
+      const Tensor f = v.to(DType::f64);
+      const double* x = f.data<double>();
+      for (int64_t i = 0; i < f.numel(); ++i)
+        if (!(x[i] == std::floor(x[i]) && std::fabs(x[i]) < 0x1p63))
+          throw IoError(detail::concat("'", path, "' at byte offset ",
+                                       t.data_offset + uint64_t(i) * v.element_size(), ": ", x[i],
+                                       " is not an integer"));
+    }
     t.values = v.dtype() == dtype ? v : v.to(dtype);
     return t;
   }
@@ -133,11 +144,12 @@ std::vector<int64_t> labels_of(const Table& t) {
   return labels;
 }
 
-// An additional node_/edge_ file: i64 when every value is integral, else f32.
+// An additional node_/edge_ file: i64 when every value is integral (and in int64's range), else f32.
 Tensor additional_values(const Table& t) {
   const double* v = t.values.data<double>();
   bool integral = true;
-  for (int64_t i = 0; i < t.values.numel() && integral; ++i) integral = v[i] == std::floor(v[i]);
+  for (int64_t i = 0; i < t.values.numel() && integral; ++i)
+    integral = v[i] == std::floor(v[i]) && std::fabs(v[i]) < 0x1p63;
   Tensor out = t.values.to(integral ? DType::i64 : DType::f32);
   return t.cols() == 1 ? out.view({t.rows()}) : out;
 }

@@ -16,8 +16,8 @@ struct Target {
   void (*run)(const uint8_t* data, size_t size);
 };
 
-// Every target: checkpoint_index, safetensors, hf_gpt2, hf_bert, llmc_weights, token_shard,
-// image, plan_text, hardware_text.
+// Every target: checkpoint, safetensors, hf_gpt2, hf_bert, llmc_weights, token_shard, image,
+// plan_text, hardware_text, graph_tool, edge_list, ogb_npy, planetoid.
 const std::vector<Target>& targets();
 // The target named `name`; throws std::invalid_argument for an unknown one.
 const Target& target(const std::string& name);

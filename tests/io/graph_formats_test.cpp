@@ -593,6 +593,43 @@ TEST(GraphFormats, OgbRawErrorsNameFileAndLine) {
       << msg;
 }
 
+TEST(GraphFormats, OgbRawFloatIdsMustBeWholeNumbersInInt64Range) {
+  TempDir dir;
+  std::string root = dir.file("ogbn_float");
+  write_ogb(root);
+  write_file(root + "/raw/num-edge-list.csv", "2\n");
+  write_file(root + "/raw/edge.npy", npy_bytes<double>("<f8", "(2, 2)", {2, 3, 3, 1}));
+  EXPECT_EQ(input_edges(load_ogb_raw(root).graph), (Edges{{2, 3}, {3, 1}}));
+  // Converting NaN or 1e300 to an integer is undefined: each is refused, naming its byte offset.
+  for (double bad : {std::nan(""), 1e300, -1e19, 2.5}) {
+    const std::string bytes = npy_bytes<double>("<f8", "(2, 2)", {2, 3, 3, bad});
+    write_file(root + "/raw/edge.npy", bytes);
+    std::string msg = io_error([&] { load_ogb_raw(root); });
+    const std::string at = "at byte offset " + std::to_string(bytes.size() - 8) + ": ";
+    EXPECT_NE(msg.find(root + "/raw/edge.npy' " + at), std::string::npos) << msg;
+    EXPECT_NE(msg.find(" is not an integer"), std::string::npos) << msg;
+  }
+  // An additional file's whole numbers beyond int64 make it f32, not i64.
+  write_file(root + "/raw/edge.npy", npy_bytes<double>("<f8", "(2, 2)", {2, 3, 3, 1}));
+  write_file(root + "/raw/node_big.csv", "1e300\n1\n2\n3\n");
+  EXPECT_EQ(load_ogb_raw(root).node_properties.at("node_big").dtype(), DType::f32);
+}
+
+TEST(GraphFormats, NpyRefusesShapesWhoseSizesOverflowAndReadsNonZeroBoolBytesAsTrue) {
+  TempDir dir;
+  std::string root = dir.file("ogbn_npy_edges");
+  write_ogb(root);
+  // No data, but strides of 4 x 2^62 elements: numpy refuses it too.
+  write_file(root + "/raw/edge.npy", npy_bytes<int64_t>("<i8", "(0, 4611686018427387904, 4)", {}));
+  std::string msg = io_error([&] { load_ogb_raw(root); });
+  EXPECT_NE(msg.find("the shape [0, 4611686018427387904, 4] is too large"), std::string::npos) << msg;
+
+  fs::remove(root + "/raw/edge.npy");
+  write_file(root + "/raw/node_flag.npy", npy_bytes<uint8_t>("|b1", "(4,)", {0, 2, 1, 255}));
+  GraphDataset d = load_ogb_raw(root);
+  EXPECT_EQ(values_of<int64_t>(d.node_properties.at("node_flag")), (std::vector<int64_t>{0, 1, 1, 1}));
+}
+
 // ---- Planetoid's raw text ----
 
 TEST(GraphFormats, PlanetoidRawBuildsAnUndirectedCitationGraph) {
