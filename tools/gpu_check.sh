@@ -9,7 +9,8 @@
 #              device-to-CPU parity suites; no test may skip
 # 3. cache     the tensor cache on the device: host tier, recompute, NVMe staged and direct, the
 #              keep-all step's bits; no test may skip
-# 4. trainers  train_gpt, train_bert and train_resnet 20 steps on the device and on the CPU:
+# 4. trainers  train_gpt, train_bert, train_resnet and train_gnn (full-graph SAGE, sampled GAT)
+#              20 steps on the device and on the CPU:
 #              sim must log the same losses; cuda within 2% (f32 kernels that sum differently)
 # 5. calibrate strata_calibrate --device writes the device's hardware profile
 # 6. planner   strata_plan_bench on the device with that profile: the plan's predicted step time
@@ -52,7 +53,7 @@ finish() {
 # 1. build
 if [ $build_it = 1 ]; then
   if cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$work/configure.log" 2>&1 &&
-     cmake --build "$build" -j"$(nproc)" --target strata_tests train_gpt train_bert train_resnet strata_calibrate \
+     cmake --build "$build" -j"$(nproc)" --target strata_tests train_gpt train_bert train_resnet train_gnn strata_calibrate \
        strata_plan_bench > "$work/build.log" 2>&1; then
     row build ok "$(grep -o 'Strata: CUDA=[A-Z]*' "$work/configure.log" | head -1)"
   else
@@ -66,8 +67,10 @@ fi
 # 2-3. GoogleTest suites on the device; a skip is a failure.
 gtest() {  # gtest CHECK FILTER
   local log="$work/$1.log"
-  "$build/tests/strata_tests" --gtest_filter="$2" > "$log" 2>&1
+  timeout 1200 "$build/tests/strata_tests" --gtest_filter="$2" > "$log" 2>&1
   local rc=$? passed skipped
+  if [ $rc -eq 124 ]; then row "$1" FAIL "timed out after 1200 s in $(grep '^\[ RUN' "$log" | tail -1), see $log"; return; fi
+  if [ $rc -gt 1 ]; then row "$1" FAIL "exit $rc in $(grep '^\[ RUN' "$log" | tail -1 | awk '{ print $NF }'), see $log"; return; fi
   passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log")
   skipped=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log")
   if [ $rc -ne 0 ]; then row "$1" FAIL "$(grep -c '^\[  FAILED  \] [A-Z]' "$log") failed, see $log"
@@ -85,11 +88,11 @@ fi
 
 # 4. trainers: the device against the CPU.
 losses() { grep -o 'step *[0-9]* |.* loss [0-9.]*' "$1" | sed 's/ | epoch [0-9]*//' | awk '{ print $NF }'; }
-trainer() {  # trainer NAME ARGS...
-  local name=$1
+trainer() {  # trainer NAME[:VARIANT] ARGS...
+  local name=${1/:/-} program=${1%%:*}
   shift
-  local bin="$build/examples/$name"
-  [ -f "$bin" ] || bin="$build/examples/$name/$name"
+  local bin="$build/examples/$program"
+  [ -f "$bin" ] || bin="$build/examples/$program/$program"
   local ok=1
   for dev in cpu "$device"; do
     "$bin" "$@" --max-steps "$steps" --log-every 1 --device "$dev" --overwrite -o "$work/$name-${dev%%:*}" \
@@ -110,6 +113,9 @@ trainer() {  # trainer NAME ARGS...
 trainer train_gpt --preset tiny --batch-size 4 --seq-len 32 --eval-every 0 --sample-tokens 0
 trainer train_bert --preset tiny --batch-size 4 --seq-len 32 --eval-every 0
 trainer train_resnet --config "$root/examples/train_resnet/configs/tiny.textproto" --ckpt-every 0 --eval-every 0
+trainer train_gnn:sage --ckpt-every 0 --eval-every 10
+trainer train_gnn:gat --model gat --attention-dropout 0.1 --fanouts 10,10 --batch-size 256 --ckpt-every 0 \
+  --eval-every 10
 
 # 5. calibrate
 profile="$work/$kind.textproto"

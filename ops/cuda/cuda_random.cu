@@ -1,8 +1,8 @@
 // CUDA random fills from Philox (core/philox.h): element i (in logical order) takes the same
 // words as on the CPU (ops/cpu/cpu_random.cpp) and the same double-precision transform,
 // written with explicitly rounded operations so nvcc cannot fuse them into FMAs the CPU does
-// not use. As on the CPU, only contiguous f64 outputs keep the double result; every other
-// output gets it rounded to f32 first, then converted.
+// not use. As on the CPU, f64 outputs (contiguous or strided) keep the double result; every
+// other output gets it rounded to f32 first, then converted.
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_device_utils.cuh"
@@ -49,7 +49,7 @@ void random_fill(CudaBackend& be, const Tensor& out, RngState s, double p0, doub
   be.context(dev);
   DeviceGuard guard(dev);
   StridedArgs<1> a = make_strided_args<1>({&out});
-  const bool keep_double = out.dtype() == DType::f64 && out.is_contiguous();
+  const bool keep_double = out.dtype() == DType::f64;
   random_kernel<Normal><<<grid_for(a.numel), kThreads, 0, compute_stream()>>>(a, s.seed, s.offset, p0, p1,
                                                                               keep_double);
   STRATA_CUDA_CHECK_LAUNCH(Normal ? "normal_ " : "uniform_ ", out.str());
