@@ -86,6 +86,16 @@ void Backend::segment_softmax_backward(const Tensor& grad_scores, const Tensor&,
   throw NotImplementedError("segment_softmax_backward: no kernel on " + grad_scores.device().str());
 }
 
+void Backend::segment_mm(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                         const Tensor&, const Tensor&, bool) {
+  throw NotImplementedError("segment_mm: no relational GEMM on " + out.device().str());
+}
+
+void Backend::segment_mm_weight_grad(const Tensor& grad_weight, const Tensor&, const Tensor&, const Tensor&,
+                                     const Tensor&, const Tensor&, const Tensor&, bool) {
+  throw NotImplementedError("segment_mm_weight_grad: no relational GEMM on " + grad_weight.device().str());
+}
+
 BackendRegistry& BackendRegistry::instance() {
   // Leaked on purpose: tensors may be freed during static destruction.
   static BackendRegistry* r = new BackendRegistry();

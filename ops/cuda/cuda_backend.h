@@ -121,6 +121,12 @@ class CudaBackend final : public Backend {
   void segment_softmax(const Tensor& out, const Tensor& offsets, const Tensor& scores) override;
   void segment_softmax_backward(const Tensor& grad_scores, const Tensor& offsets, const Tensor& grad_out,
                                 const Tensor& out) override;
+  void segment_mm(const Tensor& out, const Tensor& x, const Tensor& gather, const Tensor& weight,
+                  const Tensor& offsets, const Tensor& scatter, const Tensor& scale,
+                  bool accumulate) override;
+  void segment_mm_weight_grad(const Tensor& grad_weight, const Tensor& x, const Tensor& gather,
+                              const Tensor& grad_y, const Tensor& scatter, const Tensor& scale,
+                              const Tensor& offsets, bool accumulate) override;
 
   // The context of device `index`; throws DeviceError when there is no such device.
   DeviceContext& context(int index);

@@ -17,6 +17,8 @@ struct Graph::Derived {
   std::optional<Graph> without_loops, with_loops;
   std::optional<Tensor> in_degrees, out_degrees, norm_f32, norm_f64;
   std::optional<int64_t> next_edge_id;
+  std::optional<MergedEdges> merged_in, merged_out;
+  std::optional<NodeRelationPairs> source_pairs, destination_pairs;
 };
 
 template <class T, class F>
@@ -292,6 +294,89 @@ Tensor Graph::norm_built(DType dtype) const {
   return from_vector(w, {int64_t(w.size())}, TensorOptions(dtype)).to(device());
 }
 
+MergedEdges Graph::in_edges_merged() const {
+  if (num_relations() == 1 && num_node_types() == 1) return {in_offsets_, src_, Tensor()};
+  return kept(&Derived::merged_in, [&] { return merged_built(false); });
+}
+
+MergedEdges Graph::out_edges_merged() const {
+  if (num_relations() == 1 && num_node_types() == 1) return {out_offsets_, csr_dst_, csr_edges_};
+  return kept(&Derived::merged_out, [&] { return merged_built(true); });
+}
+
+// Orders the CSC edges by their aggregating end alone (stable: relation order within a node).
+MergedEdges Graph::merged_built(bool by_source) const {
+  const int64_t N = num_nodes(), E = num_edges();
+  if (device().is_meta())
+    return {Tensor::empty({N + 1}, DType::i64, device()), Tensor::empty({E}, index_dtype(), device()),
+            Tensor::empty({E}, index_dtype(), device())};
+  const std::vector<int64_t> ends = (by_source ? src_ : dst_).to(kCPU).to_vector<int64_t>();
+  const std::vector<int64_t> others = (by_source ? dst_ : src_).to(kCPU).to_vector<int64_t>();
+  std::vector<int64_t> off(static_cast<size_t>(N + 1), 0), idx(static_cast<size_t>(E)),
+      pos(static_cast<size_t>(E));
+  for (int64_t v : ends) ++off[size_t(v) + 1];
+  for (int64_t v = 0; v < N; ++v) off[size_t(v) + 1] += off[size_t(v)];
+  std::vector<int64_t> fill(off.begin(), off.end() - 1);
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t at = fill[size_t(ends[size_t(e)])]++;
+    idx[size_t(at)] = others[size_t(e)], pos[size_t(at)] = e;
+  }
+  const DType it = index_dtype();
+  return {from_vector(off, {N + 1}).to(device()), from_vector(idx, {E}).to(it).to(device()),
+          from_vector(pos, {E}).to(it).to(device())};
+}
+
+NodeRelationPairs Graph::source_pairs() const {
+  const MergedEdges in = in_edges_merged();  // outside the lock kept() holds
+  return kept(&Derived::source_pairs, [&] { return pairs_built(true, in); });
+}
+
+NodeRelationPairs Graph::destination_pairs() const {
+  const MergedEdges out = out_edges_merged();
+  return kept(&Derived::destination_pairs, [&] { return pairs_built(false, out); });
+}
+
+// Pairs are runs of one node within a relation: of sources in the CSR (sorted by relation, source),
+// of destinations in the CSC (relation, destination).
+NodeRelationPairs Graph::pairs_built(bool sources, const MergedEdges& other_end) const {
+  const int64_t E = num_edges(), R = num_relations();
+  const DType it = index_dtype();
+  NodeRelationPairs p;
+  if (device().is_meta()) {  // shapes only: as if every edge were its own pair
+    p.offsets = relation_offsets_;
+    for (Tensor* t : {&p.nodes, &p.edge_pair, &p.merged_pair}) *t = Tensor::empty({E}, it, device());
+    p.edge_offsets = Tensor::empty({E + 1}, DType::i64, device());
+    return p;
+  }
+  const std::vector<int64_t> ends = (sources ? csr_src_ : dst_).to(kCPU).to_vector<int64_t>();
+  const std::vector<int64_t> csc_of =
+      sources ? csr_edges_.to(kCPU).to_vector<int64_t>() : std::vector<int64_t>();
+  std::vector<int64_t> nodes, edge_off, edge_pair(static_cast<size_t>(E));
+  p.offsets.assign(size_t(R + 1), 0);
+  for (int64_t r = 0; r < R; ++r) {
+    for (int64_t k = relation_offsets_[size_t(r)]; k < relation_offsets_[size_t(r + 1)]; ++k) {
+      if (k == relation_offsets_[size_t(r)] || ends[size_t(k)] != ends[size_t(k - 1)])
+        nodes.push_back(ends[size_t(k)]), edge_off.push_back(k);
+      edge_pair[size_t(sources ? csc_of[size_t(k)] : k)] = int64_t(nodes.size()) - 1;
+    }
+    p.offsets[size_t(r + 1)] = int64_t(nodes.size());
+  }
+  edge_off.push_back(E);
+  std::vector<int64_t> merged(static_cast<size_t>(E));
+  if (other_end.positions.defined()) {
+    const std::vector<int64_t> pos = other_end.positions.to(kCPU).to_vector<int64_t>();
+    for (int64_t k = 0; k < E; ++k) merged[size_t(k)] = edge_pair[size_t(pos[size_t(k)])];
+  } else {
+    merged = edge_pair;
+  }
+  const int64_t P = int64_t(nodes.size());
+  p.nodes = from_vector(nodes, {P}).to(it).to(device());
+  p.edge_pair = from_vector(edge_pair, {E}).to(it).to(device());
+  p.merged_pair = from_vector(merged, {E}).to(it).to(device());
+  p.edge_offsets = from_vector(edge_off, {P + 1}).to(device());
+  return p;
+}
+
 Graph Graph::to(Device device) const {
   if (device == this->device()) return *this;
   Graph g = *this;
@@ -299,6 +384,23 @@ Graph Graph::to(Device device) const {
   for (Tensor* t : {&g.src_, &g.dst_, &g.edge_ids_, &g.in_offsets_, &g.csr_src_, &g.csr_dst_, &g.csr_edges_,
                     &g.out_offsets_})
     if (t->defined()) *t = t->to(device);
+  // The pairs move along: computed here first for a shapes-only device, which cannot count them.
+  if (derived_ && !this->device().is_meta()) {
+    std::optional<NodeRelationPairs> sp, dp;
+    if (device.is_meta()) sp = source_pairs(), dp = destination_pairs();
+    {
+      std::lock_guard<std::mutex> lock(derived_->mu);
+      if (!sp) sp = derived_->source_pairs;
+      if (!dp) dp = derived_->destination_pairs;
+    }
+    for (auto [from, slot] :
+         {std::pair{&sp, &Derived::source_pairs}, std::pair{&dp, &Derived::destination_pairs}}) {
+      if (!*from) continue;
+      NodeRelationPairs p = **from;
+      for (Tensor* t : {&p.nodes, &p.edge_pair, &p.merged_pair, &p.edge_offsets}) *t = t->to(device);
+      (*g.derived_).*slot = std::move(p);
+    }
+  }
   return g;
 }
 

@@ -23,7 +23,7 @@ using detail::as_rows;
 using detail::iota;
 
 // The whole graph as one compressed matrix over all relations: for a homogeneous graph its CSC
-// (or CSR) as stored; a typed graph's per-relation, per-type offsets are merged per global node.
+// (or CSR) as stored; a typed graph's edges merged per global node (Graph::in_edges_merged).
 struct Compressed {
   Tensor offsets;    // i64 [N + 1]
   Tensor indices;    // [E]: the other end of each edge
@@ -31,24 +31,8 @@ struct Compressed {
 };
 
 Compressed compressed(const Graph& g, bool transposed) {
-  if (g.num_relations() == 1 && g.num_node_types() == 1)
-    return transposed ? Compressed{g.out_offsets(), g.csr_dst(), g.csr_edges()}
-                      : Compressed{g.in_offsets(), g.src(), Tensor()};
-  // Typed: order the edges by their aggregating end alone (stable: relation order within a node).
-  const std::vector<int64_t> ends = (transposed ? g.src() : g.dst()).to(kCPU).to_vector<int64_t>();
-  const std::vector<int64_t> others = (transposed ? g.dst() : g.src()).to(kCPU).to_vector<int64_t>();
-  const int64_t N = g.num_nodes(), E = g.num_edges();
-  std::vector<int64_t> off(static_cast<size_t>(N + 1), 0), idx(static_cast<size_t>(E)),
-      pos(static_cast<size_t>(E));
-  for (int64_t v : ends) ++off[size_t(v) + 1];
-  for (int64_t v = 0; v < N; ++v) off[size_t(v) + 1] += off[size_t(v)];
-  std::vector<int64_t> fill(off.begin(), off.end() - 1);
-  for (int64_t e = 0; e < E; ++e) {
-    const int64_t at = fill[size_t(ends[size_t(e)])]++;
-    idx[size_t(at)] = others[size_t(e)], pos[size_t(at)] = e;
-  }
-  const Device d = g.device();
-  return {from_vector(off, {N + 1}).to(d), from_vector(idx, {E}).to(d), from_vector(pos, {E}).to(d)};
+  const MergedEdges m = transposed ? g.out_edges_merged() : g.in_edges_merged();  // kept by the graph
+  return {m.offsets, m.others, m.positions};
 }
 
 // Each edge's CSC position in the compressed order (the identity where positions is undefined).

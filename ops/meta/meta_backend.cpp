@@ -78,6 +78,10 @@ class MetaBackend final : public Backend {
   void sddmm_dot(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&) override {}
   void segment_softmax(const Tensor&, const Tensor&, const Tensor&) override {}
   void segment_softmax_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&) override {}
+  void segment_mm(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                  const Tensor&, bool) override {}
+  void segment_mm_weight_grad(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                              const Tensor&, const Tensor&, bool) override {}
   void pool2d_backward(const Tensor&, const Tensor&, const Tensor&, const Pool2dParams&) override {}
   void random_uniform(const Tensor&, RngState, double, double) override {}
   void random_normal(const Tensor&, RngState, double, double) override {}

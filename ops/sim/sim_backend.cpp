@@ -194,6 +194,16 @@ class SimBackend final : public Backend {
                                 const Tensor& out) override {
     cpu_.segment_softmax_backward(grad_scores, offsets, grad_out, out);
   }
+  void segment_mm(const Tensor& out, const Tensor& x, const Tensor& gather, const Tensor& weight,
+                  const Tensor& offsets, const Tensor& scatter, const Tensor& scale,
+                  bool accumulate) override {
+    cpu_.segment_mm(out, x, gather, weight, offsets, scatter, scale, accumulate);
+  }
+  void segment_mm_weight_grad(const Tensor& grad_weight, const Tensor& x, const Tensor& gather,
+                              const Tensor& grad_y, const Tensor& scatter, const Tensor& scale,
+                              const Tensor& offsets, bool accumulate) override {
+    cpu_.segment_mm_weight_grad(grad_weight, x, gather, grad_y, scatter, scale, offsets, accumulate);
+  }
 
   SimAllocator& sim_allocator(int index) { return *state(index).alloc; }
 

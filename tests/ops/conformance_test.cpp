@@ -45,6 +45,7 @@
 #include "strata/core/op_observer.h"
 #include "strata/core/philox.h"
 #include "strata/ops/graph_ops.h"
+#include "strata/ops/relational_ops.h"
 #include "strata/ops/segment_ops.h"
 #include "support/conv_reference.h"
 #include "support/graph_reference.h"
@@ -649,6 +650,37 @@ std::vector<OpCase> build_table() {
             return {R::zip(e, den, std::divides<>())};
           });
   }
+  // ---- relational message passing: 2 node types (a: 0-3, b: 4-6), 3 relations, a duplicate edge and
+  // a self loop; messages kept per source-relation pair, per edge, or summed per destination pair ----
+  {
+    static const Graph t7 = Graph::from_typed_edges(
+        {"a", "b"}, {4, 3}, {{0, "ab", 1}, {1, "ba", 0}, {0, "aa", 0}},
+        ops::from_vector(std::vector<int64_t>{0, 0, 1, 0, 3, 4, 4, 6, 5, 0, 2, 2, 1, 0}, {14}),
+        ops::from_vector(std::vector<int64_t>{4, 5, 4, 4, 6, 0, 1, 2, 0, 1, 1, 3, 1, 3}, {14}),
+        ops::from_vector(std::vector<int64_t>{0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2}, {14}));
+    const std::vector<int64_t> ts = t7.src().to_vector<int64_t>(), td = t7.dst().to_vector<int64_t>();
+    std::vector<int64_t> trel;
+    for (int64_t r = 0; r < t7.num_relations(); ++r)
+      for (int64_t e = t7.relation_offset(r); e < t7.relation_offset(r + 1); ++e) trel.push_back(r);
+    const std::vector<int64_t> sp = R::pair_ids(ts, trel), dp = R::pair_ids(td, trel);
+    std::vector<int64_t> te(14);
+    std::iota(te.begin(), te.end(), int64_t(0));
+    const int64_t P = *std::max_element(sp.begin(), sp.end()) + 1,
+                  D = *std::max_element(dp.begin(), dp.end()) + 1;
+    auto G = [](const Tensor& t) { return t7.to(t.device()); };
+    t.add("gspmm_pairs.w", {in({P, 3}), in({14})}, OP(ops::gspmm_pairs(G(x[0]), x[0], x[1])),
+          REF(R::gspmm(sp, td, 7, r[0], &r[1], "sum")));
+    t.add("gspmm_pairs.heads_T", {in({P, 2, 2}), in({14, 2}).T()}, OP(ops::gspmm_pairs(G(x[0]), x[0], x[1])),
+          REF(R::gspmm(sp, td, 7, r[0], &r[1], "sum")));
+    t.add("gspmm_edges.w", {in({14, 3}).step(), in({14})}, OP(ops::gspmm_edges(G(x[0]), x[0], x[1])),
+          REF(R::gspmm(te, td, 7, r[0], &r[1], "sum")));
+    t.add("gspmm_edges.plain", {in({14, 2})}, OP(ops::gspmm_edges(G(x[0]), x[0])),
+          REF(R::gspmm(te, td, 7, r[0], nullptr, "sum")));
+    t.add("gspmm_to_pairs.w", {in({7, 3}), in({14})}, OP(ops::gspmm_to_pairs(G(x[0]), x[0], x[1])),
+          REF(R::gspmm(ts, dp, D, r[0], &r[1], "sum")));
+    t.add("gspmm_to_pairs.heads", {in({7, 2, 3}), in({14, 2})}, OP(ops::gspmm_to_pairs(G(x[0]), x[0], x[1])),
+          REF(R::gspmm(ts, dp, D, r[0], &r[1], "sum")));
+  }
   for (const char* red : {"sum", "mean", "max", "min"}) {
     const std::string rd = red;
     t.add("segment_reduce." + rd, {in({7, 3}), idx({5}, 8, {0, 2, 2, 5, 7})},
@@ -659,6 +691,27 @@ std::vector<OpCase> build_table() {
   }
   t.add("gather_rows.T", {in({5, 3}).T(), idx({6}, 5, {4, 0, 4, 2, 1, 4})}, OP(ops::gather_rows(x[0], x[1])),
         REF(R::gather_rows(r[0], R::as_ids(r[1]))));
+
+  // ---- relational GEMMs: segments of rows, each with its own matrix (an empty segment in each) ----
+  t.add("segment_matmul.plain", {in({7, 3}), in({3, 3, 4})},
+        OP(ops::segment_matmul(x[0], {0, 2, 2, 7}, x[1])),
+        REF(R::segment_mm(r[0], {}, r[1], {0, 2, 2, 7}, {}, nullptr, 0)));
+  t.add("segment_matmul.gather_scatter_scale",
+        {in({5, 3}).T(), in({3, 3, 4}), idx({6}, 5, {4, 0, 4, 2, 1, 3}), idx({6}, 4, {1, 3, 1, 0, 1, 1}),
+         in({6})},
+        OP(ops::segment_matmul(x[0], {0, 4, 4, 6}, x[1],
+                               {.gather = x[2], .scatter = x[3], .scale = x[4], .num_rows = 4})),
+        REF(R::segment_mm(r[0], R::as_ids(r[2]), r[1], {0, 4, 4, 6}, R::as_ids(r[3]), &r[4], 4)));
+  t.add("segment_matmul.weight_T_gather", {in({4, 5}), in({2, 5, 3}).T(), idx({7}, 4, {3, 3, 0, 1, 2, 0, 3})},
+        OP(ops::segment_matmul(x[0], {0, 3, 7}, x[1], {.gather = x[2]})),
+        REF(R::segment_mm(r[0], R::as_ids(r[2]), r[1], {0, 3, 7}, {}, nullptr, 0)));
+  // Past one 128-row tile and one wave of tiles: 3 segments over 4500 rows scattered to 40.
+  t.add("segment_matmul.large_scatter", {in({60, 6}), in({3, 6, 5}), idx({4500}, 60), idx({4500}, 40)},
+        OP(ops::segment_matmul(x[0], {0, 1000, 1100, 4500}, x[1],
+                               {.gather = x[2], .scatter = x[3], .num_rows = 40})),
+        REF(R::segment_mm(r[0], R::as_ids(r[2]), r[1], {0, 1000, 1100, 4500}, R::as_ids(r[3]), nullptr, 40)))
+      .no_grad()
+      .tol32(1e-9);
 
   // ---- sizes past the CPU's parallel grain (32768 elements): OpenMP chunks start mid-row ----
   t.add("large.add_T_bcast", {in({181, 203}).T(), in({203})}, OP(ops::add(x[0], x[1])),

@@ -2,6 +2,7 @@
 // list, independent of the kernels' compressed layouts.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -74,5 +75,41 @@ inline std::vector<int64_t> segment_ids(const Ref& offsets) {
 }
 
 inline std::vector<int64_t> as_ids(const Ref& r) { return std::vector<int64_t>(r.v.begin(), r.v.end()); }
+
+// Ids of the distinct (node[e], rel[e]) pairs, numbered by relation, then node: the id of each
+// edge's pair.
+inline std::vector<int64_t> pair_ids(const std::vector<int64_t>& node, const std::vector<int64_t>& rel) {
+  std::vector<std::pair<int64_t, int64_t>> keys;
+  for (size_t e = 0; e < node.size(); ++e) keys.emplace_back(rel[e], node[e]);
+  std::vector<std::pair<int64_t, int64_t>> uniq = keys;
+  std::sort(uniq.begin(), uniq.end());
+  uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
+  std::vector<int64_t> ids;
+  for (const auto& k : keys) ids.push_back(std::lower_bound(uniq.begin(), uniq.end(), k) - uniq.begin());
+  return ids;
+}
+
+// Relational GEMM: row i of segment s (rows [offsets[s], offsets[s + 1])) is
+// y_i = scale[i] * x[gather[i]] @ w[s] (empty gather: x[i]; no scale: 1); the result is [M, N] rows
+// y_i, or with a scatter index [rows, N] where row r sums the y_i with scatter[i] == r.
+inline Ref segment_mm(const Ref& x, const std::vector<int64_t>& gather, const Ref& w,
+                      const std::vector<int64_t>& offsets, const std::vector<int64_t>& scatter,
+                      const Ref* scale, int64_t rows) {
+  const int64_t M = offsets.back(), K = x.shape[1], N = w.shape[2];
+  Ref out(Shape{scatter.empty() ? M : rows, N});
+  for (size_t s = 0; s + 1 < offsets.size(); ++s)
+    for (int64_t i = offsets[s]; i < offsets[s + 1]; ++i) {
+      const int64_t from = gather.empty() ? i : gather[size_t(i)],
+                    to = scatter.empty() ? i : scatter[size_t(i)];
+      const double c = scale ? scale->v[size_t(i)] : 1.0;
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += x.v[size_t(from * K + k)] * w.v[size_t((int64_t(s) * K + k) * N + n)];
+        out.v[size_t(to * N + n)] += c * acc;
+      }
+    }
+  return out;
+}
 
 }  // namespace strata::testing::ref

@@ -37,6 +37,31 @@ struct Relation {
   friend bool operator==(const Relation&, const Relation&) = default;
 };
 
+// Every relation's edges merged per node: node v's entries are [offsets[v], offsets[v + 1]) of
+// `others` (the edge's other end) and `positions` (its CSC position; undefined: the identity), in
+// relation order (Graph::in_edges_merged, out_edges_merged).
+struct MergedEdges {
+  Tensor offsets;    // i64 [N + 1]
+  Tensor others;     // [E]
+  Tensor positions;  // [E] or undefined
+};
+
+// The distinct (node, relation) pairs among the edges' sources (or destinations), grouped by
+// relation: the rows of compact materialization, where a message that depends only on the source
+// node and the relation is computed once per pair instead of once per edge (Hector). Relation r's
+// pairs are [offsets[r], offsets[r + 1]) in increasing node order; the edges of pair p are the CSR
+// (for destinations: CSC) positions [edge_offsets[p], edge_offsets[p + 1]).
+struct NodeRelationPairs {
+  std::vector<int64_t> offsets;  // [R + 1], on the host
+  Tensor nodes;                  // [P] global node id of each pair
+  Tensor edge_pair;              // [E] the pair of each edge, CSC order
+  Tensor merged_pair;            // [E] the pair of each entry of the other end's merged edges:
+                                 // in_edges_merged() for source pairs, out_edges_merged() for
+                                 // destination pairs
+  Tensor edge_offsets;           // i64 [P + 1]
+  int64_t size() const { return offsets.empty() ? 0 : offsets.back(); }
+};
+
 class Graph {
  public:
   Graph() = default;
@@ -103,6 +128,15 @@ class Graph {
   // order (kept: do not modify).
   Tensor symmetric_norm(DType dtype = DType::f32) const;
 
+  // In-edges (out-edges) of every node over all relations (kept). For a homogeneous graph these
+  // are the CSC (CSR) as stored.
+  MergedEdges in_edges_merged() const;
+  MergedEdges out_edges_merged() const;
+  // Distinct (source, relation) and (destination, relation) pairs (kept). P / E of the sources is
+  // the graph's compaction ratio.
+  NodeRelationPairs source_pairs() const;
+  NodeRelationPairs destination_pairs() const;
+
   Graph to(Device device) const;
 
  private:
@@ -113,6 +147,8 @@ class Graph {
   Graph with_loops_built() const;
   Graph without_loops_built() const;
   Tensor norm_built(DType dtype) const;
+  MergedEdges merged_built(bool by_source) const;
+  NodeRelationPairs pairs_built(bool sources, const MergedEdges& other_end) const;
   // From edges in global ids (CPU, i64) and the metadata: sorts, builds the offsets and the CSR.
   static Graph build(std::vector<std::string> node_types, std::vector<int64_t> type_offsets,
                      std::vector<Relation> relations, const std::vector<int64_t>& src,

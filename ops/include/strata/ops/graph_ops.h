@@ -26,6 +26,18 @@ namespace strata::ops {
 Tensor gspmm(const Graph& g, const Tensor& x, const Tensor& edge_weight = Tensor(),
              const std::string& reduce = "sum");
 
+// gspmm over messages that are already rows: out[v] = sum over v's in-edges e of w[e] * rows[r(e)],
+// for messages kept once per (source, relation) pair (gspmm_pairs: rows [P, ...] for
+// g.source_pairs(), r(e) = its edge_pair: compact materialization) or once per edge (gspmm_edges:
+// rows [E, ...] in CSC order, r(e) = e). edge_weight [E], [E, H] or undefined (1), as gspmm's.
+// Differentiable in rows and edge_weight; the gradients gather through the pairs' edge lists.
+Tensor gspmm_pairs(const Graph& g, const Tensor& rows, const Tensor& edge_weight = Tensor());
+Tensor gspmm_edges(const Graph& g, const Tensor& rows, const Tensor& edge_weight = Tensor());
+// Aggregation per (destination, relation) pair: out[p] = sum over the in-edges e of pair p of
+// w[e] * x[src e], x [N, ...] -> [P, ...] for P = g.destination_pairs().size() (aggregate-then-
+// transform: the typed linear then runs once per pair). Differentiable in x and edge_weight.
+Tensor gspmm_to_pairs(const Graph& g, const Tensor& x, const Tensor& edge_weight = Tensor());
+
 // out[e] = <a[u], b[v]> for every edge e = (u, v): a, b [N, F] -> [E]. Differentiable in a and b.
 Tensor gsddmm_dot(const Graph& g, const Tensor& a, const Tensor& b);
 

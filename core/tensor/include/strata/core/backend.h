@@ -247,6 +247,25 @@ class Backend {
   virtual void segment_softmax_backward(const Tensor& grad_scores, const Tensor& offsets,
                                         const Tensor& grad_out, const Tensor& out);
 
+  // ---- Relational GEMMs (ops/relational_ops.h): rows cut into segments, each segment multiplied
+  // by its own matrix, all in one call. Default: not implemented. ----
+  // Segment s holds the rows i in [offsets[s], offsets[s + 1]) (offsets i64 [S + 1] on the CPU,
+  // from 0 to M). Row i computes y_i = scale[i] * x[gather[i]] @ weight[s] (gather undefined: x[i];
+  // scale undefined: 1) and stores it to out[scatter[i]] (scatter undefined: out[i]), or adds it
+  // there with `accumulate`. Rows sent to one output row more than once add up in increasing i
+  // (the CPU: the same bits for any thread count; CUDA: atomics); without accumulate a scattered-to
+  // row must be written once. Output rows nobody writes keep their values. x [*, K] and out [*, N]
+  // contiguous; weight [S, K, N] with unit stride along N or along K (a transposed view); gather,
+  // scatter i32 or i64 [M]; scale [M]; x, weight, out, scale of one floating dtype.
+  virtual void segment_mm(const Tensor& out, const Tensor& x, const Tensor& gather, const Tensor& weight,
+                          const Tensor& offsets, const Tensor& scatter, const Tensor& scale, bool accumulate);
+  // The weights' gradient: grad_weight[s] (+)= sum over segment s's rows i of
+  // scale[i] * x[gather[i]]^T grad_y[scatter[i]], grad_weight [S, K, N] contiguous; summed in a
+  // fixed order on the CPU.
+  virtual void segment_mm_weight_grad(const Tensor& grad_weight, const Tensor& x, const Tensor& gather,
+                                      const Tensor& grad_y, const Tensor& scatter, const Tensor& scale,
+                                      const Tensor& offsets, bool accumulate);
+
   // ---- Optimizer updates of parameters in this device's memory (host memory is updated in place
   // by the optimizers' own loops) on contiguous tensors of one floating dtype. The defaults compose
   // elementwise kernels; a backend may fuse them. ----
