@@ -18,6 +18,7 @@ struct Graph::Derived {
   std::optional<Tensor> in_degrees, out_degrees, norm_f32, norm_f64;
   std::optional<int64_t> next_edge_id;
   std::optional<MergedEdges> merged_in, merged_out;
+  std::optional<Tensor> merged_in_rank;
   std::optional<NodeRelationPairs> source_pairs, destination_pairs;
 };
 
@@ -302,6 +303,17 @@ MergedEdges Graph::in_edges_merged() const {
 MergedEdges Graph::out_edges_merged() const {
   if (num_relations() == 1 && num_node_types() == 1) return {out_offsets_, csr_dst_, csr_edges_};
   return kept(&Derived::merged_out, [&] { return merged_built(true); });
+}
+
+Tensor Graph::in_edges_merged_rank() const {
+  const MergedEdges m = in_edges_merged();
+  if (!m.positions.defined() || device().is_meta()) return m.positions.defined() ? m.positions : Tensor();
+  return kept(&Derived::merged_in_rank, [&] {
+    const std::vector<int64_t> pos = m.positions.to(kCPU).to_vector<int64_t>();
+    std::vector<int64_t> rank(pos.size());
+    for (size_t k = 0; k < pos.size(); ++k) rank[size_t(pos[k])] = int64_t(k);
+    return from_vector(rank, {int64_t(rank.size())}).to(index_dtype()).to(device());
+  });
 }
 
 // Orders the CSC edges by their aggregating end alone (stable: relation order within a node).

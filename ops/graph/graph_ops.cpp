@@ -9,6 +9,7 @@
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
 #include "strata/ops/reduction.h"
+#include "strata/ops/segment_ops.h"
 #include "strata/ops/shape_ops.h"
 
 namespace strata::ops {
@@ -241,7 +242,33 @@ Tensor gsddmm(const Graph& g, const std::string& op, const Tensor& lhs, const Te
   return sum(mul(l, r), {-1});
 }
 
-Tensor edge_softmax(const Graph& g, const Tensor& scores) {
+namespace {
+
+// Softmax of scores [E] or [E, H] over each segment [offsets[s], offsets[s + 1]) of rows.
+Tensor segment_softmax_op(const Tensor& scores, const Tensor& offsets) {
+  const Device dev = scores.device();
+  Tensor sc = detail::raw_contiguous(scores);
+  Tensor out = detail::alloc(scores.shape(), scores.dtype(), dev);
+  detail::kernels(dev).segment_softmax(out, offsets, sc);
+  detail::record("edge_softmax", dev, 4.0 * double(scores.numel()), double(sc.nbytes()),
+                 double(out.nbytes()));
+  if (auto node = make_node("EdgeSoftmaxBackward", {scores})) {
+    node->save(out, /*is_output=*/true);
+    node->backward = [offsets](OpNode& n, std::vector<Tensor>& grad) -> std::vector<Tensor> {
+      Tensor y = n.saved(0);
+      Tensor gy = detail::raw_contiguous(detail::raw_cast(grad[0], y.dtype()));
+      Tensor gs = detail::alloc(y.shape(), y.dtype(), y.device());
+      detail::kernels(y.device()).segment_softmax_backward(gs, offsets, gy, y);
+      return {gs};
+    };
+    set_outputs(node, {&out});
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor edge_softmax(const Graph& g, const Tensor& scores, bool across_relations) {
   const Device dev = scores.device();
   STRATA_CHECK(dev == g.device(), DeviceError, "edge_softmax: scores on ", dev.str(), ", the graph on ",
                g.device().str());
@@ -250,23 +277,11 @@ Tensor edge_softmax(const Graph& g, const Tensor& scores) {
                g.num_edges(), ", heads]");
   STRATA_CHECK(is_floating(scores.dtype()), TypeError, "edge_softmax: scores must be floating, got ",
                scores.str());
-  Tensor sc = detail::raw_contiguous(scores);
-  Tensor out = detail::alloc(scores.shape(), scores.dtype(), dev);
-  detail::kernels(dev).segment_softmax(out, g.in_offsets(), sc);
-  detail::record("edge_softmax", dev, 4.0 * double(scores.numel()), double(sc.nbytes()),
-                 double(out.nbytes()));
-  if (auto node = make_node("EdgeSoftmaxBackward", {scores})) {
-    node->save(out, /*is_output=*/true);
-    node->backward = [g](OpNode& n, std::vector<Tensor>& grad) -> std::vector<Tensor> {
-      Tensor y = n.saved(0);
-      Tensor gy = detail::raw_contiguous(detail::raw_cast(grad[0], y.dtype()));
-      Tensor gs = detail::alloc(y.shape(), y.dtype(), y.device());
-      detail::kernels(y.device()).segment_softmax_backward(gs, g.in_offsets(), gy, y);
-      return {gs};
-    };
-    set_outputs(node, {&out});
-  }
-  return out;
+  const MergedEdges m = g.in_edges_merged();
+  if (!across_relations || !m.positions.defined()) return segment_softmax_op(scores, g.in_offsets());
+  // Every relation's in-edges of a node together: into the merged order and back.
+  Tensor y = segment_softmax_op(gather_rows(scores, m.positions), m.offsets);
+  return gather_rows(y, g.in_edges_merged_rank());
 }
 
 }  // namespace strata::ops

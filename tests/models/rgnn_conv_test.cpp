@@ -5,6 +5,7 @@
 // aggregate-first), which must all agree with PyG and so with each other.
 #include <gtest/gtest.h>
 
+#include "strata/models/layers/rgat_conv.h"
 #include "strata/models/layers/rgcn_conv.h"
 #include "strata/strata.h"
 #include "support/fixture_file.h"
@@ -72,7 +73,27 @@ void check_rgcn(const std::string& name, nn::RGCNConvOptions options) {
   }
 }
 
+void check_rgat(const std::string& name, int64_t out, nn::RGATConvOptions options) {
+  const Graph g = relational_graph();
+  for (nn::Materialization m : {nn::Materialization::kEdgeWise, nn::Materialization::kCompact})
+    for (bool reorder : {false, true}) {
+      SCOPED_TRACE(nn::materialization_name(m) + (reorder ? " reordered" : ""));
+      nn::RGATConv conv(6, out, 4, options);
+      conv.set_materialization(m);
+      conv.set_reorder(reorder);
+      EXPECT_EQ(conv.plan(g).reorder, reorder);
+      check_case(name, conv, [&](const Tensor& x) { return conv.forward(g, x); });
+    }
+}
+
 }  // namespace
+
+TEST(RgnnConv, RGATConvMatchesPyG) {
+  check_rgat("rgat", 4, {});
+  check_rgat("rgat_heads", 4, {.heads = 3});
+  check_rgat("rgat_mean", 4, {.heads = 2, .concat = false});
+  EXPECT_THROW(nn::RGATConv(6, 4, 4).set_materialization(nn::Materialization::kAggregateFirst), ValueError);
+}
 
 TEST(RgnnConv, RGCNConvMatchesPyG) {
   check_rgcn("rgcn", {});

@@ -678,6 +678,12 @@ std::vector<OpCase> build_table() {
           REF(R::gspmm(te, td, 7, r[0], nullptr, "sum")));
     t.add("gspmm_to_pairs.w", {in({7, 3}), in({14})}, OP(ops::gspmm_to_pairs(G(x[0]), x[0], x[1])),
           REF(R::gspmm(ts, dp, D, r[0], &r[1], "sum")));
+    t.add("edge_softmax.across_relations", {in({14, 2})}, OP(ops::edge_softmax(G(x[0]), x[0], true)),
+          [td](const Refs& r) -> Refs {
+            Ref e = R::map(r[0], [](double v) { return std::exp(v); });
+            Ref den = R::gather_rows(R::scatter_rows(e, td, 7, "sum"), td);
+            return {R::zip(e, den, std::divides<>())};
+          });
     t.add("gspmm_to_pairs.heads", {in({7, 2, 3}), in({14, 2})}, OP(ops::gspmm_to_pairs(G(x[0]), x[0], x[1])),
           REF(R::gspmm(ts, dp, D, r[0], &r[1], "sum")));
   }

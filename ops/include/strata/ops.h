@@ -16,6 +16,7 @@
 #include "strata/ops/matmul_precision.h"
 #include "strata/ops/nn.h"
 #include "strata/ops/reduction.h"
+#include "strata/ops/relational_ops.h"
 #include "strata/ops/segment_ops.h"
 #include "strata/ops/shape_ops.h"
 #include "strata/ops/sim_device.h"

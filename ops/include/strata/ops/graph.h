@@ -132,6 +132,8 @@ class Graph {
   // are the CSC (CSR) as stored.
   MergedEdges in_edges_merged() const;
   MergedEdges out_edges_merged() const;
+  // Each CSC edge's entry in in_edges_merged() (the inverse of its positions; kept), [E].
+  Tensor in_edges_merged_rank() const;
   // Distinct (source, relation) and (destination, relation) pairs (kept). P / E of the sources is
   // the graph's compaction ratio.
   NodeRelationPairs source_pairs() const;

@@ -55,7 +55,8 @@ Tensor gather_dst(const Graph& g, const Tensor& x);
 
 // Softmax of edge scores [E] or [E, H] (H heads) over each destination's in-edges, as DGL's
 // edge_softmax and PyG's softmax(src, index=dst); on a typed graph over each relation's in-edges of
-// each destination separately. Differentiable in scores (first order).
-Tensor edge_softmax(const Graph& g, const Tensor& scores);
+// each destination separately, or with across_relations over all of them (RGAT's and HGT's
+// attention). Differentiable in scores (first order).
+Tensor edge_softmax(const Graph& g, const Tensor& scores, bool across_relations = false);
 
 }  // namespace strata::ops
