@@ -4,6 +4,7 @@
 #   tools/setup.sh               # install + build into ./build
 #   STRATA_SKIP_BUILD=1 tools/setup.sh   # install only
 #   STRATA_GRAPH_DATA=1 tools/setup.sh   # also fetch graph-tool's graph collection into data/graphs
+#   STRATA_KG_DATA=1 tools/setup.sh      # also fetch PyKEEN's Nations, Kinships, UMLS into data/kg
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,6 +54,42 @@ if [ "${STRATA_GRAPH_DATA:-0}" = "1" ]; then
     find "$deb_dir/root" -path '*/graph_tool/collection/*.gt.gz' -exec cp {} "$graph_dir"/ \;
     rm -rf "$deb_dir"
     echo "setup: graph data: $(ls "$graph_dir"/*.gt.gz | wc -l) graphs in $graph_dir"
+  fi
+fi
+
+# Knowledge graph triples, on request: Nations, Kinships and UMLS as PyKEEN's wheel ships them
+# (pykeen/datasets/<name>/{train,valid,test}.txt, "head<TAB>relation<TAB>tail"), taken out of the
+# downloaded wheel (pinned version and hash, no dependencies) into data/kg/<name>/ (gitignored);
+# the package itself is not installed.
+if [ "${STRATA_KG_DATA:-0}" = "1" ]; then
+  kg_dir=data/kg
+  pykeen_version=1.11.1
+  pykeen_sha256=b6cc0ab012fc6ba4f37b58fb7081a409a5c1f04cbbb0e0e9c2256e911757d4ba
+  if [ -f "$kg_dir/umls/test.txt" ] && [ -f "$kg_dir/nations/test.txt" ] && [ -f "$kg_dir/kinships/test.txt" ]; then
+    echo "setup: knowledge graph data already in $kg_dir"
+  else
+    if ! python3 -m pip --version > /dev/null 2>&1; then
+      SUDO=""
+      [ "$(id -u)" -ne 0 ] && SUDO=sudo
+      $SUDO apt-get update -q
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends python3-pip
+    fi
+    wheel_dir=$(mktemp -d)
+    python3 -m pip download -q --no-deps --only-binary=:all: "pykeen==$pykeen_version" -d "$wheel_dir"
+    wheel="$wheel_dir/pykeen-$pykeen_version-py3-none-any.whl"
+    echo "$pykeen_sha256  $wheel" | sha256sum -c --quiet -
+    python3 - "$wheel" "$kg_dir" <<'PY'
+import os, sys, zipfile
+wheel, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    for name in ("nations", "kinships", "umls"):
+        os.makedirs(os.path.join(out, name), exist_ok=True)
+        for split in ("train", "valid", "test"):
+            with open(os.path.join(out, name, split + ".txt"), "wb") as f:
+                f.write(z.read(f"pykeen/datasets/{name}/{split}.txt"))
+PY
+    rm -rf "$wheel_dir"
+    echo "setup: knowledge graph data: $(cat "$kg_dir"/*/train.txt | wc -l) training triples in $kg_dir"
   fi
 fi
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "io/graphs/class_features.h"
 #include "io/graphs/edge_dedup.h"
 #include "io/graphs/graph_assembly.h"
 #include "io/graphs/random_draws.h"
@@ -98,45 +99,6 @@ std::vector<double> propensities(const DcsbmOptions& o) {
   return theta;
 }
 
-// Features: class c's mean is `signal` times a random unit vector; each node adds N(0, 1) noise.
-Tensor class_features(const DcsbmOptions& o, const std::vector<int64_t>& labels, int64_t classes) {
-  const int64_t f = o.feature_dim;
-  // Normal t of a stream is half of the pair from block t / 2; consecutive draws reuse the pair.
-  struct Normals {
-    const PhiloxStream& rng;
-    uint64_t block = ~uint64_t(0);
-    std::pair<double, double> pair{};
-    double operator()(uint64_t t) {
-      if (t / 2 != block) {
-        block = t / 2;
-        pair = normal_pair(rng.block(block));
-      }
-      return t % 2 == 0 ? pair.first : pair.second;
-    }
-  };
-  const PhiloxStream mean_rng(o.seed, kMeanStream), noise_rng(o.seed, kNoiseStream);
-  std::vector<double> means(size_t(classes * f));
-  Normals mean_normal{mean_rng};
-  for (int64_t c = 0; c < classes; ++c) {
-    double norm = 0;
-    for (int64_t j = 0; j < f; ++j) {
-      double z = mean_normal(uint64_t(c * f + j));
-      means[size_t(c * f + j)] = z;
-      norm += z * z;
-    }
-    norm = std::sqrt(norm);
-    for (int64_t j = 0; j < f; ++j) means[size_t(c * f + j)] *= norm > 0 ? o.feature_signal / norm : 0.0;
-  }
-  std::vector<float> x(size_t(o.num_nodes * f));
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < o.num_nodes; ++i) {
-    Normals noise{noise_rng};
-    for (int64_t j = 0; j < f; ++j)
-      x[size_t(i * f + j)] = float(means[size_t(labels[size_t(i)] * f + j)] + noise(uint64_t(i * f + j)));
-  }
-  return host_tensor(x, {o.num_nodes, f});
-}
-
 }  // namespace
 
 GraphDataset generate_dcsbm(const DcsbmOptions& o) {
@@ -222,7 +184,9 @@ GraphDataset generate_dcsbm(const DcsbmOptions& o) {
   data.graph = Graph::from_edges(n, host_tensor(src), host_tensor(dst));
   data.labels = host_tensor(labels);
   data.num_classes = k;
-  if (o.feature_dim > 0) data.features = class_features(o, labels, k);
+  if (o.feature_dim > 0)
+    data.features =
+        class_features(labels, k, o.feature_dim, o.feature_signal, o.seed, kMeanStream, kNoiseStream);
   data.name = detail::concat("dcsbm(n=", n, ", k=", k, ")");
   return data;
 }

@@ -1,12 +1,12 @@
 // R-MAT edges (Chakrabarti, Zhan, Faloutsos, "R-MAT: A Recursive Model for Graph Mining",
 // SDM 2004), without Graph500's per-level noise, with its vertex permutation.
 #include <algorithm>
-#include <cmath>
 #include <numeric>
 
 #include "io/graphs/edge_dedup.h"
 #include "io/graphs/graph_assembly.h"
 #include "io/graphs/random_draws.h"
+#include "io/graphs/rmat_quadrants.h"
 #include "strata/core/error.h"
 #include "strata/io/graph_generators.h"
 
@@ -22,11 +22,6 @@ void check(const RmatOptions& o) {
   STRATA_CHECK(o.edge_factor >= 1 && o.edge_factor <= (kMaxEdges >> o.scale), ValueError,
                "rmat: edge_factor ", o.edge_factor, " at scale ", o.scale, " is not in [1, ",
                (kMaxEdges >> o.scale), "]");
-  for (double p : {o.a, o.b, o.c, o.d})
-    STRATA_CHECK(p >= 0 && p <= 1, ValueError, "rmat: probabilities a=", o.a, " b=", o.b, " c=", o.c,
-                 " d=", o.d, " must lie in [0, 1]");
-  STRATA_CHECK(std::abs(o.a + o.b + o.c + o.d - 1) < 1e-6, ValueError, "rmat: probabilities a=", o.a,
-               " b=", o.b, " c=", o.c, " d=", o.d, " sum to ", o.a + o.b + o.c + o.d, ", not 1");
 }
 
 }  // namespace
@@ -35,10 +30,7 @@ GeneratedEdges rmat_edges(const RmatOptions& o) {
   check(o);
   const int64_t n = int64_t(1) << o.scale;
   const int64_t m = o.edge_factor * n;
-  // A 32-bit word w picks quadrant a (w < ta), b (< tab), c (< tabc) or d.
-  const double two32 = 4294967296.0;
-  const uint64_t ta = uint64_t(o.a * two32), tab = uint64_t((o.a + o.b) * two32),
-                 tabc = uint64_t((o.a + o.b + o.c) * two32);
+  const RmatQuadrants quadrants(o.a, o.b, o.c, o.d, "rmat");
   const int64_t blocks_per_edge = (o.scale + 3) / 4;
   const PhiloxStream rng(o.seed, kQuadrantStream);
 
@@ -56,9 +48,9 @@ GeneratedEdges rmat_edges(const RmatOptions& o) {
       philox::U32x4 r = rng.block(uint64_t(e * blocks_per_edge + level / 4));
       const uint32_t words[4] = {r.x, r.y, r.z, r.w};
       for (int k = 0; k < 4 && level + k < o.scale; ++k) {
-        uint64_t w = words[k];
-        u = u << 1 | uint64_t(w >= tab);                           // c or d: lower half of the rows
-        v = v << 1 | uint64_t((w >= ta && w < tab) || w >= tabc);  // b or d: right half of the columns
+        const uint32_t w = words[k];
+        u = u << 1 | quadrants.row_bit(w);
+        v = v << 1 | quadrants.col_bit(w);
       }
     }
     src[size_t(e)] = o.permute_ids ? perm[u] : int64_t(u);

@@ -15,6 +15,7 @@
 #include "strata/io/gpt_weights.h"
 #include "strata/io/graph_formats.h"
 #include "strata/io/image.h"
+#include "strata/io/knowledge_graph.h"
 #include "strata/io/safetensors.h"
 #include "strata/io/token_shards.h"
 #include "strata/memory/plan.h"
@@ -22,10 +23,12 @@
 #include "strata/models/bert.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
+#include "tests/support/gzip_stored.h"
 
 namespace strata::fuzz {
 
 namespace fs = std::filesystem;
+using testing::gzip_stored;
 
 namespace {
 
@@ -188,6 +191,19 @@ void run_planetoid(const uint8_t* data, size_t size) {
   io::load_planetoid_raw(dir.string(), "fuzz", &info);
 }
 
+// A triples folder: the input splits (split_in_two) into train.txt and the rest, which splits
+// again into valid.txt and test.txt; the training graph is built with its reverse relations.
+void run_triples(const uint8_t* data, size_t size) {
+  const TwoParts train = split_in_two(data, size);
+  const TwoParts rest = split_in_two(train.second, train.second_size);
+  const fs::path dir = scratch() / "triples";
+  fs::create_directories(dir);
+  put(dir / "train.txt", train.first, train.first_size);
+  put(dir / "valid.txt", rest.first, rest.first_size);
+  put(dir / "test.txt", rest.second, rest.second_size);
+  io::load_triples(dir.string()).training_graph(/*reverse_relations=*/true);
+}
+
 void write_seed(const fs::path& dir, const std::string& target, int n, const std::string& bytes) {
   fs::create_directories(dir / target);
   std::ofstream(dir / target / ("seed_" + std::to_string(n)), std::ios::binary) << bytes;
@@ -241,30 +257,6 @@ class GtWriter {
   bool big_;
   std::string bytes_;
 };
-
-// A gzip member (RFC 1952) holding `bytes` in stored deflate blocks (RFC 1951 section 3.2.4).
-std::string gzip_stored(const std::string& bytes) {
-  uint32_t crc = 0xffffffffu;  // CRC-32 (RFC 1952 section 8)
-  for (unsigned char b : bytes) {
-    crc ^= b;
-    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
-  }
-  crc = ~crc;
-  auto le = [](uint64_t v, int width) {
-    std::string out;
-    for (int i = 0; i < width; ++i) out.push_back(char(v >> (8 * i)));
-    return out;
-  };
-  std::string out("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10);
-  size_t at = 0;
-  do {
-    const size_t len = std::min<size_t>(bytes.size() - at, 65535);
-    out.push_back(at + len == bytes.size() ? 1 : 0);
-    out += le(len, 2) + le(~len & 0xffff, 2) + bytes.substr(at, len);
-    at += len;
-  } while (at < bytes.size());
-  return out + le(crc, 4) + le(bytes.size(), 4);
-}
 
 // A .npy file (format version `major`) of little-endian values (numpy/lib/format.py's layout).
 template <class T>
@@ -358,7 +350,7 @@ const std::vector<Target>& targets() {
       {"hf_bert", run_hf_bert},       {"llmc_weights", run_llmc},       {"token_shard", run_token_shard},
       {"image", run_image},           {"plan_text", run_plan_text},     {"hardware_text", run_hardware_text},
       {"graph_tool", run_graph_tool}, {"edge_list", run_edge_list},     {"ogb_npy", run_ogb_npy},
-      {"planetoid", run_planetoid},
+      {"planetoid", run_planetoid},   {"triples", run_triples},
   };
   return all;
 }
@@ -488,6 +480,15 @@ void write_seeds(const std::string& out) {
                          "p31\tx_9\np31\tx_9\nalpha97\tp31\np31\talpha97\nghost\tp31\nx_9\tghost\n"));
     write_seed(dir, "planetoid", 1,
                two_parts("# papers\n1 0.5 -1e-3 A\n2 1 2 B\n3 nan 0 A\n", "1 2\n2 3\n3 3\n"));
+  }
+  {  // train.txt, then valid.txt and test.txt, split as run_triples splits
+    write_seed(
+        dir, "triples", 0,
+        two_parts("egypt\tintergovorgs3\tusa\nusa\tembassy\tuk\r\nuk\tembassy\tusa\n\n",
+                  two_parts("usa\tintergovorgs3\tegypt\n", "uk\tembassy\tegypt\nchina\tembassy\tuk\n")));
+    write_seed(
+        dir, "triples", 1,
+        two_parts("a b\tr_inverse\tc\nc\tr\ta b\na b\tr_inverse\tc\nc\tq\tc\n", two_parts("", "c\tr\tc\n")));
   }
   fs::remove_all(tmp);
 }

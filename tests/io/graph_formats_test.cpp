@@ -1,93 +1,31 @@
 #include "strata/io/graph_formats.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "strata/core/error.h"
+#include "tests/support/gzip_stored.h"
+#include "tests/support/loader_files.h"
 
 using namespace strata;
 using namespace strata::io;
 namespace fs = std::filesystem;
+using strata::testing::gzip_stored;
+using strata::testing::io_error;
+using strata::testing::TempDir;
+using strata::testing::write_file;
 
 namespace {
 
-// <tmp>/strata_graphs_<pid>_<test>, created empty for the running test and removed after it.
-struct TempDir {
-  TempDir() {
-    const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
-    path = (fs::temp_directory_path() /
-            ("strata_graphs_" + std::to_string(::getpid()) + "_" + t->test_suite_name() + "_" + t->name()))
-               .string();
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-  std::string path;
-};
-
-void write_file(const std::string& path, const std::string& bytes) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-}
-
-uint32_t crc32_of(const std::string& bytes) {
-  uint32_t crc = 0xffffffffu;
-  for (unsigned char b : bytes) {
-    crc ^= b;
-    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
-  }
-  return ~crc;
-}
-
 void put_le(std::string* out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out->push_back(char((v >> (8 * i)) & 0xff));
-}
-
-// A gzip member (RFC 1952) holding `bytes` in stored deflate blocks (RFC 1951 section 3.2.4).
-std::string gzip_stored(const std::string& bytes) {
-  std::string out = std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10);
-  size_t at = 0;
-  do {
-    size_t len = std::min<size_t>(bytes.size() - at, 65535);
-    bool last = at + len == bytes.size();
-    out.push_back(last ? 1 : 0);
-    put_le(&out, len, 2);
-    put_le(&out, ~len & 0xffff, 2);
-    out.append(bytes, at, len);
-    at += len;
-  } while (at < bytes.size());
-  put_le(&out, crc32_of(bytes), 4);
-  put_le(&out, bytes.size(), 4);
-  return out;
-}
-
-// What f() throws as an IoError, or "" (and a failure) when it returns or throws something else.
-template <class F>
-std::string io_error(F&& f) {
-  try {
-    f();
-  } catch (const IoError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected an IoError, got: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "expected an IoError";
-  return "";
 }
 
 // The input-order edges (src, dst) of a graph: CSC position p holds input edge edge_ids[p].

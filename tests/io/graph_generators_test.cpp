@@ -1,7 +1,6 @@
 #include "strata/io/graph_generators.h"
 
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <array>
@@ -15,9 +14,11 @@
 #include "strata/core/error.h"
 #include "strata/core/factory.h"
 #include "strata/io/graph_dataset.h"
+#include "tests/support/omp_threads.h"
 
 using namespace strata;
 using namespace strata::io;
+using strata::testing::with_threads;
 
 namespace {
 
@@ -37,16 +38,6 @@ Edges input_edges(const Graph& g) {
   Edges out(src.size());
   for (size_t p = 0; p < src.size(); ++p) out[size_t(ids[p])] = {src[p], dst[p]};
   return out;
-}
-
-// Runs f with `threads` OpenMP threads, then restores the previous count.
-template <class F>
-auto with_threads(int threads, F&& f) {
-  int before = omp_get_max_threads();
-  omp_set_num_threads(threads);
-  auto result = f();
-  omp_set_num_threads(before);
-  return result;
 }
 
 std::vector<int64_t> degrees(const Edges& edges, int64_t n) {
