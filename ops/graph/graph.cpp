@@ -18,7 +18,7 @@ struct Graph::Derived {
   std::optional<Tensor> in_degrees, out_degrees, norm_f32, norm_f64;
   std::optional<int64_t> next_edge_id;
   std::optional<MergedEdges> merged_in, merged_out;
-  std::optional<Tensor> merged_in_rank;
+  std::optional<Tensor> merged_in_rank, edge_relations, node_type_ids;
   std::optional<NodeRelationPairs> source_pairs, destination_pairs;
 };
 
@@ -313,6 +313,27 @@ Tensor Graph::in_edges_merged_rank() const {
     std::vector<int64_t> rank(pos.size());
     for (size_t k = 0; k < pos.size(); ++k) rank[size_t(pos[k])] = int64_t(k);
     return from_vector(rank, {int64_t(rank.size())}).to(index_dtype()).to(device());
+  });
+}
+
+Tensor Graph::edge_relations() const {
+  if (device().is_meta()) return Tensor::empty({num_edges()}, DType::i64, device());
+  return kept(&Derived::edge_relations, [&] {
+    std::vector<int64_t> rel(static_cast<size_t>(num_edges()));
+    for (int64_t r = 0; r < num_relations(); ++r)
+      std::fill(rel.begin() + relation_offsets_[size_t(r)], rel.begin() + relation_offsets_[size_t(r + 1)],
+                r);
+    return from_vector(rel, {num_edges()}).to(device());
+  });
+}
+
+Tensor Graph::node_type_ids() const {
+  if (device().is_meta()) return Tensor::empty({num_nodes()}, DType::i64, device());
+  return kept(&Derived::node_type_ids, [&] {
+    std::vector<int64_t> type(static_cast<size_t>(num_nodes()));
+    for (int64_t t = 0; t < num_node_types(); ++t)
+      std::fill(type.begin() + type_offsets_[size_t(t)], type.begin() + type_offsets_[size_t(t + 1)], t);
+    return from_vector(type, {num_nodes()}).to(device());
   });
 }
 

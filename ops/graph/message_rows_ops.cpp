@@ -113,6 +113,47 @@ Tensor aggregate_to_pairs(const Graph& g, const Tensor& x, const Tensor& w) {
   return out;
 }
 
+// out[e, h] = <a[pair e], b[dst e]> per head.
+Tensor dot_pairs(const Graph& g, const Tensor& a, const Tensor& b, int64_t heads) {
+  const char* name = "gsddmm_pairs";
+  detail::check_defined(name, a, "pair_rows");
+  detail::check_defined(name, b, "dst_rows");
+  const Device dev = detail::common_device(name, {&a, &b});
+  STRATA_CHECK(dev == g.device(), DeviceError, name, ": rows on ", dev.str(), ", the graph on ",
+               g.device().str());
+  const NodeRelationPairs sp = g.source_pairs();
+  const int64_t E = g.num_edges(), P = sp.size(), N = g.num_nodes();
+  STRATA_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(0) == P && b.size(0) == N && a.size(1) == b.size(1) &&
+                   heads >= 1 && a.size(1) % heads == 0,
+               ShapeError, name, ": pair_rows ", shape_str(a.shape()), " and dst_rows ", shape_str(b.shape()),
+               " must be [", P, ", F] and [", N, ", F] with ", heads, " heads dividing F");
+  STRATA_CHECK(is_floating(a.dtype()) && a.dtype() == b.dtype(), TypeError, name, ": ", a.str(), " and ",
+               b.str(), " must share one floating dtype");
+  Tensor ac = detail::raw_contiguous(a), bc = detail::raw_contiguous(b);
+  Tensor out = detail::alloc({E, heads}, a.dtype(), dev);
+  detail::kernels(dev).sddmm_dot(out, sp.edge_pair, ac, g.dst(), bc);
+  detail::record(name, dev, 2.0 * double(E) * double(a.size(1)),
+                 double(E) * double(a.size(1) * 2) * double(a.element_size()), double(out.nbytes()));
+  if (auto node = make_node("GsddmmPairsBackward", {a, b})) {
+    node->save(node->needs_grad(1) ? ac : Tensor());
+    node->save(node->needs_grad(0) ? bc : Tensor());
+    node->backward = [g, P, N](OpNode& n, std::vector<Tensor>& grad) -> std::vector<Tensor> {
+      const Tensor gw = detail::raw_contiguous(grad[0]);  // [E, H]
+      const NodeRelationPairs s = g.source_pairs();
+      Tensor ga, gb;
+      if (n.needs_grad(0))  // pair p: sum over its edges of grad[e, h] dst_rows[dst e]
+        ga = detail::row_sum(s.edge_offsets, g.csr_dst(), gw, g.csr_edges(), n.saved(1), P);
+      if (n.needs_grad(1)) {  // node v: sum over its in-edges of grad[e, h] pair_rows[pair e]
+        const MergedEdges in = g.in_edges_merged();
+        gb = detail::row_sum(in.offsets, s.merged_pair, gw, in.positions, n.saved(0), N);
+      }
+      return {ga, gb};
+    };
+    set_outputs(node, {&out});
+  }
+  return out;
+}
+
 }  // namespace
 
 Tensor gspmm_pairs(const Graph& g, const Tensor& rows, const Tensor& edge_weight) {
@@ -121,6 +162,10 @@ Tensor gspmm_pairs(const Graph& g, const Tensor& rows, const Tensor& edge_weight
 
 Tensor gspmm_edges(const Graph& g, const Tensor& rows, const Tensor& edge_weight) {
   return aggregate_rows(g, rows, edge_weight, false);
+}
+
+Tensor gsddmm_pairs(const Graph& g, const Tensor& pair_rows, const Tensor& dst_rows, int64_t heads) {
+  return dot_pairs(g, pair_rows, dst_rows, heads);
 }
 
 Tensor gspmm_to_pairs(const Graph& g, const Tensor& x, const Tensor& edge_weight) {

@@ -5,6 +5,7 @@
 // aggregate-first), which must all agree with PyG and so with each other.
 #include <gtest/gtest.h>
 
+#include "strata/models/layers/hgt_conv.h"
 #include "strata/models/layers/rgat_conv.h"
 #include "strata/models/layers/rgcn_conv.h"
 #include "strata/strata.h"
@@ -86,7 +87,72 @@ void check_rgat(const std::string& name, int64_t out, nn::RGATConvOptions option
     }
 }
 
+// The heterogeneous fixture: paper (7 nodes), author (5), field (3) in global ids, 4 relations.
+Graph hetero_graph() {
+  Tensor ei = fixture().tensor("hgt.edge_index", DType::i64);
+  const std::vector<Relation> rels{{1, "writes", 0}, {0, "cites", 0}, {0, "has", 2}, {2, "rev_has", 0}};
+  return Graph::from_typed_edges({"paper", "author", "field"}, {7, 5, 3}, rels,
+                                 ops::select(ei, 0, 0).contiguous(), ops::select(ei, 0, 1).contiguous(),
+                                 fixture().tensor("hgt.edge_type", DType::i64));
+}
+
+// PyG returns rows for paper and field only (author is no relation's destination); the loss is
+// sum(out_paper * seed_paper) + sum(out_field * seed_field).
+void check_hgt(const std::string& name, int64_t out_channels, int64_t heads,
+               std::vector<std::string> unused) {
+  const Graph g = hetero_graph();
+  for (nn::Materialization m : {nn::Materialization::kEdgeWise, nn::Materialization::kCompact})
+    for (bool reorder : {false, true}) {
+      SCOPED_TRACE(name + " " + nn::materialization_name(m) + (reorder ? " reordered" : ""));
+      nn::HGTConv conv(6, out_channels, g.node_types(), g.relations(), {.heads = heads});
+      conv.set_materialization(m);
+      conv.set_reorder(reorder);
+      conv.to(DType::f64);
+      // PyG's values for every parameter the fixture holds; the rest are the ones PyG never reads.
+      nn::StateDict params;
+      std::vector<std::string> missing;
+      for (const auto& [pname, p] : conv.state_dict()) {
+        if (fixture().names(name + ".param." + pname).empty())
+          missing.push_back(pname), params.insert(pname, p);
+        else
+          params.insert(pname, fixture().tensor(name + ".param." + pname));
+      }
+      EXPECT_EQ(missing, unused);
+      conv.load_state_dict(params);
+      Tensor x = fixture().tensor("hgt.x").set_requires_grad(true);
+      Tensor out = conv.forward(g, x);
+      const Tensor paper = ops::narrow(out, 0, 0, 7), field = ops::narrow(out, 0, 12, 3);
+      expect_close(paper, fixture().tensor(name + ".out.paper"), "paper output");
+      expect_close(field, fixture().tensor(name + ".out.field"), "field output");
+      const std::string seed = fixture().names(name + ".seed.paper").empty() ? "hgt.seed" : name + ".seed";
+      Tensor loss = ops::add(ops::sum(ops::mul(paper, fixture().tensor(seed + ".paper"))),
+                             ops::sum(ops::mul(field, fixture().tensor(seed + ".field"))));
+      EXPECT_NEAR(loss.item(), fixture().tensor(name + ".loss").item(), 1e-9);
+      loss.backward();
+      expect_close(ops::narrow(x.grad(), 0, 0, 7), fixture().tensor(name + ".grad.x.paper"),
+                   "grad of paper x");
+      expect_close(ops::narrow(x.grad(), 0, 7, 5), fixture().tensor(name + ".grad.x.author"),
+                   "grad of author x");
+      expect_close(ops::narrow(x.grad(), 0, 12, 3), fixture().tensor(name + ".grad.x.field"),
+                   "grad of field x");
+      for (const auto& [pname, p] : conv.named_parameters())
+        if (!fixture().names(name + ".grad." + pname).empty())
+          expect_close(p.grad(), fixture().tensor(name + ".grad." + pname), "grad of " + pname);
+    }
+}
+
 }  // namespace
+
+TEST(RgnnConv, HGTConvMatchesPyG) {
+  const std::vector<std::string> author{"out_lin.lins.author.weight", "out_lin.lins.author.bias"};
+  std::vector<std::string> no_skip = author;
+  no_skip.insert(no_skip.end(), {"skip.paper", "skip.author", "skip.field"});
+  check_hgt("hgt_h2", 4, 2, no_skip);
+  check_hgt("hgt_h1", 4, 1, no_skip);
+  std::vector<std::string> with_skip = author;
+  with_skip.push_back("skip.author");
+  check_hgt("hgt_skip", 6, 2, with_skip);
+}
 
 TEST(RgnnConv, RGATConvMatchesPyG) {
   check_rgat("rgat", 4, {});

@@ -684,6 +684,15 @@ std::vector<OpCase> build_table() {
             Ref den = R::gather_rows(R::scatter_rows(e, td, 7, "sum"), td);
             return {R::zip(e, den, std::divides<>())};
           });
+    t.add("gsddmm_pairs.heads", {in({P, 4}), in({7, 4})}, OP(ops::gsddmm_pairs(G(x[0]), x[0], x[1], 2)),
+          [sp, td](const Refs& r) -> Refs {
+            Ref a = R::gather_rows(r[0], sp), b = R::gather_rows(r[1], td);
+            Ref out(Shape{14, 2});
+            for (int64_t e = 0; e < 14; ++e)
+              for (int64_t c = 0; c < 4; ++c)
+                out.v[size_t(e * 2 + c / 2)] += a.v[size_t(e * 4 + c)] * b.v[size_t(e * 4 + c)];
+            return {out};
+          });
     t.add("gspmm_to_pairs.heads", {in({7, 2, 3}), in({14, 2})}, OP(ops::gspmm_to_pairs(G(x[0]), x[0], x[1])),
           REF(R::gspmm(ts, dp, D, r[0], &r[1], "sum")));
   }

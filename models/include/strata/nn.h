@@ -9,6 +9,7 @@
 #include "strata/models/layers/embedding.h"
 #include "strata/models/layers/gat_conv.h"
 #include "strata/models/layers/gnn_conv.h"
+#include "strata/models/layers/hgt_conv.h"
 #include "strata/models/layers/layer_norm.h"
 #include "strata/models/layers/linear.h"
 #include "strata/models/layers/materialization.h"

@@ -134,6 +134,9 @@ class Graph {
   MergedEdges out_edges_merged() const;
   // Each CSC edge's entry in in_edges_merged() (the inverse of its positions; kept), [E].
   Tensor in_edges_merged_rank() const;
+  // The relation of each CSC edge and the type of each node, i64 [E] and [N] (kept).
+  Tensor edge_relations() const;
+  Tensor node_type_ids() const;
   // Distinct (source, relation) and (destination, relation) pairs (kept). P / E of the sources is
   // the graph's compaction ratio.
   NodeRelationPairs source_pairs() const;

@@ -33,6 +33,11 @@ Tensor gspmm(const Graph& g, const Tensor& x, const Tensor& edge_weight = Tensor
 // Differentiable in rows and edge_weight; the gradients gather through the pairs' edge lists.
 Tensor gspmm_pairs(const Graph& g, const Tensor& rows, const Tensor& edge_weight = Tensor());
 Tensor gspmm_edges(const Graph& g, const Tensor& rows, const Tensor& edge_weight = Tensor());
+// Per-edge dot products between a source-relation pair's row and the destination's row, per head:
+// out[e, h] = <pair_rows[pair of e], dst_rows[dst e]> over head h's columns, pair_rows [P, F] for
+// g.source_pairs(), dst_rows [N, F] -> [E, heads] (HGT's attention on compact keys). Differentiable
+// in both; the gradients gather.
+Tensor gsddmm_pairs(const Graph& g, const Tensor& pair_rows, const Tensor& dst_rows, int64_t heads);
 // Aggregation per (destination, relation) pair: out[p] = sum over the in-edges e of pair p of
 // w[e] * x[src e], x [N, ...] -> [P, ...] for P = g.destination_pairs().size() (aggregate-then-
 // transform: the typed linear then runs once per pair). Differentiable in x and edge_weight.
