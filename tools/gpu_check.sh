@@ -82,7 +82,7 @@ if [ "$kind" = sim ]; then
   gtest kernels 'Sim/OpSim.*:SimDevice.*:DeviceUpdates.*'
   gtest cache 'Devices/CacheOnDevice.*sim'
 else
-  gtest kernels '*_cuda:CudaBackend*:GraphOpsCuda.*'
+  gtest kernels '*_cuda:CudaBackend*:GraphOpsCuda.*:RgnnConvDevices.*Cuda'
   gtest cache 'Devices/CacheOnDevice.*cuda'
 fi
 

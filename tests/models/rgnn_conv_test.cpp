@@ -41,18 +41,19 @@ void expect_close(const Tensor& got, const Tensor& want, const std::string& what
 // Loads the case's parameters into `layer` (f64, PyG's names, strict), runs forward(x) and checks
 // the output, the loss and every gradient against PyG's.
 template <class Layer, class Forward>
-void check_case(const std::string& name, Layer& layer, Forward forward) {
-  SCOPED_TRACE(name);
+void check_case(const std::string& name, Layer& layer, Forward forward, Device dev) {
+  SCOPED_TRACE(name + " on " + dev.str());
   layer.to(DType::f64);
   nn::StateDict params;
   for (const std::string& p : fixture().names(name + ".param."))
     params.insert(p, fixture().tensor(name + ".param." + p));
   layer.load_state_dict(params);
-  Tensor x = fixture().tensor("x").set_requires_grad(true);
+  layer.to(dev);
+  Tensor x = fixture().tensor("x").to(dev).set_requires_grad(true);
   Tensor out = forward(x);
   expect_close(out, fixture().tensor(name + ".out"), "output");
   const std::string seed = fixture().names(name + ".seed").empty() ? "seed" : name + ".seed";
-  Tensor loss = ops::sum(ops::mul(out, fixture().tensor(seed)));
+  Tensor loss = ops::sum(ops::mul(out, fixture().tensor(seed).to(dev)));
   EXPECT_NEAR(loss.item(), fixture().tensor(name + ".loss").item(), 1e-9);
   loss.backward();
   expect_close(x.grad(), fixture().tensor(name + ".grad.x"), "grad of x");
@@ -63,19 +64,20 @@ void check_case(const std::string& name, Layer& layer, Forward forward) {
 const nn::Materialization kEvery[] = {nn::Materialization::kEdgeWise, nn::Materialization::kCompact,
                                       nn::Materialization::kAggregateFirst};
 
-void check_rgcn(const std::string& name, nn::RGCNConvOptions options) {
-  const Graph g = relational_graph();
+void check_rgcn(const std::string& name, nn::RGCNConvOptions options, Device dev = kCPU) {
+  const Graph g = relational_graph().to(dev);
   for (nn::Materialization m : kEvery) {
     SCOPED_TRACE(nn::materialization_name(m));
     nn::RGCNConv conv(6, 4, 4, options);
     conv.set_materialization(m);
     EXPECT_EQ(conv.plan(g).strategy, m);
-    check_case(name, conv, [&](const Tensor& x) { return conv.forward(g, x); });
+    check_case(
+        name, conv, [&](const Tensor& x) { return conv.forward(g, x); }, dev);
   }
 }
 
-void check_rgat(const std::string& name, int64_t out, nn::RGATConvOptions options) {
-  const Graph g = relational_graph();
+void check_rgat(const std::string& name, int64_t out, nn::RGATConvOptions options, Device dev = kCPU) {
+  const Graph g = relational_graph().to(dev);
   for (nn::Materialization m : {nn::Materialization::kEdgeWise, nn::Materialization::kCompact})
     for (bool reorder : {false, true}) {
       SCOPED_TRACE(nn::materialization_name(m) + (reorder ? " reordered" : ""));
@@ -83,7 +85,8 @@ void check_rgat(const std::string& name, int64_t out, nn::RGATConvOptions option
       conv.set_materialization(m);
       conv.set_reorder(reorder);
       EXPECT_EQ(conv.plan(g).reorder, reorder);
-      check_case(name, conv, [&](const Tensor& x) { return conv.forward(g, x); });
+      check_case(
+          name, conv, [&](const Tensor& x) { return conv.forward(g, x); }, dev);
     }
 }
 
@@ -98,12 +101,13 @@ Graph hetero_graph() {
 
 // PyG returns rows for paper and field only (author is no relation's destination); the loss is
 // sum(out_paper * seed_paper) + sum(out_field * seed_field).
-void check_hgt(const std::string& name, int64_t out_channels, int64_t heads,
-               std::vector<std::string> unused) {
-  const Graph g = hetero_graph();
+void check_hgt(const std::string& name, int64_t out_channels, int64_t heads, std::vector<std::string> unused,
+               Device dev = kCPU) {
+  const Graph g = hetero_graph().to(dev);
   for (nn::Materialization m : {nn::Materialization::kEdgeWise, nn::Materialization::kCompact})
     for (bool reorder : {false, true}) {
-      SCOPED_TRACE(name + " " + nn::materialization_name(m) + (reorder ? " reordered" : ""));
+      SCOPED_TRACE(name + " " + nn::materialization_name(m) + (reorder ? " reordered" : "") + " on " +
+                   dev.str());
       nn::HGTConv conv(6, out_channels, g.node_types(), g.relations(), {.heads = heads});
       conv.set_materialization(m);
       conv.set_reorder(reorder);
@@ -119,14 +123,15 @@ void check_hgt(const std::string& name, int64_t out_channels, int64_t heads,
       }
       EXPECT_EQ(missing, unused);
       conv.load_state_dict(params);
-      Tensor x = fixture().tensor("hgt.x").set_requires_grad(true);
+      conv.to(dev);
+      Tensor x = fixture().tensor("hgt.x").to(dev).set_requires_grad(true);
       Tensor out = conv.forward(g, x);
       const Tensor paper = ops::narrow(out, 0, 0, 7), field = ops::narrow(out, 0, 12, 3);
       expect_close(paper, fixture().tensor(name + ".out.paper"), "paper output");
       expect_close(field, fixture().tensor(name + ".out.field"), "field output");
       const std::string seed = fixture().names(name + ".seed.paper").empty() ? "hgt.seed" : name + ".seed";
-      Tensor loss = ops::add(ops::sum(ops::mul(paper, fixture().tensor(seed + ".paper"))),
-                             ops::sum(ops::mul(field, fixture().tensor(seed + ".field"))));
+      Tensor loss = ops::add(ops::sum(ops::mul(paper, fixture().tensor(seed + ".paper").to(dev))),
+                             ops::sum(ops::mul(field, fixture().tensor(seed + ".field").to(dev))));
       EXPECT_NEAR(loss.item(), fixture().tensor(name + ".loss").item(), 1e-9);
       loss.backward();
       expect_close(ops::narrow(x.grad(), 0, 0, 7), fixture().tensor(name + ".grad.x.paper"),
@@ -143,15 +148,38 @@ void check_hgt(const std::string& name, int64_t out_channels, int64_t heads,
 
 }  // namespace
 
-TEST(RgnnConv, HGTConvMatchesPyG) {
+void check_every_hgt(Device dev) {
   const std::vector<std::string> author{"out_lin.lins.author.weight", "out_lin.lins.author.bias"};
   std::vector<std::string> no_skip = author;
   no_skip.insert(no_skip.end(), {"skip.paper", "skip.author", "skip.field"});
-  check_hgt("hgt_h2", 4, 2, no_skip);
-  check_hgt("hgt_h1", 4, 1, no_skip);
+  check_hgt("hgt_h2", 4, 2, no_skip, dev);
+  check_hgt("hgt_h1", 4, 1, no_skip, dev);
   std::vector<std::string> with_skip = author;
   with_skip.push_back("skip.author");
-  check_hgt("hgt_skip", 6, 2, with_skip);
+  check_hgt("hgt_skip", 6, 2, with_skip, dev);
+}
+
+TEST(RgnnConv, HGTConvMatchesPyG) { check_every_hgt(kCPU); }
+
+// The same checks with the layers, the graph and x on the simulated device and on a GPU.
+TEST(RgnnConvDevices, EveryLayerMatchesPyGOnSim) {
+  check_rgcn("rgcn_bases", {.num_bases = 2}, sim(0));
+  check_rgat("rgat_heads", 4, {.heads = 3}, sim(0));
+  check_every_hgt(sim(0));
+}
+
+TEST(RgnnConvDevices, EveryLayerMatchesPyGOnCuda) {
+  auto& reg = BackendRegistry::instance();
+  if (!reg.has(DeviceType::CUDA) || reg.get(DeviceType::CUDA).device_count() == 0) GTEST_SKIP() << "no GPU";
+  for (const auto& [name, o] : {std::pair<std::string, nn::RGCNConvOptions>{"rgcn", {}},
+                                {"rgcn_bases", {.num_bases = 2}},
+                                {"rgcn_blocks", {.num_blocks = 2}},
+                                {"rgcn_add", {.aggr = "add"}}})
+    check_rgcn(name, o, cuda(0));
+  check_rgat("rgat", 4, {}, cuda(0));
+  check_rgat("rgat_heads", 4, {.heads = 3}, cuda(0));
+  check_rgat("rgat_mean", 4, {.heads = 2, .concat = false}, cuda(0));
+  check_every_hgt(cuda(0));
 }
 
 TEST(RgnnConv, RGATConvMatchesPyG) {
