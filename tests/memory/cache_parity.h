@@ -81,6 +81,10 @@ TrainResult train_steps(const std::shared_ptr<autograd::SavePolicy>& policy, int
       run.activation_peak = cpu_allocator().stats().snapshot().peak_of(MemoryCategory::SavedActivation);
       for (const Tensor& p : model.parameters()) {
         Tensor g = p.grad();
+        if (!g.defined()) {  // a parameter the forward never read (e.g. HGT's skip gate when in != out)
+          run.grads.emplace_back();
+          continue;
+        }
         run.grads.emplace_back(g.data<float>(), g.data<float>() + g.numel());
       }
     }

@@ -1,7 +1,8 @@
-// GNN: a node classifier of stacked GCNConv, SAGEConv or GATConv layers, named as PyTorch
-// Geometric's basic models name theirs (convs.0, convs.1, ...), each layer (its input dropout,
-// the conv, its activation) a planner block. It
-// runs on the whole graph or on sampled message-flow graphs (one per layer, input layer first).
+// GNN: a node classifier of stacked GCNConv, SAGEConv, GATConv or, on typed graphs, RGCNConv,
+// RGATConv or HGTConv layers, named as PyTorch Geometric's basic models name theirs (convs.0,
+// convs.1, ...), each layer (its input dropout, the conv, its activation) a planner block. It
+// runs on the whole graph or on sampled message-flow graphs (one per layer, input layer first;
+// the homogeneous convs only).
 //
 //   models::GNN model({.conv = "gat", .in_channels = 128, .hidden_channels = 8, .num_classes = 4});
 //   Tensor logits = model.forward(graph, features);    // [N, num_classes]
@@ -19,7 +20,7 @@
 namespace strata::models {
 
 struct GNNConfig {
-  std::string conv = "sage";  // "gcn", "sage" or "gat"
+  std::string conv = "sage";  // "gcn", "sage", "gat", or relational: "rgcn", "rgat", "hgt"
   int64_t in_channels = 0;
   int64_t hidden_channels = 64;  // gat: per head
   int64_t num_classes = 0;
@@ -28,6 +29,15 @@ struct GNNConfig {
   std::string aggr = "mean";       // sage: mean, sum, max, min
   double dropout = 0.5;            // on every layer's input features while training
   double attention_dropout = 0.0;  // gat: on the attention coefficients
+  // Relational convs: the graph's node types and relations (rgcn and rgat use their count), RGCN's
+  // bases (0: none), and each layer's materialization ("auto", "edge", "compact",
+  // "aggregate_first") and reordering ("auto", "on", "off").
+  std::vector<std::string> node_types;
+  std::vector<Relation> relations;
+  int64_t num_bases = 0;
+  std::string materialization = "auto";
+  std::string reorder = "auto";
+  bool relational() const { return conv == "rgcn" || conv == "rgat" || conv == "hgt"; }
   // Throws ValueError naming the field that is out of range.
   void validate() const;
 };
@@ -36,12 +46,14 @@ class GNN : public nn::Module {
  public:
   explicit GNN(const GNNConfig& config);
   // Every layer on the whole graph: x [N, in_channels] -> logits [N, num_classes]. Between
-  // layers: ReLU (gcn, sage) or ELU (gat), as PyG's examples do.
+  // layers: ReLU (gcn, sage, the relational convs) or ELU (gat), as PyG's examples do.
   Tensor forward(const Graph& g, const Tensor& x);
   // Layer l on graphs[l], producing rows for its first num_dst[l] nodes (the next layer's nodes):
   // x [graphs[0] nodes, in] -> [num_dst.back(), num_classes].
   Tensor forward(const std::vector<Graph>& graphs, const std::vector<int64_t>& num_dst, const Tensor& x);
   const GNNConfig& config() const { return config_; }
+  // Each relational layer's plan on g, one line per layer (empty for the homogeneous convs).
+  std::vector<std::string> plans(const Graph& g) const;
 
   std::shared_ptr<nn::ModuleList> convs;
 
