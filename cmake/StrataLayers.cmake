@@ -72,7 +72,7 @@ endif()
 strata_layer(memory SOURCES memory memory/tiers memory/planner INCLUDES memory/include USES ops)
 strata_layer(models SOURCES models models/layers models/gpt models/bert models/resnet models/gnn
              INCLUDES models/include USES memory)
-strata_layer(io SOURCES io io/images io/graphs INCLUDES io/include USES memory)
+strata_layer(io SOURCES io io/images io/graphs io/features INCLUDES io/include USES memory)
 if(TARGET strata_memory AND STRATA_HAVE_URING)
   target_link_libraries(strata_memory PRIVATE PkgConfig::URING)
 endif()

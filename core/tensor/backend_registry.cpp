@@ -86,6 +86,25 @@ void Backend::segment_softmax_backward(const Tensor& grad_scores, const Tensor&,
   throw NotImplementedError("segment_softmax_backward: no kernel on " + grad_scores.device().str());
 }
 
+void Backend::gather_host_rows(const Tensor& out, const void* host_rows, int64_t num_rows, int64_t row_bytes,
+                               const Tensor& ids) {
+  const Device d = out.device();
+  STRATA_CHECK(d.is_cpu() || d.type == DeviceType::Sim, NotImplementedError,
+               "gather_host_rows: no gather of host rows on ", d.str());
+  STRATA_CHECK(ids.dtype() == DType::i64 && ids.is_contiguous() && out.is_contiguous() &&
+                   out.nbytes() == size_t(ids.numel()) * size_t(row_bytes),
+               ValueError, "gather_host_rows: ids ", ids.str(), " and out ", out.str(), " for rows of ",
+               row_bytes, " bytes");
+  const int64_t* id = static_cast<const int64_t*>(ids.data_ptr());
+  char* to = static_cast<char*>(out.data_ptr());
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    STRATA_CHECK(id[i] >= 0 && id[i] < num_rows, IndexError, "gather_host_rows: ids[", i, "] = ", id[i],
+                 " is outside [0, ", num_rows, ")");
+    std::memcpy(to + i * row_bytes, static_cast<const char*>(host_rows) + id[i] * row_bytes,
+                size_t(row_bytes));
+  }
+}
+
 void Backend::segment_mm(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                          const Tensor&, const Tensor&, bool) {
   throw NotImplementedError("segment_mm: no relational GEMM on " + out.device().str());

@@ -57,6 +57,8 @@ class CudaBackend final : public Backend {
   void synchronize(int device_index) override;
   void register_host_memory(void* host, size_t bytes) override;
   void unregister_host_memory(void* host) override;
+  void gather_host_rows(const Tensor& out, const void* host_rows, int64_t num_rows, int64_t row_bytes,
+                        const Tensor& ids) override;
   std::unique_ptr<Event> record_compute(int device_index) override;
   std::unique_ptr<Event> copy_bytes_async(void* dst, const void* src, size_t bytes, int device_index,
                                           Event* after) override;

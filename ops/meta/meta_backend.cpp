@@ -78,6 +78,7 @@ class MetaBackend final : public Backend {
   void sddmm_dot(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&) override {}
   void segment_softmax(const Tensor&, const Tensor&, const Tensor&) override {}
   void segment_softmax_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&) override {}
+  void gather_host_rows(const Tensor&, const void*, int64_t, int64_t, const Tensor&) override {}
   void segment_mm(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                   const Tensor&, bool) override {}
   void segment_mm_weight_grad(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,

@@ -12,6 +12,7 @@
 
 #include "strata/io/bert_weights.h"
 #include "strata/io/checkpoint.h"
+#include "strata/io/feature_store.h"
 #include "strata/io/gpt_weights.h"
 #include "strata/io/graph_formats.h"
 #include "strata/io/image.h"
@@ -178,6 +179,18 @@ void run_ogb_npy(const uint8_t* data, size_t size) {
   else
     fs::remove(dir / "raw" / "node-label.npy");
   io::load_ogb_raw(dir.string(), {.add_inverse_edges = true});
+}
+
+// A feature file (.npy) opened by MappedFeatureStore both ways, mapped and read with pread (a
+// resident limit of one byte), and gathered at its first, middle and last rows.
+void run_feature_file(const uint8_t* data, size_t size) {
+  const std::string path = as_file("features.npy", data, size);
+  for (uint64_t limit : {uint64_t(0), uint64_t(1)}) {
+    io::MappedFeatureStore store(path, {.num_threads = 0, .resident_limit_bytes = limit});
+    const int64_t n = store.num_rows();
+    if (n == 0) continue;
+    store.gather(from_vector(std::vector<int64_t>{0, n / 2, n - 1}, {3}));
+  }
 }
 
 // Planetoid's <name>.content and <name>.cites, split as split_in_two splits.
@@ -350,7 +363,7 @@ const std::vector<Target>& targets() {
       {"hf_bert", run_hf_bert},       {"llmc_weights", run_llmc},       {"token_shard", run_token_shard},
       {"image", run_image},           {"plan_text", run_plan_text},     {"hardware_text", run_hardware_text},
       {"graph_tool", run_graph_tool}, {"edge_list", run_edge_list},     {"ogb_npy", run_ogb_npy},
-      {"planetoid", run_planetoid},   {"triples", run_triples},
+      {"planetoid", run_planetoid},   {"triples", run_triples},         {"feature_file", run_feature_file},
   };
   return all;
 }
@@ -473,6 +486,13 @@ void write_seeds(const std::string& out) {
     write_seed(dir, "ogb_npy", 2,
                two_parts(npy_bytes(3, "|u1", "(2, 2)", std::vector<uint8_t>{7, 8, 8, 9}),
                          npy_bytes(1, "<f4", "(16, 2)", tasks)));
+  }
+  {  // feature files: f32 rows (version 1), f16 (version 2), one i64 column (version 3)
+    std::vector<float> rows(12);
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = float(i) - 2.5f;
+    write_seed(dir, "feature_file", 0, npy_bytes(1, "<f4", "(4, 3)", rows));
+    write_seed(dir, "feature_file", 1, npy_bytes(2, "<f2", "(2, 5)", std::vector<uint16_t>(10, 0x3c00)));
+    write_seed(dir, "feature_file", 2, npy_bytes(3, "<i8", "(3, 1)", std::vector<int64_t>{7, -1, 1 << 20}));
   }
   {  // <name>.content and <name>.cites
     write_seed(dir, "planetoid", 0,

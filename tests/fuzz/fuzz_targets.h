@@ -17,7 +17,7 @@ struct Target {
 };
 
 // Every target: checkpoint, safetensors, hf_gpt2, hf_bert, llmc_weights, token_shard, image,
-// plan_text, hardware_text, graph_tool, edge_list, ogb_npy, planetoid, triples.
+// plan_text, hardware_text, graph_tool, edge_list, ogb_npy, planetoid, triples, feature_file.
 const std::vector<Target>& targets();
 // The target named `name`; throws std::invalid_argument for an unknown one.
 const Target& target(const std::string& name);

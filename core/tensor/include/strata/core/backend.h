@@ -106,6 +106,15 @@ class Backend {
   // (CUDA: cudaHostRegister); done once, at set-up. The default does nothing.
   virtual void register_host_memory(void* host, size_t bytes) {}
   virtual void unregister_host_memory(void* host) {}
+  // out[i] = the row_bytes bytes at host_rows + ids[i] * row_bytes: rows of host memory the device
+  // reads itself (page-locked by register_host_memory), gathered into this device's memory by the
+  // device (CUDA: a zero-copy kernel whose reads start on 128-byte lines,
+  // ops/cuda/cuda_feature_gather.cu). out: contiguous, ids.numel() * row_bytes bytes; ids:
+  // contiguous i64 [M] on this device, each in [0, num_rows) (checked by the caller). Ordered on the
+  // compute stream. The default copies the rows on the calling thread, for devices whose memory the
+  // host addresses (CPU, sim).
+  virtual void gather_host_rows(const Tensor& out, const void* host_rows, int64_t num_rows, int64_t row_bytes,
+                                const Tensor& ids);
   // An event recorded now on `device`'s compute stream, for a transfer to wait for; null when
   // the device computes synchronously (CPU: everything issued has finished).
   virtual std::unique_ptr<Event> record_compute(int device_index) { return nullptr; }
