@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "examples/train_gnn/relational_model.h"
 #include "strata/core/philox.h"
 #include "strata/io/graph_formats.h"
 #include "strata/io/graph_generators.h"
@@ -97,6 +98,13 @@ std::shared_ptr<io::GraphDataset> make_gnn_data(const TrainGnnConfig& c) {
   } else if (c.rmat_scale() > 0) {
     *data =
         io::generate_rmat({.scale = int(c.rmat_scale()), .edge_factor = c.rmat_edge_factor(), .seed = seed});
+  } else if (is_relational_kind(c.model())) {  // entity classification: ogbn-mag's shape, scaled down
+    io::TypedRmatOptions t;
+    t.total_edges = c.typed_rmat_edges();
+    t.reverse_relations = true;  // papers hear from their authors' and fields' other papers
+    t.num_classes = c.typed_rmat_classes();
+    t.seed = seed;
+    *data = io::generate_typed_rmat(t);
   } else if (std::filesystem::exists(kPolblogs)) {
     *data = io::load_graph_tool(kPolblogs, {.label_property = "value"});
     data->name = std::string(kPolblogs) + " (political blogs, 2 classes)";
@@ -125,7 +133,7 @@ std::shared_ptr<io::GraphDataset> make_gnn_data(const TrainGnnConfig& c) {
                " has no class labels (graph-tool files: --label-property names the vertex property; "
                "--random-labels K for a "
                "timing run)");
-  if (c.undirected()) {
+  if (c.undirected() && data->graph.num_relations() == 1) {  // a typed graph has its reverse relations
     data->graph = undirected_simple(data->graph);
     data->edge_properties.clear();
   }

@@ -4,7 +4,9 @@
 // 200 full-graph epochs with Adam, printing step, loss, train/validation/test accuracy and the
 // three memory figures, and at the end the test accuracy at the best validation accuracy.
 // Graph-tool files, edge lists, OGB raw folders and Planetoid raw text load with the flags of
-// --help; --fanouts trains on sampled minibatches made on loader threads. See --help.
+// --help; --fanouts trains on sampled minibatches made on loader threads. --model rgcn|rgat
+// classifies the labelled entities of a typed graph (a typed R-MAT by default); --task link
+// trains a link predictor on knowledge-graph triples (link_prediction.cpp). See --help.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,6 +20,8 @@
 #include "examples/common/run_report.h"
 #include "examples/common/trainer_device.h"
 #include "examples/train_gnn/gnn_data.h"
+#include "examples/train_gnn/link_prediction.h"
+#include "examples/train_gnn/relational_model.h"
 #include "examples/train_gnn/train_options.h"
 #include "strata/core/profiler.h"
 #include "strata/io/checkpoint.h"
@@ -51,6 +55,44 @@ double accuracy(const Tensor& logits, const Tensor& labels) {
   return double(correct) / double(y.size());
 }
 
+// The node classifier being trained: models::GNN (gcn, sage, gat: full graph or sampled blocks) or
+// a RelationalClassifier (rgcn, rgat: full graph), as one module.
+struct NodeClassifier {
+  std::shared_ptr<nn::Module> module;
+  std::shared_ptr<models::GNN> gnn;
+  std::shared_ptr<examples::RelationalClassifier> relational;
+  Tensor forward(const Graph& g, const Tensor& x) const {
+    return gnn ? gnn->forward(g, x) : relational->forward(g, x);
+  }
+};
+
+NodeClassifier make_classifier(const GnnTrainOptions& o, const io::GraphDataset& data) {
+  NodeClassifier m;
+  if (o.relational()) {
+    const models::GNNConfig& g = o.model;
+    m.relational = std::make_shared<examples::RelationalClassifier>(
+        examples::RelationalClassifierConfig{.conv = o.config.model(),
+                                             .in_channels = data.features.size(1),
+                                             .hidden_channels = g.hidden_channels,
+                                             .num_classes = data.num_classes,
+                                             .num_layers = g.num_layers,
+                                             .num_relations = data.graph.num_relations(),
+                                             .heads = g.heads,
+                                             .dropout = g.dropout,
+                                             .num_bases = o.config.num_bases(),
+                                             .materialization = o.materialization,
+                                             .reorder = o.reorder});
+    m.module = m.relational;
+  } else {
+    models::GNNConfig g = o.model;
+    g.in_channels = data.features.size(1);
+    g.num_classes = data.num_classes;
+    m.gnn = std::make_shared<models::GNN>(g);
+    m.module = m.gnn;
+  }
+  return m;
+}
+
 struct Split {
   Tensor nodes, labels;  // on the device
 };
@@ -60,10 +102,10 @@ struct Scores {
 };
 
 // Full-graph forward in eval mode: accuracy on each split, and the validation loss.
-Scores evaluate(models::GNN& model, const Graph& g, const Tensor& x, const Split& train, const Split& val,
-                const Split& test) {
+Scores evaluate(const NodeClassifier& model, const Graph& g, const Tensor& x, const Split& train,
+                const Split& val, const Split& test) {
   NoGradGuard ng;
-  model.eval();
+  model.module->eval();
   Tensor logits = model.forward(g, x);
   Scores s;
   auto on = [&](const Split& sp) { return ops::gather_rows(logits, sp.nodes); };
@@ -73,7 +115,7 @@ Scores evaluate(models::GNN& model, const Graph& g, const Tensor& x, const Split
     s.loss = ops::cross_entropy(on(val), val.labels).item();
   }
   if (test.labels.numel()) s.test = accuracy(on(test), test.labels);
-  model.train();
+  model.module->train();
   return s;
 }
 
@@ -111,9 +153,8 @@ int train_gnn(GnnTrainOptions o) {
 
   // ---- model and optimizer ----
   manual_seed(run.seed());
-  o.model.in_channels = data->features.size(1);
-  o.model.num_classes = data->num_classes;
-  models::GNN model(o.model);
+  const NodeClassifier classifier = make_classifier(o, *data);
+  nn::Module& model = *classifier.module;
   model.to(device);  // initialized on the CPU: the same weights on every device
   examples::AdamWGroups groups = examples::adamw_groups(model.parameters(), c.schedule(), c.optim(), 1e-8);
   optim::AdamW opt(groups.groups, groups.defaults);
@@ -154,6 +195,12 @@ int train_gnn(GnnTrainOptions o) {
   if (loader)
     std::printf("  %ld minibatches/epoch, %ld sampler thread(s), %ld prefetched\n",
                 long(loader->batches_per_epoch()), long(c.workers()), long(c.prefetch()));
+  if (classifier.relational) {
+    std::printf("  %ld node types, %ld relations\n", long(data->graph.num_node_types()),
+                long(data->graph.num_relations()));
+    const std::vector<nn::MaterializationPlan> plans = classifier.relational->plans(graph);
+    for (size_t l = 0; l < plans.size(); ++l) std::printf("  convs.%zu: %s\n", l, plans[l].str().c_str());
+  }
   std::printf("  device %s\n", dev.describe().c_str());
 
   Allocator& alloc = *dev.allocator;
@@ -190,10 +237,10 @@ int train_gnn(GnnTrainOptions o) {
       std::vector<int64_t> num_dst;
       for (const io::SampledBlock& b : batch->blocks)
         graphs.push_back(b.graph.to(device)), num_dst.push_back(b.num_dst);
-      Tensor logits = model.forward(graphs, num_dst, batch->features.to(device));
+      Tensor logits = classifier.gnn->forward(graphs, num_dst, batch->features.to(device));
       loss = ops::cross_entropy(logits, batch->labels.to(device));
     } else {
-      Tensor logits = model.forward(graph, features);
+      Tensor logits = classifier.forward(graph, features);
       loss = ops::cross_entropy(ops::gather_rows(logits, train_split.nodes), train_split.labels);
     }
     profile.phase("backward");
@@ -218,7 +265,7 @@ int train_gnn(GnnTrainOptions o) {
     }
     const bool eval_now = run.eval_every() > 0 && (step % run.eval_every() == 0 || step == run.max_steps());
     if (eval_now) {
-      last = evaluate(model, graph, features, train_split, val_split, test_split);
+      last = evaluate(classifier, graph, features, train_split, val_split, test_split);
       if (best_step < 0 || last.val > best.val) best = last, best_step = step;
     }
     if (step % run.log_every() == 0 || step == 1 || eval_now) {
@@ -246,7 +293,7 @@ int train_gnn(GnnTrainOptions o) {
   tcache.finish();
   if (run.profile()) examples::report_profile(prof, run.out_dir());
   const double train_seconds = elapsed();
-  const Scores final_scores = evaluate(model, graph, features, train_split, val_split, test_split);
+  const Scores final_scores = evaluate(classifier, graph, features, train_split, val_split, test_split);
   if (best_step < 0 || final_scores.val > best.val) best = final_scores, best_step = step;
   std::printf(
       "final: step %ld, train loss %.4f, accuracy train %s, val %s, test %s; best val %s at step %ld "
@@ -273,7 +320,7 @@ int main(int argc, char** argv) {
   try {
     GnnTrainOptions o;
     if (!examples::parse_gnn_train_options(argc, argv, &o)) return 0;
-    return train_gnn(o);
+    return o.link_prediction() ? examples::train_link_prediction(o, &g_running_step) : train_gnn(o);
   } catch (const std::exception& e) {  // strata::Error, and anything else: one line, exit 1
     const bool oom = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
     std::fprintf(stderr, "train_gnn: %s\n",

@@ -1,12 +1,14 @@
 #include "examples/train_gnn/train_options.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <sstream>
 
 #include "examples/common/cache_settings.h"
 #include "examples/common/config_flags.h"
 #include "examples/common/shared_flags.h"
 #include "examples/common/trainer_settings.h"
+#include "examples/train_gnn/relational_model.h"
 
 namespace strata::examples {
 
@@ -15,6 +17,7 @@ namespace {
 // train_gnn's defaults, in the config file's format; what is left out is 0, false or empty. 200
 // full-graph epochs of a 2-layer GraphSAGE with Adam (PyG's examples' recipe).
 constexpr const char* kDefaults = R"pb(
+  task: "node"
   model: "sage"
   hidden: 64
   layers: 2
@@ -34,6 +37,14 @@ constexpr const char* kDefaults = R"pb(
   val_fraction: 0.2
   workers: 2
   prefetch: 4
+  num_bases: 0
+  materialization: "auto"
+  reorder: "auto"
+  typed_rmat_edges: 50000
+  typed_rmat_classes: 16
+  encoder: "rgcn"
+  negatives: 32
+  filter_negatives: true
   run { batch_size: 512 max_steps: 200 seed: 1337 eval_every: 10 log_every: 10 out_dir: "out/train_gnn" }
   schedule { lr: 0.01 warmup_steps: 0 min_lr: 0.01 }
   optim { weight_decay: 5e-4 }
@@ -55,14 +66,106 @@ std::vector<int64_t> parse_fanouts(const std::string& text) {
   return out;
 }
 
+// Whether `set` (the flags and the config file) sets `field`, and the flag that sets it.
+bool is_set(const TrainGnnConfig& set, const std::string& field) {
+  return set.GetReflection()->HasField(set, set.GetDescriptor()->FindFieldByName(field));
+}
+std::string flag_of(std::string field) {
+  std::replace(field.begin(), field.end(), '_', '-');
+  return "--" + field;
+}
+
+// --task link's defaults where the flags and the config file leave them: DistMult's usual width,
+// one rgcn layer of 10 bases, no dropout, strong decoupled weight decay (the embeddings overfit
+// UMLS and Kinships within a few epochs without it), and a run that trains those sets in a minute.
+void apply_link_defaults(const TrainGnnConfig& set, TrainGnnConfig* c) {
+  if (!set.has_hidden()) c->set_hidden(200);
+  if (!set.has_layers()) c->set_layers(1);
+  if (!set.has_num_bases()) c->set_num_bases(10);
+  if (!set.has_dropout()) c->set_dropout(0.0);
+  RunConfig& run = *c->mutable_run();
+  if (!set.run().has_batch_size()) run.set_batch_size(512);
+  if (!set.run().has_max_steps() && !set.run().has_max_seconds()) run.set_max_steps(1000);
+  if (!set.run().has_eval_every()) run.set_eval_every(100);
+  if (!set.run().has_log_every()) run.set_log_every(100);
+  if (!set.run().has_out_dir()) run.set_out_dir("out/train_gnn_link");
+  if (!set.optim().has_weight_decay()) c->mutable_optim()->set_weight_decay(1.0);
+}
+
+// The settings node classification reads, checked together.
+void check_node_options(const TrainGnnConfig& set, const GnnTrainOptions& o) {
+  const TrainGnnConfig& c = o.config;
+  STRATA_CHECK(
+      c.model() == "gcn" || c.model() == "sage" || c.model() == "gat" || is_relational_kind(c.model()),
+      ValueError, "--model '", c.model(), "' is not one of gcn, sage, gat, rgcn, rgat");
+  for (const char* field : {"kg", "encoder", "negatives", "filter_negatives"})
+    STRATA_CHECK(!is_set(set, field), ValueError, flag_of(field), " applies to --task link");
+  if (o.relational()) {
+    STRATA_CHECK(o.fanouts.empty(), ValueError, "--fanouts: --model ", c.model(),
+                 " trains on the full graph (sampled minibatches of a typed graph are not supported; leave "
+                 "--fanouts out)");
+  } else {
+    STRATA_CHECK(!set.has_typed_rmat_edges() && !set.has_typed_rmat_classes(), ValueError,
+                 "--typed-rmat-edges and --typed-rmat-classes need --model rgcn or rgat");
+    STRATA_CHECK(!set.has_num_bases() && !set.has_materialization() && !set.has_reorder(), ValueError,
+                 "--num-bases, --materialization and --reorder need --model rgcn or rgat");
+  }
+  STRATA_CHECK(c.model() == "rgat" || o.reorder == std::nullopt, ValueError, "--reorder ", c.reorder(),
+               " applies to --model rgat");
+  STRATA_CHECK(
+      c.model() != "rgat" || o.materialization != nn::Materialization::kAggregateFirst, ValueError,
+      "--materialization aggregate_first does not apply to --model rgat (attention weighs each edge's "
+      "message)");
+  STRATA_CHECK(c.model() != "rgat" || c.num_bases() == 0, ValueError, "--num-bases applies to --model rgcn");
+  STRATA_CHECK(c.num_bases() >= 0, ValueError, "--num-bases ", c.num_bases(), " must be at least 0");
+  STRATA_CHECK(c.typed_rmat_edges() > 0 && c.typed_rmat_classes() >= 2, ValueError, "--typed-rmat-edges ",
+               c.typed_rmat_edges(), " must be positive and --typed-rmat-classes ", c.typed_rmat_classes(),
+               " at least 2");
+}
+
+// The settings link prediction reads, checked together; the node task's flags are refused.
+void check_link_options(const TrainGnnConfig& set, const GnnTrainOptions& o) {
+  const TrainGnnConfig& c = o.config;
+  STRATA_CHECK(!c.kg().empty(), ValueError, "--task link needs --kg DIR (train.txt, valid.txt, test.txt)");
+  STRATA_CHECK(c.encoder() == "rgcn" || c.encoder() == "none", ValueError, "--encoder '", c.encoder(),
+               "' is not one of rgcn, none");
+  for (const char* field :
+       {"model", "graph", "edge_list", "node_file", "ogb", "planetoid", "rmat_scale", "fanouts", "reorder",
+        "typed_rmat_edges", "typed_rmat_classes", "target_accuracy", "random_labels", "save_data"})
+    STRATA_CHECK(!is_set(set, field), ValueError, flag_of(field),
+                 " applies to --task node (--task link reads the --kg triples, a DistMult decoder over "
+                 "--encoder rgcn|none)");
+  STRATA_CHECK(c.negatives() >= 1, ValueError, "--negatives ", c.negatives(), " must be at least 1");
+  STRATA_CHECK(c.num_bases() >= 0, ValueError, "--num-bases ", c.num_bases(), " must be at least 0");
+  STRATA_CHECK(c.layers() >= 1 && c.hidden() >= 1, ValueError, "--layers and --hidden must be positive");
+  STRATA_CHECK(c.dropout() >= 0 && c.dropout() < 1, ValueError, "--dropout ", c.dropout(),
+               " must be in [0, 1)");
+}
+
 }  // namespace
+
+bool GnnTrainOptions::relational() const { return !link_prediction() && is_relational_kind(config.model()); }
 
 std::string GnnTrainOptions::describe() const {
   const TrainGnnConfig& c = config;
   std::ostringstream os;
+  if (link_prediction()) {
+    os << "link prediction: DistMult over " << (c.encoder() == "rgcn" ? "rgcn-encoded" : "plain")
+       << " entity embeddings (dim " << model.hidden_channels;
+    if (c.encoder() == "rgcn")
+      os << ", " << model.num_layers << " rgcn layers, bases " << c.num_bases() << ", materialization "
+         << c.materialization() << ", dropout " << model.dropout;
+    os << "), " << c.negatives() << (c.filter_negatives() ? " filtered" : "")
+       << " corrupted per triple, B=" << c.run().batch_size() << ", adamw "
+       << describe_schedule(c.schedule(), c.optim()) << ", seed " << c.run().seed();
+    return os.str();
+  }
   os << "model " << c.model() << " (" << model.num_layers << " layers, hidden " << model.hidden_channels;
-  if (c.model() == "gat") os << " x " << model.heads << " heads";
+  if (c.model() == "gat" || c.model() == "rgat") os << " x " << model.heads << " heads";
   if (c.model() == "sage") os << ", " << model.aggr;
+  if (c.model() == "rgcn") os << ", bases " << c.num_bases();
+  if (relational()) os << ", materialization " << c.materialization();
+  if (c.model() == "rgat") os << ", reorder " << c.reorder();
   os << ", dropout " << model.dropout << ")";
   if (fanouts.empty()) {
     os << ", full graph";
@@ -77,17 +180,59 @@ std::string GnnTrainOptions::describe() const {
 
 bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
   CLI::App app{
-      "Train a graph neural network node classifier (GCN, GraphSAGE, GAT). With no arguments: a 2-layer "
-      "GraphSAGE on a degree-corrected stochastic block model with planted classes (or on polblogs when "
-      "data/graphs/polblogs.gt.gz exists), 200 full-graph epochs with Adam."};
+      "Train a graph neural network node classifier (GCN, GraphSAGE, GAT), a relational entity classifier "
+      "(R-GCN, R-GAT) on a typed graph, or a link predictor on a knowledge graph (DistMult, with or without "
+      "an "
+      "R-GCN encoder). With no arguments: a 2-layer GraphSAGE on a degree-corrected stochastic block model "
+      "with "
+      "planted classes (or on polblogs when data/graphs/polblogs.gt.gz exists), 200 full-graph epochs with "
+      "Adam."};
   TrainGnnConfig flags;
   ConfigFlags f(app, "train_gnn", &flags);
-  f.option(&flags, "model", "", "gcn, sage (default) or gat");
-  f.option(&flags, "hidden", "", "hidden width (gat: per head; default 64)");
-  f.option(&flags, "layers", "", "message-passing layers (default 2)");
-  f.option(&flags, "heads", "", "gat: attention heads of the hidden layers (default 8)");
+  f.option(
+      &flags, "task", "",
+      "node (default: node classification) or link (link prediction on the --kg triples: DistMult scores, "
+      "filtered MRR and Hits@1/3/10 on valid and test)");
+  f.option(&flags, "model", "",
+           "gcn, sage (default) or gat; rgcn or rgat: entity classification on a typed graph (a typed R-MAT "
+           "unless a graph is given), full graph only");
+  f.option(&flags, "hidden", "",
+           "hidden width (gat, rgat: per head; default 64); --task link: the entity embedding width (default "
+           "200)");
+  f.option(&flags, "layers", "", "message-passing layers (default 2; --task link: rgcn encoder layers)");
+  f.option(&flags, "heads", "", "gat, rgat: attention heads of the hidden layers (default 8)");
   f.option(&flags, "aggr", "", "sage: mean (default), sum, max or min");
-  f.option(&flags, "dropout", "", "dropout on every layer's input features (default 0.5)");
+  f.option(
+      &flags, "dropout", "",
+      "dropout on every layer's input features (default 0.5); rgcn, rgat and the link task's encoder: on "
+      "every hidden layer's output (--task link: default 0)");
+  f.option(
+      &flags, "num_bases", "",
+      "rgcn: relation weights from this many shared bases (default 0: one per relation; --task link: 10)");
+  f.option(&flags, "materialization", "",
+           "rgcn, rgat: how the typed linears are computed: auto (default: the layer's cost estimate), edge, "
+           "compact or aggregate_first (rgcn only)");
+  f.option(&flags, "reorder", "",
+           "rgat: multiply the attention vectors into the relation weights first: auto (default: by the "
+           "estimate), on or off");
+  f.option(
+      &flags, "typed_rmat_edges", "",
+      "rgcn, rgat: the typed R-MAT's edges (ogbn-mag's node types and relations, each relation's reverse "
+      "added; default 50000)");
+  f.option(&flags, "typed_rmat_classes", "",
+           "rgcn, rgat: the typed R-MAT's planted paper classes (default 16)");
+  f.option(
+      &flags, "kg", "",
+      "--task link: a folder of train.txt, valid.txt and test.txt head<TAB>relation<TAB>tail triples, e.g. "
+      "data/kg/umls (STRATA_KG_DATA=1 tools/setup.sh)");
+  f.option(&flags, "encoder", "",
+           "--task link: rgcn (default: entity embeddings through rgcn layers over the training triples and "
+           "their reverses) or none (the embeddings alone)");
+  f.option(&flags, "negatives", "",
+           "--task link: corrupted triples per training triple, head or tail replaced by a uniform entity "
+           "(default 32)");
+  f.option(&flags, "filter_negatives", "",
+           "--task link: draw a corrupted triple again when it is a training triple (default true)");
   f.option(&flags, "attention_dropout", "", "gat: dropout on the attention coefficients (default 0)");
   f.option(&flags, "graph", "", "graph-tool file (.gt or .gt.gz), e.g. data/graphs/football.gt.gz");
   f.option(&flags, "label_property", "", "the graph-tool vertex property holding the labels (default value)");
@@ -109,7 +254,10 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
   f.option(&flags, "undirected", "", "add reverse edges, drop duplicates and self loops (default true)");
   f.option(&flags, "train_fraction", "", "the split when the data has none: training fraction (0.6)");
   f.option(&flags, "val_fraction", "", "the split when the data has none: validation fraction (0.2)");
-  f.option(&flags, "fanouts", "", "sampled minibatches: fanout per layer, input layer first, e.g. 15,10");
+  f.option(
+      &flags, "fanouts", "",
+      "sampled minibatches: fanout per layer, input layer first, e.g. 15,10 (gcn, sage, gat: rgcn and rgat "
+      "train on the full graph)");
   f.option(&flags, "workers", "", "sampler threads (default 2; 0: sample on the training thread)");
   f.option(&flags, "prefetch", "", "ready minibatches the sampler keeps ahead (default 4)");
   add_run_flags(f, flags.mutable_run());
@@ -123,11 +271,18 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
            "train_mask, val_mask, test_mask)");
   add_profile_flag(f, flags.mutable_run());
   add_tensor_cache_flags(f, flags.mutable_cache(), "layer", "layers are convs.0, convs.1, ...");
-  app.get_option("--max-steps")->description("optimizer steps (full graph: epochs; default 200)");
-  app.get_option("--batch-size")->description("sampled minibatches: seed nodes per step (default 512)");
-  app.get_option("--eval-every")->description("train/val/test accuracy every N steps (default 10)");
+  app.get_option("--max-steps")
+      ->description("optimizer steps (full graph: epochs; default 200; --task link: 1000)");
+  app.get_option("--batch-size")
+      ->description(
+          "sampled minibatches: seed nodes per step (default 512); --task link: training triples per step");
+  app.get_option("--eval-every")
+      ->description(
+          "train/val/test accuracy every N steps (default 10); --task link: valid and test ranking (default "
+          "100)");
   app.get_option("--lr")->description("learning rate (default 0.01, constant: --min-lr defaults to it)");
-  app.get_option("--weight-decay")->description("AdamW's decoupled weight decay (default 5e-4)");
+  app.get_option("--weight-decay")
+      ->description("AdamW's decoupled weight decay (default 5e-4; --task link: 1.0)");
   TrainGnnConfig set;
   if (!f.parse(argc, argv, &set)) return false;
 
@@ -135,15 +290,32 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
   c = settings_from(kDefaults, set);
   if (!set.run().has_max_steps() && !set.run().has_max_seconds())  // 200 epochs, not 5 minutes
     c.mutable_run()->set_max_steps(200), c.mutable_run()->set_max_seconds(0);
+  STRATA_CHECK(c.task() == "node" || c.task() == "link", ValueError, "--task '", c.task(),
+               "' is not one of node, link");
+  if (c.task() == "link") apply_link_defaults(set, &c);
   if (set.schedule().has_lr() && !set.schedule().has_min_lr())
     c.mutable_schedule()->set_min_lr(c.schedule().lr());
   models::GNNConfig& m = out->model;
   m.conv = c.model(), m.hidden_channels = c.hidden(), m.num_layers = c.layers(), m.heads = c.heads();
   m.aggr = c.aggr(), m.dropout = c.dropout(), m.attention_dropout = c.attention_dropout();
-  if (c.model() == "gat" && !set.has_hidden()) m.hidden_channels = 8;  // 8 heads x 8, PyG's GAT example
+  const bool attention = c.model() == "gat" || c.model() == "rgat";
+  if (attention && !set.has_hidden()) m.hidden_channels = 8;  // 8 heads x 8, PyG's GAT example
   if (c.model() == "gat" && !set.has_dropout()) m.dropout = 0.6;
   out->fanouts = c.fanouts().empty() ? std::vector<int64_t>{} : parse_fanouts(c.fanouts());
   out->cache = cache_settings(c.cache());
+  try {
+    out->materialization = nn::materialization_from_name(c.materialization());
+  } catch (const ValueError&) {
+    throw ValueError("--materialization '" + c.materialization() +
+                     "' is not one of auto, edge, compact, aggregate_first");
+  }
+  STRATA_CHECK(c.reorder() == "auto" || c.reorder() == "on" || c.reorder() == "off", ValueError,
+               "--reorder '", c.reorder(), "' is not one of auto, on, off");
+  if (c.reorder() != "auto") out->reorder = c.reorder() == "on";
+  if (c.task() == "link")
+    check_link_options(set, *out);
+  else
+    check_node_options(set, *out);
 
   int sources = 0;
   for (bool s : {!c.graph().empty(), !c.edge_list().empty(), !c.ogb().empty(), !c.planetoid().empty(),

@@ -2,12 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "examples/train_gnn/train_gnn.pb.h"
 #include "strata/memory/trainer_cache.h"
 #include "strata/models/gnn.h"
+#include "strata/models/layers/materialization.h"
 
 namespace strata::examples {
 
@@ -17,6 +19,14 @@ struct GnnTrainOptions {
   models::GNNConfig model;       // in_channels and num_classes are set from the data
   std::vector<int64_t> fanouts;  // empty: full graph
   memory::CacheSettings cache;   // config.cache(), sizes parsed
+  // Relational layers (rgcn, rgat, the link task's encoder): --materialization and --reorder
+  // (nullopt: by the layer's estimate).
+  nn::Materialization materialization = nn::Materialization::kAuto;
+  std::optional<bool> reorder;
+  // --task link.
+  bool link_prediction() const { return config.task() == "link"; }
+  // --model rgcn or rgat: entity classification on a typed graph.
+  bool relational() const;
   // The run in a line, printed at the start and saved in checkpoints.
   std::string describe() const;
 };

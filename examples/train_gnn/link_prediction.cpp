@@ -1,0 +1,233 @@
+// train_gnn --task link: the training loop, its evaluations and its report.
+#include "examples/train_gnn/link_prediction.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "examples/common/adamw_groups.h"
+#include "examples/common/checkpointing.h"
+#include "examples/common/lr_schedule.h"
+#include "examples/common/run_report.h"
+#include "examples/common/trainer_device.h"
+#include "examples/train_gnn/kg_model.h"
+#include "examples/train_gnn/kg_ranking.h"
+#include "examples/train_gnn/negative_sampling.h"
+#include "strata/io/checkpoint.h"
+#include "strata/io/knowledge_graph.h"
+#include "strata/strata.h"
+
+namespace strata::examples {
+
+namespace {
+
+constexpr int64_t kRankBatch = 256;  // queries scored against every entity at a time
+
+struct SplitScores {
+  RankingMetrics valid, test;
+};
+
+// Filtered ranks of valid and test with the model in eval mode (no dropout), z encoded once.
+SplitScores evaluate(KgLinkPredictor& model, const Graph& g, const io::KnowledgeGraph& kg,
+                     const KnownTriples& known, Device device) {
+  NoGradGuard ng;
+  model.eval();
+  const Tensor z = model.encode(g);
+  // DistMult is symmetric: the heads of (?, r, t) score as the tails of (t, r, ?).
+  auto scorer = [&](const Tensor& e, const Tensor& r) { return model.score_tails(z, e, r); };
+  SplitScores s;
+  if (kg.valid.size(0) > 0) s.valid = rank_triples(kg.valid, known, kRankBatch, device, scorer, scorer);
+  if (kg.test.size(0) > 0) s.test = rank_triples(kg.test, known, kRankBatch, device, scorer, scorer);
+  model.train();
+  return s;
+}
+
+// The loss of a batch, scores [P * (1 + k)] with the P positives first: the mean over positives of
+// softplus(-s) plus the mean over corrupted triples of softplus(s), which is binary cross-entropy
+// with logits with the two kinds weighted equally (RotatE's negative-sampling loss, Sun et al.,
+// ICLR 2019, eq. 5, with uniform weights). Each softplus is a two-class cross-entropy on logits
+// [0, s]: the stable fused op, its gradient exact.
+Tensor corruption_loss(const Tensor& scores, int64_t positives) {
+  const int64_t M = scores.size(0);
+  const Tensor logits = ops::stack({ops::zeros_like(scores), scores}, 1);  // [M, 2]
+  std::vector<int64_t> y(size_t(M), 0);
+  std::fill(y.begin(), y.begin() + positives, 1);
+  const Tensor labels = ops::from_vector(y, {M}).to(scores.device());
+  const Tensor each = ops::cross_entropy(logits, labels, -100, ops::Reduction::None);
+  return ops::add(ops::mean(ops::narrow(each, 0, 0, positives)),
+                  ops::mean(ops::narrow(each, 0, positives, M - positives)));
+}
+
+// The expected MRR of random scores against N candidates: H_N / N.
+double random_mrr(int64_t n) {
+  double h = 0;
+  for (int64_t i = 1; i <= n; ++i) h += 1.0 / double(i);
+  return h / double(n);
+}
+
+}  // namespace
+
+int train_link_prediction(const GnnTrainOptions& o, int64_t* running_step) {
+  const TrainGnnConfig& c = o.config;
+  const RunConfig& run = c.run();
+  const TrainerDevice dev = resolve_trainer_device(run, dist::launch_env());
+  const Device device = dev.device;
+  std::filesystem::create_directories(run.out_dir());
+  const std::string ckpt_dir = run.out_dir() + "/checkpoint";
+  refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
+
+  // ---- data ----
+  const io::KnowledgeGraph kg = io::load_triples(c.kg());
+  const int64_t N = int64_t(kg.entities.size()), R = int64_t(kg.relations.size());
+  const bool encoded = c.encoder() == "rgcn";
+  const Graph graph = encoded ? kg.training_graph(/*reverse_relations=*/true).to(device) : Graph();
+  const KnownTriples known({kg.train, kg.valid, kg.test});
+  const std::optional<KnownTriples> train_known =
+      c.filter_negatives() ? std::optional<KnownTriples>(KnownTriples({kg.train})) : std::nullopt;
+  const std::vector<int64_t> train_rows = triple_rows(kg.train);
+  const int64_t n_train = kg.train.size(0), B = std::min<int64_t>(run.batch_size(), n_train);
+  const int64_t batches_per_epoch = (n_train + B - 1) / B, k = c.negatives();
+
+  // ---- model and optimizer ----
+  manual_seed(run.seed());
+  KgLinkPredictor model({.num_entities = N,
+                         .num_relations = R,
+                         .dim = c.hidden(),
+                         .encoder = c.encoder(),
+                         .encoder_relations = encoded ? graph.num_relations() : 0,
+                         .num_layers = c.layers(),
+                         .num_bases = c.num_bases(),
+                         .dropout = c.dropout(),
+                         .materialization = o.materialization});
+  model.to(device);
+  AdamWGroups groups = adamw_groups(model.parameters(), c.schedule(), c.optim(), 1e-8);
+  optim::AdamW opt(groups.groups, groups.defaults);
+  LrScheduleOptions schedule = lr_schedule_options(c.schedule(), run);
+  schedule.timed_steps = 4;
+  LrSchedule sched(schedule);
+  int64_t step = 0;
+  if (run.resume()) {
+    io::CheckpointState st = restore_checkpoint(ckpt_dir, model, o.describe());
+    opt.load_state_dict(st.optimizer);
+    step = st.step;
+    std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(step));
+  }
+  auto save = [&](int64_t at_step) {
+    io::save_checkpoint(
+        ckpt_dir, checkpoint_state(o.describe(), at_step, io::DataCursor{at_step / batches_per_epoch, 0, 0},
+                                   model, opt.state_dict()));
+  };
+
+  std::printf(
+      "%s\n  %ld parameters; data: %s: %ld entities, %ld relations, %ld train, %ld valid, %ld test triples "
+      "(%ld repeated, %ld naming entities or relations unseen in training: left out)\n"
+      "  %ld batches/epoch; filtered ranking against all %ld entities, ties at their mean rank (PyKEEN's "
+      "realistic rank); random scores would give MRR about %.3f\n",
+      o.describe().c_str(), long(model.num_parameters()), kg.name.c_str(), long(N), long(R), long(n_train),
+      long(kg.valid.size(0)), long(kg.test.size(0)), long(kg.duplicate_triples), long(kg.unseen_triples),
+      long(batches_per_epoch), long(N), random_mrr(N));
+  if (encoded) {
+    std::printf("  encoder graph: %ld edges, %ld relations (each training relation and its reverse)\n",
+                long(graph.num_edges()), long(graph.num_relations()));
+    const std::vector<nn::MaterializationPlan> plans = model.plans(graph);
+    for (size_t l = 0; l < plans.size(); ++l) std::printf("  convs.%zu: %s\n", l, plans[l].str().c_str());
+  }
+  std::printf("  device %s\n", dev.describe().c_str());
+
+  Allocator& alloc = *dev.allocator;
+  const auto t_start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  };
+  memory::CacheSettings cache_settings = o.cache;
+  cache_settings.device = device;
+  CacheReport tcache(cache_settings, /*print=*/true);
+  std::vector<int64_t> order;
+  int64_t order_epoch = -1, steps_run = 0, best_step = -1;
+  double last_loss = NAN, step_seconds = 0;
+  SplitScores best;
+  auto report = [](const char* prefix, const SplitScores& s) {
+    std::printf("%svalid: %s\n%stest:  %s\n", prefix, s.valid.str().c_str(), prefix, s.test.str().c_str());
+  };
+  while (step < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds())) {
+    *running_step = step + 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t epoch = step / batches_per_epoch, first = (step % batches_per_epoch) * B;
+    if (epoch != order_epoch) order = epoch_order(n_train, run.seed(), epoch), order_epoch = epoch;
+    const int64_t P = std::min(B, n_train - first);
+    std::vector<int64_t> rows(size_t(3 * P));
+    for (int64_t i = 0; i < P; ++i)
+      std::copy_n(&train_rows[size_t(3 * order[size_t(first + i)])], 3, &rows[size_t(3 * i)]);
+    const std::vector<int64_t> corrupted =
+        corrupt_triples(rows, k, N, run.seed(), step, train_known ? &*train_known : nullptr);
+    rows.insert(rows.end(), corrupted.begin(), corrupted.end());
+    const int64_t M = int64_t(rows.size() / 3);
+    const Tensor triples = ops::from_vector(rows, {M, 3}).to(device);
+    const Tensor h = ops::select(triples, 1, 0).contiguous(), r = ops::select(triples, 1, 1).contiguous(),
+                 t = ops::select(triples, 1, 2).contiguous();
+
+    alloc.stats().reset_peaks();
+    sched.apply(opt, step);
+    opt.zero_grad();
+    std::optional<autograd::SavePolicyGuard> cache_guard(tcache.tensor_cache());
+    tcache.begin_step();
+    const Tensor z = model.encode(graph);
+    const Tensor loss = corruption_loss(model.score(z, h, r, t), P);
+    loss.backward();
+    const double clip = c.optim().grad_clip();
+    if (clip > 0) optim::clip_grad_norm_(model.parameters(), clip);
+    opt.step();
+    cache_guard.reset();
+    tcache.end_step(alloc.stats().snapshot());
+    const MemorySnapshot m = alloc.stats().snapshot();
+    ++step;
+    ++steps_run;
+    last_loss = loss.item();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (steps_run > 1) step_seconds += secs;
+    if (const std::optional<double> per_step = sched.time_step(steps_run, secs)) {
+      const int64_t total = step + int64_t((run.max_seconds() - elapsed()) / *per_step);
+      sched.set_length(total);
+      std::printf("  lr schedule: %ld steps (%.3f s/step measured)\n", long(total), *per_step);
+    }
+    if (step % run.log_every() == 0 || step == 1) {
+      const double frac =
+          run.max_seconds() > 0 ? elapsed() / run.max_seconds() : double(step) / double(run.max_steps());
+      std::printf(
+          "%s step %5ld | epoch %ld | loss %.4f | lr %.2e | %6.1f ms/step | act peak %6.1f MB | step peak "
+          "%6.1f MB | rss %5.0f MB\n",
+          progress_bar(frac).c_str(), long(step), long(epoch), last_loss, sched.lr_at(step - 1), 1e3 * secs,
+          double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6, double(m.total_peak) / 1e6,
+          peak_rss_mb());
+      tcache.log_step();
+    }
+    if (run.eval_every() > 0 && step % run.eval_every() == 0 && step < run.max_steps()) {
+      const SplitScores s = evaluate(model, graph, kg, known, device);
+      std::printf("eval at step %ld (epoch %ld, %.1f s):\n", long(step), long(epoch), elapsed());
+      report("  ", s);
+      if (best_step < 0 || s.valid.mrr > best.valid.mrr) best = s, best_step = step;
+    }
+    std::fflush(stdout);
+    if (run.ckpt_every() > 0 && step % run.ckpt_every() == 0) save(step);
+  }
+  tcache.finish();
+  const double train_seconds = elapsed();
+  const SplitScores final_scores = evaluate(model, graph, kg, known, device);
+  if (best_step < 0 || final_scores.valid.mrr > best.valid.mrr) best = final_scores, best_step = step;
+  std::printf("final: step %ld, train loss %.4f, %.1f s\n", long(step), last_loss, train_seconds);
+  report("final ", final_scores);
+  std::printf("best valid MRR %.3f at step %ld; test there: %s\n", best.valid.mrr, long(best_step),
+              best.test.str().c_str());
+  if (steps_run > 0) save(step);
+  std::printf("checkpoint: %s\n", ckpt_dir.c_str());
+  if (steps_run > 2)
+    std::printf("timing: %.1f ms/step over steps 2-%ld\n", 1e3 * step_seconds / double(steps_run - 1),
+                long(step));
+  return 0;
+}
+
+}  // namespace strata::examples
