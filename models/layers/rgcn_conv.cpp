@@ -24,17 +24,6 @@ void glorot(Tensor t) {
   ops::uniform_(t, -a, a);
 }
 
-// 1 / |N_r(v)| for every edge (CSC order): the mean over each destination's in-edges of one relation.
-Tensor mean_norm(const Graph& g, DType dtype, Device device) {
-  NoGradGuard no_grad;
-  const NodeRelationPairs dp = g.destination_pairs();
-  const int64_t D = dp.size();
-  Tensor off = dp.edge_offsets.to(dtype);
-  Tensor counts = ops::sub(ops::narrow(off, 0, 1, D), ops::narrow(off, 0, 0, D));
-  Tensor inv = ops::reshape(ops::reciprocal(counts), {D, 1});
-  return ops::reshape(ops::gather_rows(inv, dp.edge_pair), {g.num_edges()}).to(device);
-}
-
 std::vector<int64_t> relation_offsets(const Graph& g) {
   std::vector<int64_t> off;
   for (int64_t r = 0; r <= g.num_relations(); ++r) off.push_back(g.relation_offset(r));
@@ -115,7 +104,7 @@ Tensor RGCNConv::forward(const Graph& g, const Tensor& x) {
   STRATA_CHECK(x.dim() == 2 && x.size(0) == g.num_nodes() && x.size(1) == in_, ShapeError, "RGCNConv: x ",
                shape_str(x.shape()), " must be [", g.num_nodes(), ", ", in_, "]");
   const Tensor W = relation_weights();
-  const Tensor norm = options_.aggr == "mean" ? mean_norm(g, x.dtype(), x.device()) : Tensor();
+  const Tensor norm = options_.aggr == "mean" ? g.relation_mean_norm(x.dtype()) : Tensor();
   Tensor out;
   switch (plan(g).strategy) {
     case Materialization::kCompact: {  // W_r x_u once per (u, r), gathered per edge

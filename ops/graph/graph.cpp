@@ -18,7 +18,7 @@ struct Graph::Derived {
   std::optional<Tensor> in_degrees, out_degrees, norm_f32, norm_f64;
   std::optional<int64_t> next_edge_id;
   std::optional<MergedEdges> merged_in, merged_out;
-  std::optional<Tensor> merged_in_rank, edge_relations, node_type_ids;
+  std::optional<Tensor> merged_in_rank, edge_relations, node_type_ids, mean_norm_f32, mean_norm_f64;
   std::optional<NodeRelationPairs> source_pairs, destination_pairs;
 };
 
@@ -313,6 +313,20 @@ Tensor Graph::in_edges_merged_rank() const {
     std::vector<int64_t> rank(pos.size());
     for (size_t k = 0; k < pos.size(); ++k) rank[size_t(pos[k])] = int64_t(k);
     return from_vector(rank, {int64_t(rank.size())}).to(index_dtype()).to(device());
+  });
+}
+
+Tensor Graph::relation_mean_norm(DType dtype) const {
+  STRATA_CHECK(dtype == DType::f32 || dtype == DType::f64, TypeError, "relation_mean_norm: f32 or f64, not ",
+               dtype_name(dtype));
+  if (device().is_meta()) return Tensor::empty({num_edges()}, dtype, device());
+  const NodeRelationPairs dp = destination_pairs();  // outside the lock kept() holds
+  return kept(dtype == DType::f64 ? &Derived::mean_norm_f64 : &Derived::mean_norm_f32, [&] {
+    const std::vector<int64_t> off = dp.edge_offsets.to(kCPU).to_vector<int64_t>();
+    std::vector<double> w(static_cast<size_t>(num_edges()));
+    for (size_t p = 0; p + 1 < off.size(); ++p)  // a pair's in-edges are one CSC run
+      std::fill(w.begin() + off[p], w.begin() + off[p + 1], 1.0 / double(off[p + 1] - off[p]));
+    return from_vector(w, {num_edges()}, TensorOptions(dtype)).to(device());
   });
 }
 

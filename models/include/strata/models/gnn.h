@@ -32,8 +32,8 @@ struct GNNConfig {
   // Relational convs: the graph's node types and relations (rgcn and rgat use their count), RGCN's
   // bases (0: none), and each layer's materialization ("auto", "edge", "compact",
   // "aggregate_first") and reordering ("auto", "on", "off").
-  std::vector<std::string> node_types;
-  std::vector<Relation> relations;
+  std::vector<std::string> node_types{};
+  std::vector<Relation> relations{};
   int64_t num_bases = 0;
   std::string materialization = "auto";
   std::string reorder = "auto";

@@ -134,6 +134,9 @@ class Graph {
   MergedEdges out_edges_merged() const;
   // Each CSC edge's entry in in_edges_merged() (the inverse of its positions; kept), [E].
   Tensor in_edges_merged_rank() const;
+  // 1 / |N_r(v)| for every CSC edge (v, its destination; r, its relation): the weights of a mean
+  // over each destination's in-edges of one relation, [E] of `dtype` (f32, f64; kept).
+  Tensor relation_mean_norm(DType dtype = DType::f32) const;
   // The relation of each CSC edge and the type of each node, i64 [E] and [N] (kept).
   Tensor edge_relations() const;
   Tensor node_type_ids() const;

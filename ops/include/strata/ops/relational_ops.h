@@ -21,9 +21,9 @@
 namespace strata::ops {
 
 struct SegmentMatmulOptions {
-  Tensor gather;          // i32/i64 [M]: the x row each row reads (undefined: row i)
-  Tensor scatter;         // i32/i64 [M]: the output row each row adds to (undefined: row i)
-  Tensor scale;           // [M]: a factor per row (undefined: 1)
+  Tensor gather{};        // i32/i64 [M]: the x row each row reads (undefined: row i)
+  Tensor scatter{};       // i32/i64 [M]: the output row each row adds to (undefined: row i)
+  Tensor scale{};         // [M]: a factor per row (undefined: 1)
   int64_t num_rows = -1;  // the output's rows, needed with a scatter index
 };
 
