@@ -5,7 +5,8 @@
 #   tools/gpu_check.sh --device sim --build-dir build --no-build   # the simulated device (CI)
 #
 # 1. build     configures and builds with CUDA (--device cuda: a build without it fails here)
-# 2. kernels   the device's conformance rows (every op against the double reference) and the
+# 2. kernels   the device's conformance rows (every op against the double reference), the
+#              relational layers against PyG, the zero-copy feature gather, and the
 #              device-to-CPU parity suites; no test may skip
 # 3. cache     the tensor cache on the device: host tier, recompute, NVMe staged and direct, the
 #              keep-all step's bits; no test may skip
@@ -82,7 +83,7 @@ if [ "$kind" = sim ]; then
   gtest kernels 'Sim/OpSim.*:SimDevice.*:DeviceUpdates.*'
   gtest cache 'Devices/CacheOnDevice.*sim'
 else
-  gtest kernels '*_cuda:CudaBackend*:GraphOpsCuda.*:RgnnConvDevices.*Cuda'
+  gtest kernels '*_cuda:CudaBackend*:GraphOpsCuda.*:RgnnConvDevices.*Cuda:CudaFeatureGather.*:PinnedFeatureStore.*'
   gtest cache 'Devices/CacheOnDevice.*cuda'
 fi
 
