@@ -2,13 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "examples/train_gnn/relational_model.h"
+#include "examples/train_gnn/train_options.h"
 #include "strata/core/philox.h"
+#include "strata/io/feature_file.h"
 #include "strata/io/graph_formats.h"
 #include "strata/io/graph_generators.h"
 #include "strata/io/safetensors.h"
@@ -98,7 +100,7 @@ std::shared_ptr<io::GraphDataset> make_gnn_data(const TrainGnnConfig& c) {
   } else if (c.rmat_scale() > 0) {
     *data =
         io::generate_rmat({.scale = int(c.rmat_scale()), .edge_factor = c.rmat_edge_factor(), .seed = seed});
-  } else if (is_relational_kind(c.model())) {  // entity classification: ogbn-mag's shape, scaled down
+  } else if (is_relational_model(c.model())) {  // entity classification: ogbn-mag's shape, scaled down
     io::TypedRmatOptions t;
     t.total_edges = c.typed_rmat_edges();
     t.reverse_relations = true;  // papers hear from their authors' and fields' other papers
@@ -145,6 +147,31 @@ std::shared_ptr<io::GraphDataset> make_gnn_data(const TrainGnnConfig& c) {
 }  // namespace strata::examples
 
 namespace strata::examples {
+
+std::unique_ptr<io::FeatureStore> open_feature_store(const TrainGnnConfig& c, uint64_t budget_bytes,
+                                                     const io::GraphDataset& data, Device device) {
+  if (c.feature_store() == "memory") return nullptr;
+  const std::string& path = c.feature_file();
+  if (!path.empty() && !std::filesystem::exists(path)) {
+    io::write_feature_file(path, data.features);
+    std::printf("features written to %s\n", path.c_str());
+  }
+  const io::FeatureStoreOptions o{.num_threads = 2, .resident_limit_bytes = budget_bytes};
+  std::unique_ptr<io::FeatureStore> store;
+  if (c.feature_store() == "file") {
+    store = std::make_unique<io::MappedFeatureStore>(path, o);
+  } else if (!path.empty()) {
+    store = std::make_unique<io::PinnedFeatureStore>(io::MappedFeatureStore(path, o), device, o);
+  } else {
+    store = std::make_unique<io::PinnedFeatureStore>(data.features, device, o);
+  }
+  STRATA_CHECK(store->num_rows() == data.graph.num_nodes() &&
+                   store->num_features() == data.features.size(1) && store->dtype() == data.features.dtype(),
+               ValueError, "--feature-file ", path, ": [", store->num_rows(), ", ", store->num_features(),
+               "] ", dtype_name(store->dtype()), " rows for a dataset of ", data.graph.num_nodes(),
+               " nodes and ", data.features.size(1), " f32 features");
+  return store;
+}
 
 void save_gnn_data(const io::GraphDataset& data, const std::string& path) {
   nn::StateDict t;

@@ -4,7 +4,8 @@
 // 200 full-graph epochs with Adam, printing step, loss, train/validation/test accuracy and the
 // three memory figures, and at the end the test accuracy at the best validation accuracy.
 // Graph-tool files, edge lists, OGB raw folders and Planetoid raw text load with the flags of
-// --help; --fanouts trains on sampled minibatches made on loader threads. --model rgcn|rgat
+// --help; --fanouts trains on sampled minibatches made on loader threads, their features gathered
+// from memory, a feature file or page-locked memory (--feature-store). --model rgcn|rgat|hgt
 // classifies the labelled entities of a typed graph (a typed R-MAT by default); --task link
 // trains a link predictor on knowledge-graph triples (link_prediction.cpp). See --help.
 #include <algorithm>
@@ -21,7 +22,6 @@
 #include "examples/common/trainer_device.h"
 #include "examples/train_gnn/gnn_data.h"
 #include "examples/train_gnn/link_prediction.h"
-#include "examples/train_gnn/relational_model.h"
 #include "examples/train_gnn/train_options.h"
 #include "strata/core/profiler.h"
 #include "strata/io/checkpoint.h"
@@ -55,42 +55,20 @@ double accuracy(const Tensor& logits, const Tensor& labels) {
   return double(correct) / double(y.size());
 }
 
-// The node classifier being trained: models::GNN (gcn, sage, gat: full graph or sampled blocks) or
-// a RelationalClassifier (rgcn, rgat: full graph), as one module.
-struct NodeClassifier {
-  std::shared_ptr<nn::Module> module;
-  std::shared_ptr<models::GNN> gnn;
-  std::shared_ptr<examples::RelationalClassifier> relational;
-  Tensor forward(const Graph& g, const Tensor& x) const {
-    return gnn ? gnn->forward(g, x) : relational->forward(g, x);
-  }
-};
-
-NodeClassifier make_classifier(const GnnTrainOptions& o, const io::GraphDataset& data) {
-  NodeClassifier m;
+// The node classifier being trained: models::GNN (gcn, sage, gat: full graph or sampled blocks;
+// rgcn, rgat, hgt: full graph, over the typed graph's node types and relations).
+std::shared_ptr<models::GNN> make_classifier(const GnnTrainOptions& o, const io::GraphDataset& data) {
+  models::GNNConfig g = o.model;
+  g.in_channels = data.features.size(1);
+  g.num_classes = data.num_classes;
   if (o.relational()) {
-    const models::GNNConfig& g = o.model;
-    m.relational = std::make_shared<examples::RelationalClassifier>(
-        examples::RelationalClassifierConfig{.conv = o.config.model(),
-                                             .in_channels = data.features.size(1),
-                                             .hidden_channels = g.hidden_channels,
-                                             .num_classes = data.num_classes,
-                                             .num_layers = g.num_layers,
-                                             .num_relations = data.graph.num_relations(),
-                                             .heads = g.heads,
-                                             .dropout = g.dropout,
-                                             .num_bases = o.config.num_bases(),
-                                             .materialization = o.materialization,
-                                             .reorder = o.reorder});
-    m.module = m.relational;
-  } else {
-    models::GNNConfig g = o.model;
-    g.in_channels = data.features.size(1);
-    g.num_classes = data.num_classes;
-    m.gnn = std::make_shared<models::GNN>(g);
-    m.module = m.gnn;
+    g.node_types = data.graph.node_types();
+    g.relations = data.graph.relations();
+    g.num_bases = o.config.num_bases();
+    g.materialization = o.config.materialization();
+    g.reorder = o.config.reorder();
   }
-  return m;
+  return std::make_shared<models::GNN>(g);
 }
 
 struct Split {
@@ -102,10 +80,10 @@ struct Scores {
 };
 
 // Full-graph forward in eval mode: accuracy on each split, and the validation loss.
-Scores evaluate(const NodeClassifier& model, const Graph& g, const Tensor& x, const Split& train,
-                const Split& val, const Split& test) {
+Scores evaluate(models::GNN& model, const Graph& g, const Tensor& x, const Split& train, const Split& val,
+                const Split& test) {
   NoGradGuard ng;
-  model.module->eval();
+  model.eval();
   Tensor logits = model.forward(g, x);
   Scores s;
   auto on = [&](const Split& sp) { return ops::gather_rows(logits, sp.nodes); };
@@ -115,7 +93,7 @@ Scores evaluate(const NodeClassifier& model, const Graph& g, const Tensor& x, co
     s.loss = ops::cross_entropy(on(val), val.labels).item();
   }
   if (test.labels.numel()) s.test = accuracy(on(test), test.labels);
-  model.module->train();
+  model.train();
   return s;
 }
 
@@ -153,8 +131,8 @@ int train_gnn(GnnTrainOptions o) {
 
   // ---- model and optimizer ----
   manual_seed(run.seed());
-  const NodeClassifier classifier = make_classifier(o, *data);
-  nn::Module& model = *classifier.module;
+  const std::shared_ptr<models::GNN> classifier = make_classifier(o, *data);
+  models::GNN& model = *classifier;
   model.to(device);  // initialized on the CPU: the same weights on every device
   examples::AdamWGroups groups = examples::adamw_groups(model.parameters(), c.schedule(), c.optim(), 1e-8);
   optim::AdamW opt(groups.groups, groups.defaults);
@@ -162,15 +140,30 @@ int train_gnn(GnnTrainOptions o) {
   schedule.timed_steps = 4;
   examples::LrSchedule sched(schedule);
 
+  // --feature-store file|pinned: the loader threads gather each batch's input rows from the store
+  // onto the device, instead of from the dataset's tensor (which the loader then does not see).
+  const std::unique_ptr<io::FeatureStore> store =
+      o.fanouts.empty() ? nullptr : examples::open_feature_store(c, o.feature_budget_bytes, *data, device);
   std::optional<io::GraphBatchLoader> loader;
-  if (!o.fanouts.empty())
-    loader.emplace(data, train_nodes,
-                   io::GraphLoaderOptions{.batch = run.batch_size(),
-                                          .fanouts = o.fanouts,
-                                          .shuffle = true,
-                                          .seed = run.seed(),
-                                          .num_workers = int(c.workers()),
-                                          .prefetch = c.prefetch()});
+  if (!o.fanouts.empty()) {
+    io::GraphLoaderOptions lo{.batch = run.batch_size(),
+                              .fanouts = o.fanouts,
+                              .shuffle = true,
+                              .seed = run.seed(),
+                              .num_workers = int(c.workers()),
+                              .prefetch = c.prefetch()};
+    std::shared_ptr<const io::GraphDataset> loader_data = data;
+    if (store) {
+      auto without_features = std::make_shared<io::GraphDataset>(*data);
+      without_features->features = Tensor();
+      loader_data = without_features;
+      lo.transform = [s = store.get(), device](io::GraphMiniBatch& b) {
+        const io::SampledBlock& input = b.blocks.front();
+        b.features = s->gather(input.nodes.narrow(0, 0, input.num_src()), device);
+      };
+    }
+    loader.emplace(loader_data, train_nodes, lo);
+  }
 
   int64_t step = 0;
   if (run.resume()) {
@@ -195,11 +188,14 @@ int train_gnn(GnnTrainOptions o) {
   if (loader)
     std::printf("  %ld minibatches/epoch, %ld sampler thread(s), %ld prefetched\n",
                 long(loader->batches_per_epoch()), long(c.workers()), long(c.prefetch()));
-  if (classifier.relational) {
+  if (store)
+    std::printf("  features: %s store, %s (%.1f MB)\n", c.feature_store().c_str(), store->source().c_str(),
+                double(store->num_rows() * store->row_bytes()) / 1e6);
+  if (o.relational()) {
     std::printf("  %ld node types, %ld relations\n", long(data->graph.num_node_types()),
                 long(data->graph.num_relations()));
-    const std::vector<nn::MaterializationPlan> plans = classifier.relational->plans(graph);
-    for (size_t l = 0; l < plans.size(); ++l) std::printf("  convs.%zu: %s\n", l, plans[l].str().c_str());
+    const std::vector<std::string> plans = model.plans(graph);
+    for (size_t l = 0; l < plans.size(); ++l) std::printf("  convs.%zu: %s\n", l, plans[l].c_str());
   }
   std::printf("  device %s\n", dev.describe().c_str());
 
@@ -237,10 +233,10 @@ int train_gnn(GnnTrainOptions o) {
       std::vector<int64_t> num_dst;
       for (const io::SampledBlock& b : batch->blocks)
         graphs.push_back(b.graph.to(device)), num_dst.push_back(b.num_dst);
-      Tensor logits = classifier.gnn->forward(graphs, num_dst, batch->features.to(device));
+      Tensor logits = model.forward(graphs, num_dst, batch->features.to(device));
       loss = ops::cross_entropy(logits, batch->labels.to(device));
     } else {
-      Tensor logits = classifier.forward(graph, features);
+      Tensor logits = model.forward(graph, features);
       loss = ops::cross_entropy(ops::gather_rows(logits, train_split.nodes), train_split.labels);
     }
     profile.phase("backward");
@@ -265,7 +261,7 @@ int train_gnn(GnnTrainOptions o) {
     }
     const bool eval_now = run.eval_every() > 0 && (step % run.eval_every() == 0 || step == run.max_steps());
     if (eval_now) {
-      last = evaluate(classifier, graph, features, train_split, val_split, test_split);
+      last = evaluate(model, graph, features, train_split, val_split, test_split);
       if (best_step < 0 || last.val > best.val) best = last, best_step = step;
     }
     if (step % run.log_every() == 0 || step == 1 || eval_now) {
@@ -293,7 +289,7 @@ int train_gnn(GnnTrainOptions o) {
   tcache.finish();
   if (run.profile()) examples::report_profile(prof, run.out_dir());
   const double train_seconds = elapsed();
-  const Scores final_scores = evaluate(classifier, graph, features, train_split, val_split, test_split);
+  const Scores final_scores = evaluate(model, graph, features, train_split, val_split, test_split);
   if (best_step < 0 || final_scores.val > best.val) best = final_scores, best_step = step;
   std::printf(
       "final: step %ld, train loss %.4f, accuracy train %s, val %s, test %s; best val %s at step %ld "

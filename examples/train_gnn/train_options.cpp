@@ -8,7 +8,7 @@
 #include "examples/common/config_flags.h"
 #include "examples/common/shared_flags.h"
 #include "examples/common/trainer_settings.h"
-#include "examples/train_gnn/relational_model.h"
+#include "strata/core/byte_size.h"
 
 namespace strata::examples {
 
@@ -37,6 +37,7 @@ constexpr const char* kDefaults = R"pb(
   val_fraction: 0.2
   workers: 2
   prefetch: 4
+  feature_store: "memory"
   num_bases: 0
   materialization: "auto"
   reorder: "auto"
@@ -95,9 +96,8 @@ void apply_link_defaults(const TrainGnnConfig& set, TrainGnnConfig* c) {
 // The settings node classification reads, checked together.
 void check_node_options(const TrainGnnConfig& set, const GnnTrainOptions& o) {
   const TrainGnnConfig& c = o.config;
-  STRATA_CHECK(
-      c.model() == "gcn" || c.model() == "sage" || c.model() == "gat" || is_relational_kind(c.model()),
-      ValueError, "--model '", c.model(), "' is not one of gcn, sage, gat, rgcn, rgat");
+  STRATA_CHECK(c.model() == "gcn" || c.model() == "sage" || c.model() == "gat" || o.relational(), ValueError,
+               "--model '", c.model(), "' is not one of gcn, sage, gat, rgcn, rgat, hgt");
   for (const char* field : {"kg", "encoder", "negatives", "filter_negatives"})
     STRATA_CHECK(!is_set(set, field), ValueError, flag_of(field), " applies to --task link");
   if (o.relational()) {
@@ -106,18 +106,30 @@ void check_node_options(const TrainGnnConfig& set, const GnnTrainOptions& o) {
                  "--fanouts out)");
   } else {
     STRATA_CHECK(!set.has_typed_rmat_edges() && !set.has_typed_rmat_classes(), ValueError,
-                 "--typed-rmat-edges and --typed-rmat-classes need --model rgcn or rgat");
+                 "--typed-rmat-edges and --typed-rmat-classes need --model rgcn, rgat or hgt");
     STRATA_CHECK(!set.has_num_bases() && !set.has_materialization() && !set.has_reorder(), ValueError,
-                 "--num-bases, --materialization and --reorder need --model rgcn or rgat");
+                 "--num-bases, --materialization and --reorder need --model rgcn, rgat or hgt");
   }
-  STRATA_CHECK(c.model() == "rgat" || o.reorder == std::nullopt, ValueError, "--reorder ", c.reorder(),
-               " applies to --model rgat");
-  STRATA_CHECK(
-      c.model() != "rgat" || o.materialization != nn::Materialization::kAggregateFirst, ValueError,
-      "--materialization aggregate_first does not apply to --model rgat (attention weighs each edge's "
-      "message)");
-  STRATA_CHECK(c.model() != "rgat" || c.num_bases() == 0, ValueError, "--num-bases applies to --model rgcn");
+  const bool attention = c.model() == "rgat" || c.model() == "hgt";
+  STRATA_CHECK(attention || o.reorder == std::nullopt, ValueError, "--reorder ", c.reorder(),
+               " applies to --model rgat and hgt");
+  STRATA_CHECK(!attention || o.materialization != nn::Materialization::kAggregateFirst, ValueError,
+               "--materialization aggregate_first does not apply to --model ", c.model(),
+               " (attention weighs each edge's message)");
+  STRATA_CHECK(!attention || c.num_bases() == 0, ValueError, "--num-bases applies to --model rgcn");
+  STRATA_CHECK(c.model() != "hgt" || o.model.hidden_channels % o.model.heads == 0, ValueError, "--hidden ",
+               o.model.hidden_channels, " must be divisible by --heads ", o.model.heads, " for --model hgt");
   STRATA_CHECK(c.num_bases() >= 0, ValueError, "--num-bases ", c.num_bases(), " must be at least 0");
+  STRATA_CHECK(c.feature_store() == "memory" || c.feature_store() == "file" || c.feature_store() == "pinned",
+               ValueError, "--feature-store '", c.feature_store(), "' is not one of memory, file, pinned");
+  STRATA_CHECK(c.feature_store() == "memory" || !o.fanouts.empty(), ValueError, "--feature-store ",
+               c.feature_store(), " gathers sampled minibatches' features: it needs --fanouts");
+  STRATA_CHECK(c.feature_store() != "file" || !c.feature_file().empty(), ValueError,
+               "--feature-store file needs --feature-file PATH (.npy)");
+  STRATA_CHECK(c.feature_store() != "memory" || c.feature_file().empty(), ValueError,
+               "--feature-file applies to --feature-store file or pinned");
+  STRATA_CHECK(c.feature_store() == "file" || !set.has_feature_budget(), ValueError,
+               "--feature-budget applies to --feature-store file");
   STRATA_CHECK(c.typed_rmat_edges() > 0 && c.typed_rmat_classes() >= 2, ValueError, "--typed-rmat-edges ",
                c.typed_rmat_edges(), " must be positive and --typed-rmat-classes ", c.typed_rmat_classes(),
                " at least 2");
@@ -129,9 +141,9 @@ void check_link_options(const TrainGnnConfig& set, const GnnTrainOptions& o) {
   STRATA_CHECK(!c.kg().empty(), ValueError, "--task link needs --kg DIR (train.txt, valid.txt, test.txt)");
   STRATA_CHECK(c.encoder() == "rgcn" || c.encoder() == "none", ValueError, "--encoder '", c.encoder(),
                "' is not one of rgcn, none");
-  for (const char* field :
-       {"model", "graph", "edge_list", "node_file", "ogb", "planetoid", "rmat_scale", "fanouts", "reorder",
-        "typed_rmat_edges", "typed_rmat_classes", "target_accuracy", "random_labels", "save_data"})
+  for (const char* field : {"model", "graph", "edge_list", "node_file", "ogb", "planetoid", "rmat_scale",
+                            "fanouts", "reorder", "typed_rmat_edges", "typed_rmat_classes", "target_accuracy",
+                            "random_labels", "save_data", "feature_store", "feature_file", "feature_budget"})
     STRATA_CHECK(!is_set(set, field), ValueError, flag_of(field),
                  " applies to --task node (--task link reads the --kg triples, a DistMult decoder over "
                  "--encoder rgcn|none)");
@@ -144,7 +156,13 @@ void check_link_options(const TrainGnnConfig& set, const GnnTrainOptions& o) {
 
 }  // namespace
 
-bool GnnTrainOptions::relational() const { return !link_prediction() && is_relational_kind(config.model()); }
+bool is_relational_model(const std::string& model) {
+  models::GNNConfig c;
+  c.conv = model;
+  return c.relational();
+}
+
+bool GnnTrainOptions::relational() const { return !link_prediction() && is_relational_model(config.model()); }
 
 std::string GnnTrainOptions::describe() const {
   const TrainGnnConfig& c = config;
@@ -162,10 +180,11 @@ std::string GnnTrainOptions::describe() const {
   }
   os << "model " << c.model() << " (" << model.num_layers << " layers, hidden " << model.hidden_channels;
   if (c.model() == "gat" || c.model() == "rgat") os << " x " << model.heads << " heads";
+  if (c.model() == "hgt") os << ", " << model.heads << " heads";
   if (c.model() == "sage") os << ", " << model.aggr;
   if (c.model() == "rgcn") os << ", bases " << c.num_bases();
   if (relational()) os << ", materialization " << c.materialization();
-  if (c.model() == "rgat") os << ", reorder " << c.reorder();
+  if (c.model() == "rgat" || c.model() == "hgt") os << ", reorder " << c.reorder();
   os << ", dropout " << model.dropout << ")";
   if (fanouts.empty()) {
     os << ", full graph";
@@ -173,6 +192,7 @@ std::string GnnTrainOptions::describe() const {
     os << ", sampled: fanouts ";
     for (size_t i = 0; i < fanouts.size(); ++i) os << (i ? "," : "") << fanouts[i];
     os << ", B=" << c.run().batch_size();
+    if (c.feature_store() != "memory") os << ", features from " << c.feature_store();
   }
   os << ", adamw " << describe_schedule(c.schedule(), c.optim()) << ", seed " << c.run().seed();
   return os.str();
@@ -181,7 +201,8 @@ std::string GnnTrainOptions::describe() const {
 bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
   CLI::App app{
       "Train a graph neural network node classifier (GCN, GraphSAGE, GAT), a relational entity classifier "
-      "(R-GCN, R-GAT) on a typed graph, or a link predictor on a knowledge graph (DistMult, with or without "
+      "(R-GCN, R-GAT, HGT) on a typed graph, or a link predictor on a knowledge graph (DistMult, with or "
+      "without "
       "an "
       "R-GCN encoder). With no arguments: a 2-layer GraphSAGE on a degree-corrected stochastic block model "
       "with "
@@ -194,33 +215,33 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
       "node (default: node classification) or link (link prediction on the --kg triples: DistMult scores, "
       "filtered MRR and Hits@1/3/10 on valid and test)");
   f.option(&flags, "model", "",
-           "gcn, sage (default) or gat; rgcn or rgat: entity classification on a typed graph (a typed R-MAT "
-           "unless a graph is given), full graph only");
+           "gcn, sage (default) or gat; rgcn, rgat or hgt: entity classification on a typed graph (a typed "
+           "R-MAT unless a graph is given), full graph only");
   f.option(&flags, "hidden", "",
-           "hidden width (gat, rgat: per head; default 64); --task link: the entity embedding width (default "
+           "hidden width (gat, rgat: per head; hgt: all heads; default 64); --task link: the entity "
+           "embedding width (default "
            "200)");
   f.option(&flags, "layers", "", "message-passing layers (default 2; --task link: rgcn encoder layers)");
-  f.option(&flags, "heads", "", "gat, rgat: attention heads of the hidden layers (default 8)");
+  f.option(&flags, "heads", "", "gat, rgat, hgt: attention heads of the hidden layers (default 8)");
   f.option(&flags, "aggr", "", "sage: mean (default), sum, max or min");
-  f.option(
-      &flags, "dropout", "",
-      "dropout on every layer's input features (default 0.5); rgcn, rgat and the link task's encoder: on "
-      "every hidden layer's output (--task link: default 0)");
+  f.option(&flags, "dropout", "",
+           "dropout on every layer's input features (default 0.5); the link task's encoder: on every hidden "
+           "layer's output (default 0)");
   f.option(
       &flags, "num_bases", "",
       "rgcn: relation weights from this many shared bases (default 0: one per relation; --task link: 10)");
   f.option(&flags, "materialization", "",
-           "rgcn, rgat: how the typed linears are computed: auto (default: the layer's cost estimate), edge, "
-           "compact or aggregate_first (rgcn only)");
+           "rgcn, rgat, hgt: how the typed linears are computed: auto (default: the layer's cost estimate), "
+           "edge, compact or aggregate_first (rgcn only)");
   f.option(&flags, "reorder", "",
-           "rgat: multiply the attention vectors into the relation weights first: auto (default: by the "
-           "estimate), on or off");
-  f.option(
-      &flags, "typed_rmat_edges", "",
-      "rgcn, rgat: the typed R-MAT's edges (ogbn-mag's node types and relations, each relation's reverse "
-      "added; default 50000)");
+           "rgat: multiply the attention vectors into the relation weights first; hgt: fold the type "
+           "projections into the relation matrices: auto (default: by the estimate), on or off");
+  f.option(&flags, "typed_rmat_edges", "",
+           "rgcn, rgat, hgt: the typed R-MAT's edges (ogbn-mag's node types and relations, each relation's "
+           "reverse "
+           "added; default 50000)");
   f.option(&flags, "typed_rmat_classes", "",
-           "rgcn, rgat: the typed R-MAT's planted paper classes (default 16)");
+           "rgcn, rgat, hgt: the typed R-MAT's planted paper classes (default 16)");
   f.option(
       &flags, "kg", "",
       "--task link: a folder of train.txt, valid.txt and test.txt head<TAB>relation<TAB>tail triples, e.g. "
@@ -254,12 +275,21 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
   f.option(&flags, "undirected", "", "add reverse edges, drop duplicates and self loops (default true)");
   f.option(&flags, "train_fraction", "", "the split when the data has none: training fraction (0.6)");
   f.option(&flags, "val_fraction", "", "the split when the data has none: validation fraction (0.2)");
-  f.option(
-      &flags, "fanouts", "",
-      "sampled minibatches: fanout per layer, input layer first, e.g. 15,10 (gcn, sage, gat: rgcn and rgat "
-      "train on the full graph)");
+  f.option(&flags, "fanouts", "",
+           "sampled minibatches: fanout per layer, input layer first, e.g. 15,10 (gcn, sage, gat: rgcn, rgat "
+           "and hgt "
+           "train on the full graph)");
   f.option(&flags, "workers", "", "sampler threads (default 2; 0: sample on the training thread)");
   f.option(&flags, "prefetch", "", "ready minibatches the sampler keeps ahead (default 4)");
+  f.option(&flags, "feature_store", "",
+           "sampled minibatches: gather each batch's features from memory (default: the dataset's tensor), "
+           "file (--feature-file, read where it lies) or pinned (page-locked host memory a GPU reads)");
+  f.option(&flags, "feature_file", "",
+           "--feature-store file or pinned: a .npy feature file, written from the dataset's features when "
+           "it does not exist");
+  f.option(&flags, "feature_budget", "",
+           "--feature-store file: the most bytes of the file held in memory, e.g. 64M (default: no limit, "
+           "mapped); a larger file is read through a row cache of this size");
   add_run_flags(f, flags.mutable_run());
   add_lr_schedule_flags(f, flags.mutable_schedule());
   add_optimizer_flags(f, flags.mutable_optim());
@@ -337,6 +367,11 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
                " is not in [1, 26]");
   STRATA_CHECK(c.dcsbm_nodes() >= 2 && c.dcsbm_classes() >= 2 && c.dcsbm_features() >= 0, ValueError,
                "--dcsbm-nodes and --dcsbm-classes must be at least 2, --dcsbm-features at least 0");
+  if (set.has_feature_budget()) {
+    out->feature_budget_bytes = parse_byte_size(c.feature_budget(), "--feature-budget");
+    STRATA_CHECK(out->feature_budget_bytes > 0, ValueError, "--feature-budget '", c.feature_budget(),
+                 "' must be positive");
+  }
   STRATA_CHECK(c.schedule().lr() > 0 && c.optim().weight_decay() >= 0, ValueError,
                "--lr must be positive and --weight-decay >= 0");
   return true;

@@ -19,17 +19,22 @@ struct GnnTrainOptions {
   models::GNNConfig model;       // in_channels and num_classes are set from the data
   std::vector<int64_t> fanouts;  // empty: full graph
   memory::CacheSettings cache;   // config.cache(), sizes parsed
-  // Relational layers (rgcn, rgat, the link task's encoder): --materialization and --reorder
+  // Relational layers (rgcn, rgat, hgt, the link task's encoder): --materialization and --reorder
   // (nullopt: by the layer's estimate).
   nn::Materialization materialization = nn::Materialization::kAuto;
   std::optional<bool> reorder;
+  // --feature-budget in bytes (0: none given).
+  uint64_t feature_budget_bytes = 0;
   // --task link.
   bool link_prediction() const { return config.task() == "link"; }
-  // --model rgcn or rgat: entity classification on a typed graph.
+  // --model rgcn, rgat or hgt: entity classification on a typed graph.
   bool relational() const;
   // The run in a line, printed at the start and saved in checkpoints.
   std::string describe() const;
 };
+
+// --model rgcn, rgat or hgt: the relational convs of models::GNN.
+bool is_relational_model(const std::string& model);
 
 // Parses argv (and the --config file it names); throws ValueError/IoError on bad input.
 // Returns false when --help was printed.

@@ -119,12 +119,13 @@ MaterializationPlan HGTConv::plan(const Graph& g) const {
   const double E = double(p.edges), P = double(p.source_pairs), N = double(g.num_nodes());
   const double F = double(in_), C = double(out_);
   // Keys and values per row: from k, v (C x C each, after N F 2C for k and v) or, reordered, from x
-  // through the folded F x C matrices.
-  const bool reorder = reorder_.value_or(2 * P * F * C <= 2 * N * F * C + 2 * P * C * C);
-  auto cost = [&](double rows) {
-    const double kv = reorder ? 2 * rows * F * C : 2 * N * F * C + 2 * rows * C * C;
-    return N * F * C + kv + 2 * E * C + N * C * C;
+  // through F x C matrices folded once per relation (2 R F C C).
+  const double R = double(relations_.size()), fold = 2 * R * F * C * C;
+  auto kv = [&](double rows, bool folded) {
+    return folded ? fold + 2 * rows * F * C : 2 * N * F * C + 2 * rows * C * C;
   };
+  const bool reorder = reorder_.value_or(kv(P, true) <= kv(P, false));
+  auto cost = [&](double rows) { return N * F * C + kv(rows, reorder) + 2 * E * C + N * C * C; };
   p.reorder = reorder;
   p.cost_edge = cost(E), p.rows_edge = 2 * E * C;
   p.cost_compact = cost(P), p.rows_compact = 2 * P * C;

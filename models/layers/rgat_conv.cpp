@@ -63,12 +63,14 @@ MaterializationPlan RGATConv::plan(const Graph& g) const {
   MaterializationPlan p = plan_counts("RGATConv", g);
   const double E = double(p.edges), P = double(p.source_pairs), D = double(p.destination_pairs);
   const double F = double(in_), H = double(options_.heads), HC = H * double(out_);
-  // Scores per row: reordered x (W_r q): F H; else (x W_r) q on top of the typed linear: F HC + HC H.
+  // Scores per row: reordered x (W_r q): F H, after folding W_r q and W_r k once (2 R F HC H); else
+  // (x W_r) q on top of the typed linear: F HC + HC H.
+  const double R = double(relations_), fold = 2 * R * F * HC * H;
   auto cost = [&](double src_rows, double dst_rows, bool reorder) {
     const double score = reorder ? F * H : F * HC + HC * H;
-    return src_rows * F * HC + (src_rows + dst_rows) * score + E * HC;
+    return src_rows * F * HC + (src_rows + dst_rows) * score + E * HC + (reorder ? fold : 0);
   };
-  const bool reorder = reorder_.value_or(F * H <= F * HC + HC * H);
+  const bool reorder = reorder_.value_or(cost(P, D, true) <= cost(P, D, false));
   p.reorder = reorder;
   p.cost_edge = cost(E, E, reorder), p.rows_edge = E * HC;
   p.cost_compact = cost(P, D, reorder), p.rows_compact = P * HC;

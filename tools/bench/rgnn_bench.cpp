@@ -50,7 +50,7 @@ namespace {
 
 struct Args {
   std::string kg, graph_file, save_graph;
-  std::string model = "rgcn", mode = "infer", materialization = "auto", reorder = "auto";
+  std::string model = "rgcn", mode = "infer", materialization = "auto", reorder = "auto", device = "cpu";
   int64_t edges = 1'000'000, dim = 64, heads = 1;
   int iters = 5, warmup = 1, threads = 2;
   uint64_t seed = 0;
@@ -168,34 +168,30 @@ struct RelationalLayer {
   int64_t out_width = 0;
 };
 
-RelationalLayer make_layer(const Args& a, const Graph& g) {
+template <class Layer>
+RelationalLayer wrap(std::shared_ptr<Layer> m, int64_t out_width) {
   RelationalLayer L;
-  if (a.model == "rgcn") {
-    auto m = std::make_shared<nn::RGCNConv>(a.dim, a.dim, g.num_relations());
-    L.module = m;
-    L.forward = [m](const Graph& g, const Tensor& x) { return m->forward(g, x); };
-    L.plan = [m](const Graph& g) { return m->plan(g); };
-    L.set_materialization = [m](nn::Materialization s) { m->set_materialization(s); };
+  L.module = m;
+  L.forward = [m](const Graph& g, const Tensor& x) { return m->forward(g, x); };
+  L.plan = [m](const Graph& g) { return m->plan(g); };
+  L.set_materialization = [m](nn::Materialization s) { m->set_materialization(s); };
+  if constexpr (requires { m->set_reorder(std::optional<bool>()); })
+    L.set_reorder = [m](std::optional<bool> r) { m->set_reorder(r); };
+  else
     L.set_reorder = [](std::optional<bool>) {};
-  } else if (a.model == "rgat") {  // heads x (d / heads) = d wide, as HGT's
-    auto m = std::make_shared<nn::RGATConv>(a.dim, a.dim / a.heads, g.num_relations(),
-                                            nn::RGATConvOptions{.heads = a.heads});
-    L.module = m;
-    L.forward = [m](const Graph& g, const Tensor& x) { return m->forward(g, x); };
-    L.plan = [m](const Graph& g) { return m->plan(g); };
-    L.set_materialization = [m](nn::Materialization s) { m->set_materialization(s); };
-    L.set_reorder = [m](std::optional<bool> r) { m->set_reorder(r); };
-  } else {
-    auto m = std::make_shared<nn::HGTConv>(a.dim, a.dim, g.node_types(), g.relations(),
-                                           nn::HGTConvOptions{.heads = a.heads});
-    L.module = m;
-    L.forward = [m](const Graph& g, const Tensor& x) { return m->forward(g, x); };
-    L.plan = [m](const Graph& g) { return m->plan(g); };
-    L.set_materialization = [m](nn::Materialization s) { m->set_materialization(s); };
-    L.set_reorder = [m](std::optional<bool> r) { m->set_reorder(r); };
-  }
-  L.out_width = a.dim;
+  L.out_width = out_width;
   return L;
+}
+
+RelationalLayer make_layer(const Args& a, const Graph& g) {
+  if (a.model == "rgcn") return wrap(std::make_shared<nn::RGCNConv>(a.dim, a.dim, g.num_relations()), a.dim);
+  if (a.model == "rgat")  // heads x (d / heads) = d wide, as HGT's
+    return wrap(std::make_shared<nn::RGATConv>(a.dim, a.dim / a.heads, g.num_relations(),
+                                               nn::RGATConvOptions{.heads = a.heads}),
+                a.dim);
+  return wrap(std::make_shared<nn::HGTConv>(a.dim, a.dim, g.node_types(), g.relations(),
+                                            nn::HGTConvOptions{.heads = a.heads}),
+              a.dim);
 }
 
 std::optional<bool> reorder_of(const std::string& s) {
@@ -209,9 +205,9 @@ std::string head_fields(const Args& a) {
   char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "\"side\": \"strata\", \"model\": \"%s\", \"dim\": %lld, \"heads\": %lld, \"mode\": \"%s\", "
-                "\"materialization\": \"%s\", \"reorder\": \"%s\", \"threads\": %d",
+                "\"materialization\": \"%s\", \"reorder\": \"%s\", \"threads\": %d, \"device\": \"%s\"",
                 a.model.c_str(), (long long)a.dim, (long long)a.heads, a.mode.c_str(),
-                a.materialization.c_str(), a.reorder.c_str(), omp_get_max_threads());
+                a.materialization.c_str(), a.reorder.c_str(), omp_get_max_threads(), a.device.c_str());
   return buf;
 }
 
@@ -242,16 +238,22 @@ int run(const Args& a, std::string* graph_json) {
         current_rss_mb());
     return 0;
   }
-  const Graph& g = ng.g;
+  const Device dev = Device::parse(a.device);
   manual_seed(a.seed);
-  RelationalLayer layer = make_layer(a, g);
-  const Tensor x = ops::randn({g.num_nodes(), a.dim});
-  const Tensor seed = ops::randn({g.num_nodes(), layer.out_width});
+  RelationalLayer layer = make_layer(a, ng.g);
+  const Tensor x = ops::randn({ng.g.num_nodes(), a.dim}).to(dev);
+  const Tensor seed = ops::randn({ng.g.num_nodes(), layer.out_width}).to(dev);
 
-  // The graph's (node, relation) pairs are built once and kept with it: time that apart.
+  // The graph's (node, relation) pairs are built once and kept with it (moving with it to the
+  // device): time that apart.
   double t0 = now_s();
-  layer.plan(g);
+  layer.plan(ng.g);
+  const Graph g = ng.g.to(dev);
+  layer.module->to(dev);
   const double prep_ms = (now_s() - t0) * 1e3;
+  auto sync = [&] {
+    if (!dev.is_cpu()) backend_for(dev).synchronize(dev.index);
+  };
 
   double check = -1;  // max |out - out_edge| / max |out_edge| against the edge-wise, unreordered forward
   if (a.check) {
@@ -287,6 +289,7 @@ int run(const Args& a, std::string* graph_json) {
       NoGradGuard no_grad;
       Tensor out = layer.forward(g, x);
     }
+    sync();
     if (i >= a.warmup) times.push_back(now_s() - t0);
   }
   const StepTimes st = summarize(times);
@@ -327,6 +330,8 @@ int main(int argc, char** argv) {
   app.add_option("--iters", a.iters, "timed iterations (0: build and save the graph only)");
   app.add_option("--warmup", a.warmup, "untimed iterations first");
   app.add_option("--threads", a.threads, "OpenMP threads");
+  app.add_option("--device", a.device,
+                 "cpu (default), cuda, cuda:N, sim: where the layer, the graph and x live");
   app.add_flag("--check", a.check, "compare the output with the edge-wise, unreordered forward first");
   CLI11_PARSE(app, argc, argv);
   if (!a.kg.empty() && !a.graph_file.empty()) {

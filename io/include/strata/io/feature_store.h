@@ -165,11 +165,10 @@ class MappedFeatureStore final : public FeatureStore {
 };
 
 // (c) The rows copied once into page-aligned host memory, page-locked for `device` when it is a
-// GPU (Backend::register_host_memory): memory that the zero-copy gather kernel of
-// ops/cuda/cuda_feature_gather.cu (PyTorch-Direct's, 128-byte aligned reads) can read over the
-// bus. Gathers onto a GPU still copy the rows into page-locked staging memory on the loader
-// threads and from there to the device: the Backend has no call yet that launches that kernel.
-// On the CPU and sim devices the memory is plain.
+// GPU (Backend::register_host_memory). Gathers onto that GPU are done by the device itself
+// (Backend::gather_host_rows: the zero-copy kernel of ops/cuda/cuda_feature_gather.cu,
+// PyTorch-Direct's, reading each row over the bus in 128-byte aligned lines), with no staging
+// copy. On the CPU and sim devices the memory is plain and gathers copy on the loader threads.
 class PinnedFeatureStore final : public FeatureStore {
  public:
   // Copies every row of `source` (any store: a tensor's, a file's) in, 64 MiB of rows at a time
