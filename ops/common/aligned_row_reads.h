@@ -1,5 +1,5 @@
 // Which word of a gathered row each lane of a team reads: PyTorch-Direct's alignment of zero-copy
-// reads to the 128-byte lines of host memory (seed 000, chapter 4, section 4.4.5).
+// reads to the 128-byte lines of host memory (Wu, arXiv 2412.04747, section 4.4.5).
 //
 // A GPU reading page-locked host memory sends at most one 128-byte line per PCIe request, and the
 // loads of one warp instruction merge only within a line. A row of R bytes gathered by id starts at

@@ -1,4 +1,4 @@
-// Zero-copy gather of feature rows from page-locked host memory (PyTorch-Direct, seed 000,
+// Zero-copy gather of feature rows from page-locked host memory (PyTorch-Direct, Wu, arXiv 2412.04747,
 // chapter 4): a team of lanes per row reads the row over the bus in words of up to 16 bytes, its
 // lanes shifted so that each step reads whole 128-byte lines of host memory
 // (ops/common/aligned_row_reads.h), and writes it to its place in the output.

@@ -16,7 +16,7 @@ using namespace strata::common;
 namespace {
 
 // Row sizes to try for words of `w` bytes: small ones, ones around a line and PyTorch-Direct's
-// misaligned sizes 2048..2076 (seed 000, section 4.5).
+// misaligned sizes 2048..2076 (Wu, arXiv 2412.04747, section 4.5).
 std::vector<int64_t> row_sizes(int w) {
   std::vector<int64_t> sizes;
   for (int64_t words = 1; words <= 80; ++words) sizes.push_back(words * w);

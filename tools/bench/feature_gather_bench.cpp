@@ -8,8 +8,8 @@
 //
 //   strata_feature_gather_bench --nodes-log2 20 --features 256 --budget 256M --threads 2
 //
-// With --device cuda (and a GPU), PyTorch-Direct's microbenchmark (seed 000, section 4.5) follows:
-// random rows of 2048..2076 bytes from page-locked host memory onto the GPU, read by the zero-copy
+// With --device cuda (and a GPU), PyTorch-Direct's microbenchmark (Wu, arXiv 2412.04747, section 4.5)
+// follows: random rows of 2048..2076 bytes from page-locked host memory onto the GPU, read by the zero-copy
 // kernel with aligned and naive lane mappings, beside the staged path (rows gathered on the host
 // into page-locked memory, then copied) and index_select on a table in GPU memory (the ideal).
 #include <fcntl.h>

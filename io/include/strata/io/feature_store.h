@@ -1,7 +1,7 @@
 // FeatureStore: node feature rows gathered by id from where they live: a tensor in memory, a
 // feature file (mapped, or read row by row through a row cache when it is larger than the memory
 // the process may use), or page-locked host memory that a GPU can read directly (PyTorch-Direct,
-// seed 000, chapter 4).
+// Wu, arXiv 2412.04747, chapter 4).
 //
 //   io::MappedFeatureStore store("feat.npy", {.num_threads = 2, .resident_limit_bytes = 256 << 20});
 //   std::future<Tensor> next = store.gather_async(blocks[0].nodes, device);  // on loader threads
