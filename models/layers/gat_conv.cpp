@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "models/layers/graph_layer_utils.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/memory_stats.h"
 #include "strata/models/layers/gnn_conv.h"
@@ -14,16 +15,6 @@
 #include "strata/ops/shape_ops.h"
 
 namespace strata::nn {
-
-namespace {
-
-// PyG's glorot on a tensor: U(-a, a), a = sqrt(6 / (size(-2) + size(-1))).
-void glorot(Tensor& t) {
-  const double a = std::sqrt(6.0 / double(t.size(t.dim() - 2) + t.size(t.dim() - 1)));
-  ops::uniform_(t, -a, a);
-}
-
-}  // namespace
 
 GATConv::GATConv(int64_t in_channels, int64_t out_channels, GATConvOptions options)
     : options_(options), out_channels_(out_channels) {
@@ -56,12 +47,12 @@ GATConv::GATConv(int64_t in_channels, int64_t out_channels, GATConvOptions optio
 
 void GATConv::reset_parameters() {
   NoGradGuard no_grad;
-  glorot(lin->weight);
-  if (lin_edge) glorot(lin_edge->weight);
-  if (res) glorot(res->weight);
-  glorot(att_src);
-  glorot(att_dst);
-  if (att_edge.defined()) glorot(att_edge);
+  detail::glorot(lin->weight);
+  if (lin_edge) detail::glorot(lin_edge->weight);
+  if (res) detail::glorot(res->weight);
+  detail::glorot(att_src);
+  detail::glorot(att_dst);
+  if (att_edge.defined()) detail::glorot(att_edge);
   if (bias.defined()) bias.zero_();
 }
 

@@ -4,6 +4,7 @@
 #include <functional>
 #include <vector>
 
+#include "models/layers/graph_layer_utils.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
@@ -19,27 +20,6 @@ namespace {
 
 // A named level of the parameter tree (PyG's ModuleDicts: "kqv_lin.lins.<type>"); never called.
 class ParameterGroup final : public Module {};
-
-void glorot(Tensor t) {
-  const double a = std::sqrt(6.0 / double(t.size(-2) + t.size(-1)));
-  ops::uniform_(t, -a, a);
-}
-
-// blocks [R, B, I, O] -> [R, B I, B O], block b of each matrix at rows b I, columns b O.
-Tensor block_diagonal(const Tensor& blocks) {
-  const int64_t R = blocks.size(0), B = blocks.size(1), I = blocks.size(2), O = blocks.size(3);
-  if (B == 1) return ops::reshape(blocks, {R, I, O});
-  const TensorOptions to = TensorOptions(blocks.dtype()).device(blocks.device());
-  std::vector<Tensor> rows;
-  for (int64_t b = 0; b < B; ++b) {
-    std::vector<Tensor> parts;
-    if (b > 0) parts.push_back(ops::zeros({R, I, b * O}, to));
-    parts.push_back(ops::select(blocks, 1, b));
-    if (b + 1 < B) parts.push_back(ops::zeros({R, I, (B - b - 1) * O}, to));
-    rows.push_back(ops::cat(parts, 2));
-  }
-  return ops::cat(rows, 1);
-}
 
 std::vector<int64_t> offsets_of(int64_t count, const std::function<int64_t(int64_t)>& at) {
   std::vector<int64_t> off;
@@ -102,8 +82,8 @@ void HGTConv::reset_parameters() {
   NoGradGuard no_grad;
   for (auto& l : kqv_lin) l->reset_parameters();
   for (auto& l : out_lin) l->reset_parameters();
-  glorot(k_rel);
-  glorot(v_rel);
+  detail::glorot(k_rel);
+  detail::glorot(v_rel);
   for (Tensor& s : skip) s.fill_(1.0);
   for (Tensor& p : p_rel) p.fill_(1.0);
 }
@@ -165,7 +145,7 @@ Tensor HGTConv::forward(const Graph& g, const Tensor& x) {
 
   // k_rel and v_rel as block-diagonal [R, C, C] matrices (head h's D x D block at h D).
   auto per_relation = [&](const Tensor& rel) {
-    return block_diagonal(ops::permute(ops::reshape(rel, {H, R, D, D}), {1, 0, 2, 3}));
+    return detail::block_diagonal(ops::permute(ops::reshape(rel, {H, R, D, D}), {1, 0, 2, 3}));
   };
   const Tensor Krel = per_relation(k_rel), Vrel = per_relation(v_rel);
   const NodeRelationPairs sp = compact ? g.source_pairs() : NodeRelationPairs{};

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "models/layers/graph_layer_utils.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/memory_stats.h"
 #include "strata/ops/elementwise.h"
@@ -15,21 +16,6 @@
 #include "strata/ops/shape_ops.h"
 
 namespace strata::nn {
-
-namespace {
-
-void glorot(Tensor t) {
-  const double a = std::sqrt(6.0 / double(t.size(-2) + t.size(-1)));
-  ops::uniform_(t, -a, a);
-}
-
-std::vector<int64_t> relation_offsets(const Graph& g) {
-  std::vector<int64_t> off;
-  for (int64_t r = 0; r <= g.num_relations(); ++r) off.push_back(g.relation_offset(r));
-  return off;
-}
-
-}  // namespace
 
 RGATConv::RGATConv(int64_t in_channels, int64_t out_channels, int64_t num_relations, RGATConvOptions options)
     : in_(in_channels), out_(out_channels), relations_(num_relations), options_(options) {
@@ -47,9 +33,9 @@ RGATConv::RGATConv(int64_t in_channels, int64_t out_channels, int64_t num_relati
 
 void RGATConv::reset_parameters() {
   NoGradGuard no_grad;
-  glorot(weight);
-  glorot(q);
-  glorot(k);
+  detail::glorot(weight);
+  detail::glorot(q);
+  detail::glorot(k);
   if (bias.defined()) bias.zero_();
 }
 
@@ -91,8 +77,8 @@ Tensor RGATConv::forward(const Graph& g, const Tensor& x) {
   // destination rows alike.
   const NodeRelationPairs sp = compact ? g.source_pairs() : NodeRelationPairs{};
   const NodeRelationPairs dp = compact ? g.destination_pairs() : NodeRelationPairs{};
-  const std::vector<int64_t> src_off = compact ? sp.offsets : relation_offsets(g);
-  const std::vector<int64_t> dst_off = compact ? dp.offsets : relation_offsets(g);
+  const std::vector<int64_t> src_off = compact ? sp.offsets : detail::relation_offsets(g);
+  const std::vector<int64_t> dst_off = compact ? dp.offsets : detail::relation_offsets(g);
   const Tensor src_rows = compact ? sp.nodes : g.src(), dst_rows = compact ? dp.nodes : g.dst();
   const Tensor z = ops::segment_matmul(x, src_off, weight, {.gather = src_rows});  // g_j, [rows, H C]
   Tensor s_src, s_dst;

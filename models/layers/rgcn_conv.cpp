@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "models/layers/graph_layer_utils.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/memory_stats.h"
 #include "strata/ops/elementwise.h"
@@ -15,22 +16,6 @@
 #include "strata/ops/shape_ops.h"
 
 namespace strata::nn {
-
-namespace {
-
-// PyG's glorot: U(-a, a), a = sqrt(6 / (size(-2) + size(-1))).
-void glorot(Tensor t) {
-  const double a = std::sqrt(6.0 / double(t.size(-2) + t.size(-1)));
-  ops::uniform_(t, -a, a);
-}
-
-std::vector<int64_t> relation_offsets(const Graph& g) {
-  std::vector<int64_t> off;
-  for (int64_t r = 0; r <= g.num_relations(); ++r) off.push_back(g.relation_offset(r));
-  return off;
-}
-
-}  // namespace
 
 RGCNConv::RGCNConv(int64_t in_channels, int64_t out_channels, int64_t num_relations, RGCNConvOptions options)
     : in_(in_channels), out_(out_channels), relations_(num_relations), options_(options) {
@@ -60,9 +45,9 @@ RGCNConv::RGCNConv(int64_t in_channels, int64_t out_channels, int64_t num_relati
 
 void RGCNConv::reset_parameters() {
   NoGradGuard no_grad;
-  glorot(weight);
-  if (comp.defined()) glorot(comp);
-  if (root.defined()) glorot(root);
+  detail::glorot(weight);
+  if (comp.defined()) detail::glorot(comp);
+  if (root.defined()) detail::glorot(root);
   if (bias.defined()) bias.zero_();
 }
 
@@ -70,19 +55,8 @@ Tensor RGCNConv::relation_weights() const {
   if (options_.num_bases > 0)  // comp [R, B] @ weight [B, in * out]
     return ops::reshape(ops::matmul(comp, ops::reshape(weight, {options_.num_bases, in_ * out_})),
                         {relations_, in_, out_});
-  if (options_.num_blocks > 0) {  // block b of W_r at rows b * in/B, columns b * out/B
-    const int64_t B = options_.num_blocks, I = in_ / B, O = out_ / B;
-    const TensorOptions to = TensorOptions(weight.dtype()).device(weight.device());
-    std::vector<Tensor> rows;
-    for (int64_t b = 0; b < B; ++b) {
-      std::vector<Tensor> parts;
-      if (b > 0) parts.push_back(ops::zeros({relations_, I, b * O}, to));
-      parts.push_back(ops::select(weight, 1, b));
-      if (b + 1 < B) parts.push_back(ops::zeros({relations_, I, (B - b - 1) * O}, to));
-      rows.push_back(ops::cat(parts, 2));
-    }
-    return ops::cat(rows, 1);
-  }
+  if (options_.num_blocks > 0)
+    return detail::block_diagonal(weight);  // block b at rows b in/B, columns b out/B
   return weight;
 }
 
@@ -119,7 +93,8 @@ Tensor RGCNConv::forward(const Graph& g, const Tensor& x) {
       break;
     }
     default: {  // a message per edge
-      out = ops::gspmm_edges(g, ops::segment_matmul(x, relation_offsets(g), W, {.gather = g.src()}), norm);
+      out = ops::gspmm_edges(g, ops::segment_matmul(x, detail::relation_offsets(g), W, {.gather = g.src()}),
+                             norm);
       break;
     }
   }

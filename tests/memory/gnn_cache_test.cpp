@@ -1,7 +1,8 @@
-// The tensor cache on two-layer GAT and GraphSAGE node classifiers (each layer a planner block)
-// with dropout and attention dropout on: losses and gradients bit-identical under keep,
-// recompute, host and NVMe, with the per-tier counters showing where the bytes went
-// (tensor_cache_test.cpp and bert_cache_test.cpp do the same for GPT and BERT).
+// The tensor cache on two-layer GAT and GraphSAGE node classifiers and, on a typed graph, RGCN
+// (bases), RGAT and HGT ones (compact materialization), each layer a planner block, with dropout
+// and attention dropout on: losses and gradients bit-identical under keep, recompute, host and
+// NVMe, with the per-tier counters showing where the bytes went (tensor_cache_test.cpp and
+// bert_cache_test.cpp do the same for GPT and BERT).
 #include <gtest/gtest.h>
 
 #include "memory/cache_parity.h"
@@ -15,6 +16,9 @@ using namespace strata::test;
 namespace {
 
 constexpr int64_t kNodes = 97, kFeatures = 12, kClasses = 3;
+// The typed graph's types a (nodes 0-59) and b (60-96); relations a->a, a->b, b->a.
+const std::vector<std::string> kTypes{"a", "b"};
+const std::vector<Relation> kRelations{{0, "aa", 0}, {0, "ab", 1}, {1, "ba", 0}};
 
 struct GraphBatch {
   Graph graph;
@@ -22,7 +26,7 @@ struct GraphBatch {
 };
 
 // A random graph with duplicates and loops, isolated nodes, and labels; the same for every step.
-GraphBatch batch(int) {
+GraphBatch plain_batch() {
   static const GraphBatch b = [] {
     std::vector<int64_t> s, d, y;
     uint64_t st = 99;
@@ -41,15 +45,48 @@ GraphBatch batch(int) {
   return b;
 }
 
+// A random typed graph with duplicate edges and nodes without in-edges, and labels; the same for
+// every step.
+GraphBatch typed_batch() {
+  static const GraphBatch b = [] {
+    std::vector<int64_t> s, d, r, y;
+    uint64_t st = 99;
+    auto next = [&st] { return (st = st * 6364136223846793005ull + 1442695040888963407ull) >> 33; };
+    for (int e = 0; e < 600; ++e) {
+      const int64_t rel = int64_t(next() % 3);
+      auto pick = [&](int64_t type) { return type == 0 ? int64_t(next() % 55) : 60 + int64_t(next() % 37); };
+      s.push_back(pick(kRelations[size_t(rel)].src_type));
+      d.push_back(pick(kRelations[size_t(rel)].dst_type));
+      r.push_back(rel);
+    }
+    for (int64_t v = 0; v < kNodes; ++v) y.push_back(int64_t(next() % kClasses));
+    GraphBatch out;
+    const int64_t E = int64_t(s.size());
+    out.graph = Graph::from_typed_edges(kTypes, {60, 37}, kRelations, ops::from_vector(s, {E}),
+                                        ops::from_vector(d, {E}), ops::from_vector(r, {E}));
+    manual_seed(7);
+    out.x = ops::randn({kNodes, kFeatures});
+    out.labels = ops::from_vector(y, {kNodes});
+    return out;
+  }();
+  return b;
+}
+
+bool relational(const std::string& conv) { return conv == "rgcn" || conv == "rgat" || conv == "hgt"; }
+
 models::GNNConfig config(const std::string& conv) {
   models::GNNConfig c;
   c.conv = conv, c.in_channels = kFeatures, c.hidden_channels = 6, c.num_classes = kClasses, c.heads = 2;
   c.dropout = 0.2, c.attention_dropout = conv == "gat" ? 0.1 : 0.0, c.aggr = "max";
+  if (relational(conv))
+    c.node_types = kTypes, c.relations = kRelations, c.num_bases = conv == "rgcn" ? 2 : 0,
+    c.materialization = "compact";
   return c;
 }
 
 TrainResult train(const std::string& conv, std::shared_ptr<autograd::SavePolicy> policy, int steps,
                   TensorCache* cache, CountingPolicy* counter = nullptr) {
+  auto batch = [&conv](int) { return relational(conv) ? typed_batch() : plain_batch(); };
   batch(0);  // made once, before the seed: its features draw from the global generator
   manual_seed(4321);
   models::GNN model(config(conv));
@@ -134,5 +171,5 @@ TEST_P(GnnTensorCache, HostEverythingIsBitIdentical) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Layers, GnnTensorCache, ::testing::Values("gat", "sage"),
+INSTANTIATE_TEST_SUITE_P(Layers, GnnTensorCache, ::testing::Values("gat", "sage", "rgcn", "rgat", "hgt"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });

@@ -3,7 +3,6 @@
 #include "strata/ops/relational_ops.h"
 
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cstring>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "strata/ops.h"
 #include "strata/ops/graph.h"
 #include "strata/ops/graph_ops.h"
+#include "support/omp_threads.h"
 
 namespace strata {
 namespace {
@@ -25,15 +25,6 @@ std::vector<uint64_t> bits(const Tensor& t) {
   }
   return out;
 }
-
-class ThreadCountGuard {
- public:
-  ThreadCountGuard() : saved_(omp_get_max_threads()) {}
-  ~ThreadCountGuard() { omp_set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
 
 Tensor random_tensor(const Shape& s, uint64_t seed) {
   Generator g(seed);
@@ -54,21 +45,22 @@ TEST(SegmentMatmul, BitsIndependentOfThreadCount) {
   // 9000 rows in 3 skewed segments (several 128-row tiles and 32-tile waves), scattered to 50 rows.
   const std::vector<int64_t> offsets{0, 7000, 7010, 9000};
   const Tensor gather = random_index(9000, 300, 1), scatter = random_index(9000, 50, 2);
-  ThreadCountGuard restore;
   std::vector<std::vector<uint64_t>> outs, gxs, gws, gss;
   for (int threads : {1, 2}) {
-    omp_set_num_threads(threads);
-    Tensor x = random_tensor({300, 24}, 3).set_requires_grad(true);
-    Tensor w = random_tensor({3, 24, 40}, 4).set_requires_grad(true);
-    Tensor s = random_tensor({9000}, 5).set_requires_grad(true);
-    Tensor y = ops::segment_matmul(x, offsets, w,
-                                   {.gather = gather, .scatter = scatter, .scale = s, .num_rows = 50});
-    const std::vector<Tensor> g =
-        autograd::grad({ops::sum(ops::mul(y, random_tensor({50, 40}, 6)))}, {x, w, s});
-    outs.push_back(bits(y));
-    gxs.push_back(bits(g[0]));
-    gws.push_back(bits(g[1]));
-    gss.push_back(bits(g[2]));
+    testing::with_threads(threads, [&] {
+      Tensor x = random_tensor({300, 24}, 3).set_requires_grad(true);
+      Tensor w = random_tensor({3, 24, 40}, 4).set_requires_grad(true);
+      Tensor s = random_tensor({9000}, 5).set_requires_grad(true);
+      Tensor y = ops::segment_matmul(x, offsets, w,
+                                     {.gather = gather, .scatter = scatter, .scale = s, .num_rows = 50});
+      const std::vector<Tensor> g =
+          autograd::grad({ops::sum(ops::mul(y, random_tensor({50, 40}, 6)))}, {x, w, s});
+      outs.push_back(bits(y));
+      gxs.push_back(bits(g[0]));
+      gws.push_back(bits(g[1]));
+      gss.push_back(bits(g[2]));
+      return 0;
+    });
   }
   EXPECT_EQ(outs[0], outs[1]);
   EXPECT_EQ(gxs[0], gxs[1]);
