@@ -71,7 +71,7 @@ Tensor id_tensor(const std::vector<int64_t>& ids) { return from_vector(ids, {int
 std::vector<uint8_t> reference_rows(const Tensor& table, const std::vector<int64_t>& ids) {
   const size_t r = table.nbytes() / size_t(std::max<int64_t>(table.size(0), 1));
   std::vector<uint8_t> out(ids.size() * r);
-  for (size_t i = 0; i < ids.size(); ++i)
+  for (size_t i = 0; i < ids.size() && r > 0; ++i)
     std::memcpy(out.data() + i * r, static_cast<const uint8_t*>(table.data_ptr()) + size_t(ids[i]) * r, r);
   return out;
 }
@@ -84,7 +84,7 @@ void expect_rows(const Tensor& got, const Tensor& table, const std::vector<int64
   const Tensor host = device.is_host_memory() ? got : got.to(kCPU);
   const std::vector<uint8_t> want = reference_rows(table, ids);
   ASSERT_EQ(host.nbytes(), want.size());
-  EXPECT_EQ(std::memcmp(host.data_ptr(), want.data(), want.size()), 0) << "rows differ";
+  if (!want.empty()) EXPECT_EQ(std::memcmp(host.data_ptr(), want.data(), want.size()), 0) << "rows differ";
 }
 
 bool cuda_device_present() {
