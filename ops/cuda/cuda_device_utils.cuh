@@ -6,9 +6,11 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 
 #include "ops/cuda/cuda_strided.h"
 #include "strata/core/dtype.h"
+#include "strata/core/error.h"
 
 namespace strata::gpu {
 
@@ -130,5 +132,28 @@ __device__ __forceinline__ T block_max(T v, T* smem) {
 
 // Threads per block for a kernel that gives one block to each row of `cols` elements.
 inline int row_block_threads(int64_t cols) { return cols <= 64 ? 32 : (cols <= 512 ? 128 : 256); }
+
+// Host-side dispatch for the graph kernels: fn(const I*) with the index's element type (i32 or
+// i64; an undefined index passes a null int64 pointer, the identity), and fn(T{}) with a float
+// tensor's type (f32 or f64; TypeError naming `op` otherwise).
+template <class Fn>
+void with_index(const Tensor& t, Fn&& fn) {
+  if (!t.defined())
+    fn(static_cast<const int64_t*>(nullptr));
+  else if (t.dtype() == DType::i32)
+    fn(static_cast<const int32_t*>(t.data_ptr()));
+  else
+    fn(static_cast<const int64_t*>(t.data_ptr()));
+}
+
+template <class Fn>
+void with_float(const Tensor& t, const char* op, Fn&& fn) {
+  if (t.dtype() == DType::f64)
+    fn(double{});
+  else if (t.dtype() == DType::f32)
+    fn(float{});
+  else
+    throw TypeError(std::string(op) + ": f32 or f64 only, got " + t.str());
+}
 
 }  // namespace strata::gpu

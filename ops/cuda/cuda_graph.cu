@@ -91,24 +91,6 @@ __global__ void segment_softmax_backward_kernel(T* gs, const int64_t* off, const
   }
 }
 
-template <class Fn>
-void with_index(const Tensor& t, Fn&& fn) {
-  if (t.dtype() == DType::i32)
-    fn(static_cast<const int32_t*>(t.data_ptr()));
-  else
-    fn(static_cast<const int64_t*>(t.data_ptr()));
-}
-
-template <class Fn>
-void with_float(const Tensor& t, const char* op, Fn&& fn) {
-  if (t.dtype() == DType::f64)
-    fn(double{});
-  else if (t.dtype() == DType::f32)
-    fn(float{});
-  else
-    throw TypeError(std::string(op) + ": f32 or f64 only, got " + t.str());
-}
-
 }  // namespace
 
 void CudaBackend::spmm(const Tensor& out, const Tensor& offsets, const Tensor& indices, const Tensor& weights,

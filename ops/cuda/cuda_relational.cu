@@ -156,26 +156,6 @@ Tensor tile_table(CudaBackend& be, int dev, const Tensor& offsets, int64_t rows,
   return d;
 }
 
-template <class Fn>
-void with_rows(const Tensor& t, Fn&& fn) {
-  if (!t.defined())
-    fn(static_cast<const int64_t*>(nullptr));
-  else if (t.dtype() == DType::i32)
-    fn(static_cast<const int32_t*>(t.data_ptr()));
-  else
-    fn(static_cast<const int64_t*>(t.data_ptr()));
-}
-
-template <class Fn>
-void with_float(const Tensor& t, const char* op, Fn&& fn) {
-  if (t.dtype() == DType::f64)
-    fn(double{});
-  else if (t.dtype() == DType::f32)
-    fn(float{});
-  else
-    throw TypeError(std::string(op) + ": f32 or f64 only, got " + t.str());
-}
-
 }  // namespace
 
 void CudaBackend::segment_mm(const Tensor& out, const Tensor& x, const Tensor& gather, const Tensor& weight,
@@ -198,8 +178,8 @@ void CudaBackend::segment_mm(const Tensor& out, const Tensor& x, const Tensor& g
                " output columns exceed one launch");
   with_float(out, "segment_mm", [&](auto tf) {
     using V = decltype(tf);
-    with_rows(gather, [&](auto g) {
-      with_rows(scatter, [&](auto s) {
+    with_index(gather, [&](auto g) {
+      with_index(scatter, [&](auto s) {
         const dim3 grid(unsigned(T), unsigned((N + kBN - 1) / kBN));
         segment_mm_kernel<<<grid, 256, 0, compute_stream()>>>(
             static_cast<V*>(out.data_ptr()), static_cast<const V*>(x.data_ptr()), g,
@@ -234,8 +214,8 @@ void CudaBackend::segment_mm_weight_grad(const Tensor& grad_weight, const Tensor
                "segment_mm_weight_grad: a ", K, " x ", N, " weight exceeds one launch");
   with_float(grad_weight, "segment_mm_weight_grad", [&](auto tf) {
     using V = decltype(tf);
-    with_rows(gather, [&](auto g) {
-      with_rows(scatter, [&](auto s) {
+    with_index(gather, [&](auto g) {
+      with_index(scatter, [&](auto s) {
         const dim3 grid(unsigned(T), unsigned((K + kBM - 1) / kBM), unsigned((N + kBN - 1) / kBN));
         segment_mm_weight_grad_kernel<<<grid, 256, 0, compute_stream()>>>(
             static_cast<V*>(grad_weight.data_ptr()), static_cast<const V*>(x.data_ptr()), g,
