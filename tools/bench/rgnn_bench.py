@@ -25,9 +25,10 @@ of the timed iterations (--stat min: their minimum, for a machine others are usi
 process's peak RSS (its graph setup included). The JSON (--json) keeps every field both sides
 print, among them each iteration's time and the peak of the iterations alone.
 
---largest: per model and variant, the largest typed R-MAT (--edges doubling from 0.5M to 64M) whose
-one training iteration (d=64, no warmup) runs within --mem-limit; a variant is not tried past its
-first failure. Building the graph itself peaks near 180 B per edge in Strata (E = 128M at --edges
+--largest: per model and variant, the largest typed R-MAT (--edges doubling from 0.5M to 64M, then
+the gap between the last fit and the first failure halved geometrically --largest-refine times, to
+within 2^(1/4) by default) whose one training iteration (d=64, no warmup) runs within --mem-limit;
+a variant is not tried past its first failure. Building the graph itself peaks near 180 B per edge in Strata (E = 128M at --edges
 64M: about 23 GB), so under 22G the last size fails at the graph for every variant.
 """
 import argparse, json, math, os, re, resource, shlex, signal, statistics, subprocess, sys, tempfile, time
@@ -271,19 +272,18 @@ def largest(a, b):
             variants.append(dict(model=model, side="PyG", name=name, layer=layer))
     for v in variants:
         v.update(fits=None, failed=None)
-    for n in sizes:
-        alive = [v for v in variants if v["failed"] is None]
-        if not alive:
-            break
+
+    def probe(n, vs):
+        """Trains each of vs once on the typed R-MAT of --edges n; False when the graph itself fails."""
         path, info = b.prepare_graph(f"rmat-{n}")
         if path is None:
-            for v in alive:
+            for v in vs:
                 v["failed"] = (n, f"graph build {info['status']}")
             print(f"--edges {fmt_edges(n)}: the graph could not be built ({info['status']})", flush=True)
-            break
+            return False
         print(f"--edges {fmt_edges(n)}: E = {info['edges']}, {info['nodes']} nodes, compaction "
               f"{info['compaction']:.3f}, built in {info['graph_s']:.1f} s", flush=True)
-        for v in alive:
+        for v in vs:
             r = (b.strata(path, v["model"], d, "train", v["mat"], v["reorder"], 0, 1) if v["side"] == "Strata" else
                  b.pyg(path, v["layer"], d, "train", 0, 1))
             r.update(size=n, variant=v["name"], model=v["model"], side=v["side"].lower())
@@ -294,9 +294,27 @@ def largest(a, b):
             else:
                 v["failed"] = (n, r["status"])
         os.remove(path)
+        return True
+
+    # Up the ladder until each variant fails, then halve the gap between its last fit and first
+    # failure geometrically --largest-refine times (variants that meet at a size share its graph).
+    for n in sizes:
+        alive = [v for v in variants if v["failed"] is None]
+        if not alive or not probe(n, alive):
+            break
+    for _ in range(a.largest_refine):
+        at = {}
+        for v in variants:
+            if v["fits"] and v["failed"]:
+                lo, hi = v["fits"][0], v["failed"][0]
+                mid = int(float(f"{math.sqrt(lo * hi) / 1e6:.3g}") * 1e6)
+                if lo < mid < hi:
+                    at.setdefault(mid, []).append(v)
+        for n in sorted(at):
+            probe(n, at[n])
     print(f"\nLargest typed R-MAT whose training iteration (d={d}, {a.heads} head) fits in "
           f"{a.mem_limit / 2 ** 30:g} GiB:")
-    print("\n| model | side | variant | largest --edges | E | ms | peak RSS | first failure |")
+    print("\n| model | side | variant | largest --edges | E | ms | peak RSS | smallest failure |")
     print("|---|---|---|---|---|---|---|---|")
     for v in variants:
         fits = v["fits"]
@@ -307,6 +325,12 @@ def largest(a, b):
                   f"{peak(r):.0f} MB | {fail} |")
         else:
             print(f"| {v['model']} | {v['side']} | {v['name']} | < {fmt_edges(sizes[0])} | — | — | — | {fail} |")
+    for model in a.models.split(","):  # Strata's best variant against its own edge-wise one, in E
+        mine = {v["name"]: v["fits"][1] for v in variants if v["model"] == model and v["side"] == "Strata" and v["fits"]}
+        if "edge" in mine and len(mine) > 1:
+            name, E = max(((k, e) for k, e in mine.items() if k != "edge"), key=lambda x: x[1])
+            print(f"{model}: {name} trains a graph {E / mine['edge']:.1f}x larger than edge-wise ({E} against "
+                  f"{mine['edge']} edges)")
     return variants
 
 
@@ -334,6 +358,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="UMLS, d=32, 5 iterations, checked: a smoke test")
     ap.add_argument("--largest", action="store_true")
     ap.add_argument("--largest-edges", default="0.5M,1M,2M,4M,8M,16M,32M,64M")
+    ap.add_argument("--largest-refine", type=int, default=2,
+                    help="--largest: geometric halvings of each variant's gap between fit and failure")
     ap.add_argument("--stat", choices=["median", "min"], default="median",
                     help="the timed iterations' median (default) or, on a machine others are using, their minimum")
     ap.add_argument("--json", default="")
