@@ -18,6 +18,7 @@
 #include "strata/core/error.h"
 #include "strata/core/factory.h"
 #include "strata/io/feature_file.h"
+#include "support/device_present.h"
 
 using namespace strata;
 using namespace strata::io;
@@ -85,12 +86,6 @@ void expect_rows(const Tensor& got, const Tensor& table, const std::vector<int64
   const std::vector<uint8_t> want = reference_rows(table, ids);
   ASSERT_EQ(host.nbytes(), want.size());
   if (!want.empty()) EXPECT_EQ(std::memcmp(host.data_ptr(), want.data(), want.size()), 0) << "rows differ";
-}
-
-bool cuda_device_present() {
-  ops::detail::register_builtin_backends();
-  const auto& reg = BackendRegistry::instance();
-  return reg.has(DeviceType::CUDA) && reg.get(DeviceType::CUDA).device_count() > 0;
 }
 
 }  // namespace
@@ -342,7 +337,7 @@ TEST(FeatureFileWriter, RefusesAWrongRowCountAndLeavesNothingBehind) {
 }
 
 TEST(PinnedFeatureStore, GathersOntoAGpuLikeOntoTheCpu) {
-  if (!cuda_device_present()) GTEST_SKIP() << "no CUDA backend or device";
+  SKIP_WITHOUT_CUDA_DEVICE();
   TempDir dir;
   const Tensor table = random_rows(4000, 513, DType::f32, 31);  // 2052-byte rows
   PinnedFeatureStore pinned(table, cuda(0), {.num_threads = 2});

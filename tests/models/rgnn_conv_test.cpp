@@ -9,6 +9,7 @@
 #include "strata/models/layers/rgat_conv.h"
 #include "strata/models/layers/rgcn_conv.h"
 #include "strata/strata.h"
+#include "support/device_present.h"
 #include "support/fixture_file.h"
 
 using namespace strata;
@@ -169,8 +170,7 @@ TEST(RgnnConvDevices, EveryLayerMatchesPyGOnSim) {
 }
 
 TEST(RgnnConvDevices, EveryLayerMatchesPyGOnCuda) {
-  auto& reg = BackendRegistry::instance();
-  if (!reg.has(DeviceType::CUDA) || reg.get(DeviceType::CUDA).device_count() == 0) GTEST_SKIP() << "no GPU";
+  SKIP_WITHOUT_CUDA_DEVICE();
   for (const auto& [name, o] : {std::pair<std::string, nn::RGCNConvOptions>{"rgcn", {}},
                                 {"rgcn_bases", {.num_bases = 2}},
                                 {"rgcn_blocks", {.num_blocks = 2}},

@@ -16,20 +16,10 @@
 #include "ops/dispatch.h"
 #include "strata/config.h"
 #include "strata/ops.h"
+#include "support/device_present.h"
 
 namespace strata {
 namespace {
-
-bool cuda_device_present() {
-  ops::detail::register_builtin_backends();
-  const auto& reg = BackendRegistry::instance();
-  return reg.has(DeviceType::CUDA) && reg.get(DeviceType::CUDA).device_count() > 0;
-}
-
-#define SKIP_WITHOUT_CUDA_DEVICE()                                              \
-  do {                                                                         \
-    if (!cuda_device_present()) GTEST_SKIP() << "no CUDA backend or device";   \
-  } while (0)
 
 Backend& gpu() { return BackendRegistry::instance().get(DeviceType::CUDA); }
 cpu::CpuBackend& host() {

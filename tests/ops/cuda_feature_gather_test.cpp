@@ -13,23 +13,13 @@
 #include "strata/config.h"
 #include "strata/core/backend.h"
 #include "strata/core/factory.h"
+#include "support/device_present.h"
 
 #if STRATA_HAVE_CUDA
 #include "ops/cuda/cuda_feature_gather.h"
 
 namespace strata {
 namespace {
-
-bool cuda_device_present() {
-  ops::detail::register_builtin_backends();
-  const auto& reg = BackendRegistry::instance();
-  return reg.has(DeviceType::CUDA) && reg.get(DeviceType::CUDA).device_count() > 0;
-}
-
-#define SKIP_WITHOUT_CUDA_DEVICE()                                           \
-  do {                                                                       \
-    if (!cuda_device_present()) GTEST_SKIP() << "no CUDA backend or device"; \
-  } while (0)
 
 // Page-aligned host memory holding `bytes` of a fixed byte pattern, unmapped at the end.
 class HostBuffer {

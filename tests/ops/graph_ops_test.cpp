@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "strata/strata.h"
+#include "support/device_present.h"
 
 using namespace strata;
 
@@ -172,8 +173,7 @@ TEST(GraphOps, EdgeSoftmaxNormalizesEachDestinationsInEdges) {
 
 // The CUDA kernels against the CPU's (skips without a GPU; tools/gpu_check.sh allows no skip).
 TEST(GraphOpsCuda, KernelsMatchTheCpu) {
-  auto& reg = BackendRegistry::instance();
-  if (!reg.has(DeviceType::CUDA) || reg.get(DeviceType::CUDA).device_count() == 0) GTEST_SKIP() << "no GPU";
+  SKIP_WITHOUT_CUDA_DEVICE();
   Graph g = graph();
   Graph gc = g.to(cuda(0));
   Tensor x = values({6, 5}, 18, DType::f32).set_requires_grad(true),

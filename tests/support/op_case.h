@@ -12,6 +12,7 @@
 
 #include "strata/core/backend.h"
 #include "strata/ops.h"
+#include "support/device_present.h"
 #include "support/op_reference.h"
 
 namespace strata::testing {
@@ -274,13 +275,6 @@ inline double nmse(const std::vector<double>& got, const std::vector<double>& wa
     norm += want[i] * want[i];
   }
   return norm > 0 ? err / norm : err;
-}
-
-// Backends to run on: CPU always; CUDA when compiled and a device is present.
-inline bool backend_present(DeviceType t) {
-  ops::empty({0});  // makes sure the built-in backends are registered
-  auto& reg = BackendRegistry::instance();
-  return reg.has(t) && reg.get(t).device_count() > 0;
 }
 
 }  // namespace strata::testing
