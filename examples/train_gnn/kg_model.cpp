@@ -37,8 +37,9 @@ void KgLinkPredictorConfig::validate() const {
   STRATA_CHECK(encoder == "none" || (encoder_relations >= 1 && num_layers >= 1 && num_bases >= 0), ValueError,
                "KgLinkPredictor: the rgcn encoder needs encoder_relations and num_layers >= 1 (",
                encoder_relations, ", ", num_layers, ") and num_bases >= 0 (", num_bases, ")");
-  STRATA_CHECK(dropout >= 0 && dropout < 1, ValueError, "KgLinkPredictor: dropout ", dropout,
-               " is not in [0, 1)");
+  STRATA_CHECK(dropout >= 0 && dropout < 1 && query_dropout >= 0 && query_dropout < 1, ValueError,
+               "KgLinkPredictor: dropout ", dropout, " and query_dropout ", query_dropout,
+               " must be in [0, 1)");
 }
 
 KgLinkPredictor::KgLinkPredictor(const KgLinkPredictorConfig& config) : config_(config) {
@@ -47,7 +48,8 @@ KgLinkPredictor::KgLinkPredictor(const KgLinkPredictorConfig& config) : config_(
     NoGradGuard no_grad;
     MemoryCategoryGuard category(MemoryCategory::Parameter);
     node_emb = register_parameter("node_emb", glorot(config.num_entities, config.dim));
-    rel_emb = register_parameter("rel_emb", glorot(config.num_relations, config.dim));
+    const int64_t rows = (config.reciprocal ? 2 : 1) * config.num_relations;
+    rel_emb = register_parameter("rel_emb", glorot(rows, config.dim));
   }
   convs = register_module("convs", std::make_shared<nn::ModuleList>());
   if (config.encoder == "none") return;
@@ -79,13 +81,23 @@ Tensor KgLinkPredictor::encode(const Graph& g) {
 }
 
 Tensor KgLinkPredictor::score(const Tensor& z, const Tensor& h, const Tensor& r, const Tensor& t) const {
-  const Tensor hr = ops::mul(ops::gather_rows(z, h), ops::gather_rows(rel_emb, r));
-  return ops::sum(ops::mul(hr, ops::gather_rows(z, t)), {1});
+  return ops::sum(ops::mul(query(z, h, rel_emb, r), ops::gather_rows(z, t)), {1});
 }
 
 Tensor KgLinkPredictor::score_tails(const Tensor& z, const Tensor& h, const Tensor& r) const {
-  const Tensor hr = ops::mul(ops::gather_rows(z, h), ops::gather_rows(rel_emb, r));  // [B, D]
-  return ops::matmul(hr, ops::transpose(z, 0, 1));
+  return ops::matmul(query(z, h, rel_emb, r), ops::transpose(z, 0, 1));
+}
+
+Tensor KgLinkPredictor::score_heads(const Tensor& z, const Tensor& t, const Tensor& r) const {
+  const int64_t R = config_.num_relations;
+  const Tensor rel = config_.reciprocal ? ops::narrow(rel_emb, 0, R, R) : rel_emb;  // [R, D]
+  return ops::matmul(query(z, t, rel, r), ops::transpose(z, 0, 1));
+}
+
+Tensor KgLinkPredictor::query(const Tensor& z, const Tensor& e, const Tensor& rel, const Tensor& r) const {
+  const Tensor q = ops::mul(ops::gather_rows(z, e), ops::gather_rows(rel, r));  // [B, D]
+  const double p = config_.query_dropout;
+  return p > 0 && is_training() ? ops::dropout(q, p) : q;
 }
 
 std::vector<nn::MaterializationPlan> KgLinkPredictor::plans(const Graph& g) const {

@@ -31,26 +31,27 @@ struct SplitScores {
   RankingMetrics valid, test;
 };
 
-// Filtered ranks of valid and test with the model in eval mode (no dropout), z encoded once.
+// Filtered ranks of valid and test with the model in eval mode (no dropout), z encoded once; head
+// queries go through score_heads (the reciprocal relations when the model has them).
 SplitScores evaluate(KgLinkPredictor& model, const Graph& g, const io::KnowledgeGraph& kg,
                      const KnownTriples& known, Device device) {
   NoGradGuard ng;
   model.eval();
   const Tensor z = model.encode(g);
-  // DistMult is symmetric: the heads of (?, r, t) score as the tails of (t, r, ?).
-  auto scorer = [&](const Tensor& e, const Tensor& r) { return model.score_tails(z, e, r); };
+  auto tails = [&](const Tensor& h, const Tensor& r) { return model.score_tails(z, h, r); };
+  auto heads = [&](const Tensor& t, const Tensor& r) { return model.score_heads(z, t, r); };
   SplitScores s;
-  if (kg.valid.size(0) > 0) s.valid = rank_triples(kg.valid, known, kRankBatch, device, scorer, scorer);
-  if (kg.test.size(0) > 0) s.test = rank_triples(kg.test, known, kRankBatch, device, scorer, scorer);
+  if (kg.valid.size(0) > 0) s.valid = rank_triples(kg.valid, known, kRankBatch, device, tails, heads);
+  if (kg.test.size(0) > 0) s.test = rank_triples(kg.test, known, kRankBatch, device, tails, heads);
   model.train();
   return s;
 }
 
-// The loss of a batch, scores [P * (1 + k)] with the P positives first: the mean over positives of
-// softplus(-s) plus the mean over corrupted triples of softplus(s), which is binary cross-entropy
-// with logits with the two kinds weighted equally (RotatE's negative-sampling loss, Sun et al.,
-// ICLR 2019, eq. 5, with uniform weights). Each softplus is a two-class cross-entropy on logits
-// [0, s]: the stable fused op, its gradient exact.
+// Negative sampling's loss of a batch, scores [P * (1 + k)] with the P positives first: the mean
+// over positives of softplus(-s) plus the mean over corrupted triples of softplus(s), which is
+// binary cross-entropy with logits with the two kinds weighted equally (RotatE's negative-sampling
+// loss, Sun et al., ICLR 2019, eq. 5, with uniform weights). Each softplus is a two-class
+// cross-entropy on logits [0, s]: the stable fused op, its gradient exact.
 Tensor corruption_loss(const Tensor& scores, int64_t positives) {
   const int64_t M = scores.size(0);
   const Tensor logits = ops::stack({ops::zeros_like(scores), scores}, 1);  // [M, 2]
@@ -60,6 +61,17 @@ Tensor corruption_loss(const Tensor& scores, int64_t positives) {
   const Tensor each = ops::cross_entropy(logits, labels, -100, ops::Reduction::None);
   return ops::add(ops::mean(ops::narrow(each, 0, 0, positives)),
                   ops::mean(ops::narrow(each, 0, positives, M - positives)));
+}
+
+// 1-N scoring's loss of a batch of training triples: the tail of each (h, r, t) is the class of the
+// query (h, r, ?) among all N entities, its head the class of (?, r, t) (scored as (t, r^-1, ?)
+// with reciprocal relations); softmax cross-entropy, the mean over the 2B queries (Dettmers et al.,
+// Convolutional 2D Knowledge Graph Embeddings, AAAI 2018, with a softmax over the candidates as in
+// Lacroix et al., ICML 2018).
+Tensor all_entity_loss(const KgLinkPredictor& model, const Tensor& z, const Tensor& h, const Tensor& r,
+                       const Tensor& t) {
+  const Tensor logits = ops::cat({model.score_tails(z, h, r), model.score_heads(z, t, r)}, 0);  // [2B, N]
+  return ops::cross_entropy(logits, ops::cat({t, h}, 0));
 }
 
 // The expected MRR of random scores against N candidates: H_N / N.
@@ -85,9 +97,11 @@ int train_link_prediction(const GnnTrainOptions& o, int64_t* running_step) {
   const int64_t N = int64_t(kg.entities.size()), R = int64_t(kg.relations.size());
   const bool encoded = c.encoder() == "rgcn";
   const Graph graph = encoded ? kg.training_graph(/*reverse_relations=*/true).to(device) : Graph();
+  const bool one_to_n = c.link_loss() == "1-n";
   const KnownTriples known({kg.train, kg.valid, kg.test});
-  const std::optional<KnownTriples> train_known =
-      c.filter_negatives() ? std::optional<KnownTriples>(KnownTriples({kg.train})) : std::nullopt;
+  const std::optional<KnownTriples> train_known = !one_to_n && c.filter_negatives()
+                                                      ? std::optional<KnownTriples>(KnownTriples({kg.train}))
+                                                      : std::nullopt;
   const std::vector<int64_t> train_rows = triple_rows(kg.train);
   const int64_t n_train = kg.train.size(0), B = std::min<int64_t>(run.batch_size(), n_train);
   const int64_t batches_per_epoch = (n_train + B - 1) / B, k = c.negatives();
@@ -96,12 +110,14 @@ int train_link_prediction(const GnnTrainOptions& o, int64_t* running_step) {
   manual_seed(run.seed());
   KgLinkPredictor model({.num_entities = N,
                          .num_relations = R,
+                         .reciprocal = one_to_n,
                          .dim = c.hidden(),
                          .encoder = c.encoder(),
                          .encoder_relations = encoded ? graph.num_relations() : 0,
                          .num_layers = c.layers(),
                          .num_bases = c.num_bases(),
                          .dropout = c.dropout(),
+                         .query_dropout = c.query_dropout(),
                          .materialization = o.materialization});
   model.to(device);
   AdamWGroups groups = adamw_groups(model.parameters(), c.schedule(), c.optim(), 1e-8);
@@ -162,9 +178,11 @@ int train_link_prediction(const GnnTrainOptions& o, int64_t* running_step) {
     std::vector<int64_t> rows(size_t(3 * P));
     for (int64_t i = 0; i < P; ++i)
       std::copy_n(&train_rows[size_t(3 * order[size_t(first + i)])], 3, &rows[size_t(3 * i)]);
-    const std::vector<int64_t> corrupted =
-        corrupt_triples(rows, k, N, run.seed(), step, train_known ? &*train_known : nullptr);
-    rows.insert(rows.end(), corrupted.begin(), corrupted.end());
+    if (!one_to_n) {
+      const std::vector<int64_t> corrupted =
+          corrupt_triples(rows, k, N, run.seed(), step, train_known ? &*train_known : nullptr);
+      rows.insert(rows.end(), corrupted.begin(), corrupted.end());
+    }
     const int64_t M = int64_t(rows.size() / 3);
     const Tensor triples = ops::from_vector(rows, {M, 3}).to(device);
     const Tensor h = ops::select(triples, 1, 0).contiguous(), r = ops::select(triples, 1, 1).contiguous(),
@@ -176,7 +194,8 @@ int train_link_prediction(const GnnTrainOptions& o, int64_t* running_step) {
     std::optional<autograd::SavePolicyGuard> cache_guard(tcache.tensor_cache());
     tcache.begin_step();
     const Tensor z = model.encode(graph);
-    const Tensor loss = corruption_loss(model.score(z, h, r, t), P);
+    const Tensor loss =
+        one_to_n ? all_entity_loss(model, z, h, r, t) : corruption_loss(model.score(z, h, r, t), P);
     loss.backward();
     const double clip = c.optim().grad_clip();
     if (clip > 0) optim::clip_grad_norm_(model.parameters(), clip);

@@ -1,5 +1,6 @@
 // train_gnn --task link: a DistMult link predictor (over plain or R-GCN-encoded entity embeddings)
-// trained with corrupted triples on a knowledge graph's training triples, ranked on valid and test.
+// trained on a knowledge graph's training triples, each scored against every entity (1-N scoring)
+// or against corrupted copies, and ranked on valid and test.
 #pragma once
 
 #include <cstdint>

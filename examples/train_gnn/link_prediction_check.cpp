@@ -1,6 +1,7 @@
 // train_gnn's link-prediction checks: filtered realistic ranking on a hand-computed knowledge graph
-// read from PyKEEN's layout, the corrupted triples, and DistMult's all-entity scores. With
-// `--write-kg DIR` it writes instead the grouped knowledge graph the training tests learn.
+// read from PyKEEN's layout, the corrupted triples, and DistMult's all-entity scores of tails and
+// of heads (through reciprocal relations or DistMult's symmetry). With `--write-kg DIR` it writes
+// instead the grouped knowledge graph the training tests learn.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -193,6 +194,67 @@ TEST(KgLinkPredictor, AllEntityScoresEqualTripleScores) {
       EXPECT_NEAR(one[0], all[size_t(t)], 1e-5) << encoder;
       EXPECT_NEAR(one[1], all[size_t(5 + t)], 1e-5) << encoder;
     }
+  }
+}
+
+// Head scores without reciprocal relations are the triple scores (e, r, t); with them, the tail
+// scores of (t, r^-1, ?) from rel_emb's row R + r, checked against sums on the host.
+TEST(KgLinkPredictor, HeadScoresUseTheInverseRelationWhenReciprocal) {
+  manual_seed(5);
+  const int64_t N = 5, R = 2, D = 4;
+  const Tensor t = ops::from_vector(std::vector<int64_t>{2, 4}, {2}),
+               r = ops::from_vector(std::vector<int64_t>{1, 0}, {2});
+  for (const bool reciprocal : {false, true}) {
+    KgLinkPredictor model(
+        {.num_entities = N, .num_relations = R, .reciprocal = reciprocal, .dim = D, .encoder = "none"});
+    ASSERT_EQ(model.rel_emb.shape(), (Shape{(reciprocal ? 2 : 1) * R, D}));
+    NoGradGuard ng;
+    const Tensor z = model.encode(Graph());
+    const std::vector<double> heads = model.score_heads(z, t, r).to_double_vector();
+    const std::vector<double> zv = z.to_double_vector(), rel = model.rel_emb.to_double_vector();
+    const std::vector<int64_t> tv = t.to_vector<int64_t>(), rv = r.to_vector<int64_t>();
+    for (size_t i = 0; i < 2; ++i)
+      for (int64_t e = 0; e < N; ++e) {
+        const int64_t row = reciprocal ? R + rv[i] : rv[i];
+        double expected = 0;
+        for (int64_t d = 0; d < D; ++d)
+          expected += zv[size_t(e * D + d)] * rel[size_t(row * D + d)] * zv[size_t(tv[i] * D + d)];
+        EXPECT_NEAR(heads[i * size_t(N) + size_t(e)], expected, 1e-5) << "reciprocal " << reciprocal;
+      }
+  }
+}
+
+// DistMult scores (h, r, t) and (t, r, h) the same, so without reciprocal relations a head query
+// (?, r, t) ranks the entities r leads to from t. Embeddings set by hand on the hand graph (z =
+// I + 0.5; each diagonal one-hot on one entity, which then scores 0.75 against 0.25 for the others)
+// put every test triple's tail first through r and its head first through r^-1: likes on E, knows
+// on A, likes^-1 on A, knows^-1 on C. With the inverse rows the MRR is 1. Without them,
+// (?, likes, E) ranks E (scored 2.25 with itself) above A, which ties B and C (0.75; D is
+// filtered): rank 3; (?, knows, A) likewise ranks C third.
+TEST(KgLinkPredictor, ReciprocalRelationsRankHeadsThatTheSymmetricScoreCannot) {
+  const io::KnowledgeGraph kg = hand_graph();
+  const KnownTriples known({kg.train, kg.valid, kg.test});
+  auto one_hot = [](std::vector<float>* rows, int64_t entity) {
+    rows->resize(rows->size() + 5, 0.0f);
+    (*rows)[rows->size() - 5 + size_t(entity)] = 1.0f;
+  };
+  std::vector<float> z(25, 0.5f), rel;
+  for (size_t e = 0; e < 5; ++e) z[6 * e] += 1.0f;
+  for (const int64_t e : {0, 4, 2, 0}) one_hot(&rel, e);  // knows, likes, knows^-1, likes^-1
+  for (const bool reciprocal : {true, false}) {
+    KgLinkPredictor model(
+        {.num_entities = 5, .num_relations = 2, .reciprocal = reciprocal, .dim = 5, .encoder = "none"});
+    NoGradGuard ng;
+    model.node_emb.copy_(ops::from_vector(z, {5, 5}));
+    model.rel_emb.copy_(ops::from_vector(
+        std::vector<float>(rel.begin(), rel.begin() + (reciprocal ? 20 : 10)), {reciprocal ? 4 : 2, 5}));
+    const Tensor emb = model.encode(Graph());
+    const RankingMetrics m = rank_triples(
+        kg.test, known, 4, kCPU,
+        [&](const Tensor& h, const Tensor& r) { return model.score_tails(emb, h, r); },
+        [&](const Tensor& t, const Tensor& r) { return model.score_heads(emb, t, r); });
+    EXPECT_NEAR(m.mrr, reciprocal ? 1.0 : (1 + 1 + 1.0 / 3 + 1.0 / 3) / 4, 1e-6)
+        << "reciprocal " << reciprocal;
   }
 }
 
