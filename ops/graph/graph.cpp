@@ -6,6 +6,8 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <type_traits>
+#include <utility>
 
 #include "strata/core/error.h"
 #include "strata/core/factory.h"
@@ -20,6 +22,7 @@ struct Graph::Derived {
   std::optional<MergedEdges> merged_in, merged_out;
   std::optional<Tensor> merged_in_rank, edge_relations, node_type_ids, mean_norm_f32, mean_norm_f64;
   std::optional<NodeRelationPairs> source_pairs, destination_pairs;
+  std::optional<Tensor> destination_merged_pair;
 };
 
 template <class T, class F>
@@ -48,12 +51,28 @@ Tensor index_tensor(const std::vector<int64_t>& v, DType dt) {
   return from_vector(v, {int64_t(v.size())}, TensorOptions(DType::i64)).to(dt);
 }
 
-// Offsets of a sorted key: out[k] = first position whose key >= k, for k in [0, n].
-void offsets_into(const std::vector<int64_t>& keys, int64_t begin, int64_t end, int64_t base, int64_t n,
-                  std::vector<int64_t>* out) {
+// A CPU tensor [n] of index dtype `dt` holding value(i) at i.
+template <class F>
+Tensor index_tensor_of(int64_t n, DType dt, F value) {
+  Tensor t = Tensor::empty({n}, dt);
+  auto fill = [&](auto* out) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<std::remove_pointer_t<decltype(out)>>(value(i));
+  };
+  if (dt == DType::i32)
+    fill(t.data<int32_t>());
+  else
+    fill(t.data<int64_t>());
+  return t;
+}
+
+// Offsets of a sorted key over positions [begin, end): out[k] = first position whose key(position)
+// - base >= k, for k in [0, n].
+template <class Key>
+void offsets_into(Key key, int64_t begin, int64_t end, int64_t base, int64_t n, std::vector<int64_t>* out) {
   int64_t at = begin;
   for (int64_t k = 0; k <= n; ++k) {
-    while (at < end && keys[size_t(at)] - base < k) ++at;
+    while (at < end && key(at) - base < k) ++at;
     out->push_back(at);
   }
 }
@@ -66,6 +85,14 @@ std::vector<int64_t> stable_by(const std::vector<int64_t>& order, const std::vec
   for (int64_t k = 0; k < K; ++k) at[size_t(k) + 1] += at[size_t(k)];
   for (int64_t e : order) out[size_t(at[size_t(key[size_t(e)])]++)] = e;
   return out;
+}
+
+// `order` stably sorted by each (key, K) in turn, least significant first; one sorted copy alive
+// beside `order` at a time.
+std::vector<int64_t> sorted_by(std::vector<int64_t> order,
+                               std::initializer_list<std::pair<const std::vector<int64_t>*, int64_t>> keys) {
+  for (const auto& [key, K] : keys) order = stable_by(order, *key, K);
+  return order;
 }
 
 }  // namespace
@@ -135,50 +162,53 @@ Graph Graph::build(std::vector<std::string> node_types, std::vector<int64_t> typ
   g.node_types_ = std::move(node_types);
   g.type_offsets_ = std::move(type_offsets);
   g.relations_ = std::move(relations);
-  const int64_t E = int64_t(src.size()), R = int64_t(g.relations_.size());
-  const DType dt = index_dtype_for(g.num_nodes(), E);
+  const int64_t E = int64_t(src.size()), R = int64_t(g.relations_.size()), N = g.num_nodes();
+  const DType dt = index_dtype_for(N, E);
   g.derived_ = std::make_shared<Derived>();
   // CSC order: (relation, destination, source, edge id); CSR order: (relation, source, destination,
   // edge id). Stable counting sorts from the least significant key (O(E + N) each): by edge id
-  // first (the input is usually in id order already), then the others.
+  // first (the input is usually in id order already), then the others. The sorted index tensors
+  // are written straight from the permutations, and each permutation is dropped once used, so the
+  // build holds about 40 bytes per edge beside its inputs (i32 ids).
   std::vector<int64_t> by_id(static_cast<size_t>(E));
   std::iota(by_id.begin(), by_id.end(), 0);
   if (!std::is_sorted(edge_ids.begin(), edge_ids.end()))
     std::stable_sort(by_id.begin(), by_id.end(),
                      [&](int64_t a, int64_t b) { return edge_ids[size_t(a)] < edge_ids[size_t(b)]; });
-  const int64_t N = g.num_nodes();
-  const std::vector<int64_t> csc = stable_by(stable_by(stable_by(by_id, src, N), dst, N), rel, R);
-  const std::vector<int64_t> csr = stable_by(stable_by(stable_by(by_id, dst, N), src, N), rel, R);
-  std::vector<int64_t> s(static_cast<size_t>(E)), d(static_cast<size_t>(E)), ids(static_cast<size_t>(E)),
-      r_sorted(static_cast<size_t>(E)), pos_in_csc(static_cast<size_t>(E));
-  for (int64_t i = 0; i < E; ++i) {
-    const size_t e = size_t(csc[size_t(i)]);
-    s[size_t(i)] = src[e], d[size_t(i)] = dst[e], ids[size_t(i)] = edge_ids[e], r_sorted[size_t(i)] = rel[e];
-    pos_in_csc[e] = i;
+  std::vector<int64_t> pos_in_csc(static_cast<size_t>(E));
+  {
+    const std::vector<int64_t> csc = sorted_by(by_id, {{&src, N}, {&dst, N}, {&rel, R}});
+    auto at = [&](int64_t i) { return size_t(csc[size_t(i)]); };
+    g.src_ = index_tensor_of(E, dt, [&](int64_t i) { return src[at(i)]; });
+    g.dst_ = index_tensor_of(E, dt, [&](int64_t i) { return dst[at(i)]; });
+    g.edge_ids_ = index_tensor_of(E, dt, [&](int64_t i) { return edge_ids[at(i)]; });
+    for (int64_t i = 0; i < E; ++i) pos_in_csc[at(i)] = i;
   }
-  std::vector<int64_t> cs(static_cast<size_t>(E)), cd(static_cast<size_t>(E)), ce(static_cast<size_t>(E));
-  for (int64_t i = 0; i < E; ++i) {
-    const size_t e = size_t(csr[size_t(i)]);
-    cs[size_t(i)] = src[e], cd[size_t(i)] = dst[e], ce[size_t(i)] = pos_in_csc[e];
-  }
-  g.relation_offsets_.assign(1, 0);
-  for (int64_t r = 0; r < R; ++r) {
-    int64_t end = g.relation_offsets_.back();
-    while (end < E && r_sorted[size_t(end)] == r) ++end;
-    g.relation_offsets_.push_back(end);
-  }
+  g.relation_offsets_.assign(size_t(R) + 1, 0);
+  for (int64_t r : rel) ++g.relation_offsets_[size_t(r) + 1];
+  for (int64_t r = 0; r < R; ++r) g.relation_offsets_[size_t(r) + 1] += g.relation_offsets_[size_t(r)];
+  by_id = sorted_by(std::move(by_id), {{&dst, N}, {&src, N}, {&rel, R}});  // now the CSR order
+  const std::vector<int64_t>& csr = by_id;
+  g.csr_src_ = index_tensor_of(E, dt, [&](int64_t i) { return src[size_t(csr[size_t(i)])]; });
+  g.csr_dst_ = index_tensor_of(E, dt, [&](int64_t i) { return dst[size_t(csr[size_t(i)])]; });
+  g.csr_edges_ = index_tensor_of(E, dt, [&](int64_t i) { return pos_in_csc[size_t(csr[size_t(i)])]; });
   std::vector<int64_t> in_off, out_off;
+  auto key_of = [](const Tensor& t) {
+    return [&t](int64_t i) {
+      return t.dtype() == DType::i32 ? int64_t(t.data<int32_t>()[i]) : t.data<int64_t>()[i];
+    };
+  };
   for (int64_t r = 0; r < R; ++r) {
     const Relation& rr = g.relations_[size_t(r)];
     const int64_t b = g.relation_offsets_[size_t(r)], e = g.relation_offsets_[size_t(r) + 1];
     g.in_starts_.push_back(int64_t(in_off.size()));
-    offsets_into(d, b, e, g.type_offsets_[size_t(rr.dst_type)], g.nodes_of_type(rr.dst_type), &in_off);
+    offsets_into(key_of(g.dst_), b, e, g.type_offsets_[size_t(rr.dst_type)], g.nodes_of_type(rr.dst_type),
+                 &in_off);
     g.out_starts_.push_back(int64_t(out_off.size()));
-    offsets_into(cs, b, e, g.type_offsets_[size_t(rr.src_type)], g.nodes_of_type(rr.src_type), &out_off);
+    offsets_into(key_of(g.csr_src_), b, e, g.type_offsets_[size_t(rr.src_type)], g.nodes_of_type(rr.src_type),
+                 &out_off);
   }
-  g.src_ = index_tensor(s, dt), g.dst_ = index_tensor(d, dt), g.edge_ids_ = index_tensor(ids, dt);
   g.in_offsets_ = index_tensor(in_off, DType::i64);
-  g.csr_src_ = index_tensor(cs, dt), g.csr_dst_ = index_tensor(cd, dt), g.csr_edges_ = index_tensor(ce, dt);
   g.out_offsets_ = index_tensor(out_off, DType::i64);
   return g;
 }
@@ -379,19 +409,34 @@ NodeRelationPairs Graph::source_pairs() const {
 }
 
 NodeRelationPairs Graph::destination_pairs() const {
-  const MergedEdges out = out_edges_merged();
-  return kept(&Derived::destination_pairs, [&] { return pairs_built(false, out); });
+  return kept(&Derived::destination_pairs, [&] { return pairs_built(false, MergedEdges{}); });
+}
+
+Tensor Graph::destination_merged_pair() const {
+  const MergedEdges out = out_edges_merged();  // outside the lock kept() holds
+  const NodeRelationPairs dp = destination_pairs();
+  if (device().is_meta()) return Tensor::empty({num_edges()}, index_dtype(), device());
+  if (!out.positions.defined()) return dp.edge_pair;  // a homogeneous graph: the CSC order itself
+  return kept(&Derived::destination_merged_pair, [&] {
+    const std::vector<int64_t> pair = dp.edge_pair.to(kCPU).to_vector<int64_t>();
+    const std::vector<int64_t> pos = out.positions.to(kCPU).to_vector<int64_t>();
+    return index_tensor_of(num_edges(), index_dtype(),
+                           [&](int64_t k) { return pair[size_t(pos[size_t(k)])]; })
+        .to(device());
+  });
 }
 
 // Pairs are runs of one node within a relation: of sources in the CSR (sorted by relation, source),
-// of destinations in the CSC (relation, destination).
+// of destinations in the CSC (relation, destination). Source pairs also get merged_pair, through
+// `other_end` (in_edges_merged()).
 NodeRelationPairs Graph::pairs_built(bool sources, const MergedEdges& other_end) const {
   const int64_t E = num_edges(), R = num_relations();
   const DType it = index_dtype();
   NodeRelationPairs p;
   if (device().is_meta()) {  // shapes only: as if every edge were its own pair
     p.offsets = relation_offsets_;
-    for (Tensor* t : {&p.nodes, &p.edge_pair, &p.merged_pair}) *t = Tensor::empty({E}, it, device());
+    for (Tensor* t : {&p.nodes, &p.edge_pair}) *t = Tensor::empty({E}, it, device());
+    if (sources) p.merged_pair = Tensor::empty({E}, it, device());
     p.edge_offsets = Tensor::empty({E + 1}, DType::i64, device());
     return p;
   }
@@ -409,18 +454,17 @@ NodeRelationPairs Graph::pairs_built(bool sources, const MergedEdges& other_end)
     p.offsets[size_t(r + 1)] = int64_t(nodes.size());
   }
   edge_off.push_back(E);
-  std::vector<int64_t> merged(static_cast<size_t>(E));
-  if (other_end.positions.defined()) {
-    const std::vector<int64_t> pos = other_end.positions.to(kCPU).to_vector<int64_t>();
-    for (int64_t k = 0; k < E; ++k) merged[size_t(k)] = edge_pair[size_t(pos[size_t(k)])];
-  } else {
-    merged = edge_pair;
-  }
   const int64_t P = int64_t(nodes.size());
-  p.nodes = from_vector(nodes, {P}).to(it).to(device());
-  p.edge_pair = from_vector(edge_pair, {E}).to(it).to(device());
-  p.merged_pair = from_vector(merged, {E}).to(it).to(device());
+  p.nodes = index_tensor(nodes, it).to(device());
   p.edge_offsets = from_vector(edge_off, {P + 1}).to(device());
+  if (sources) {
+    std::vector<int64_t> pos;
+    if (other_end.positions.defined()) pos = other_end.positions.to(kCPU).to_vector<int64_t>();
+    p.merged_pair = index_tensor_of(E, it, [&](int64_t k) {
+                      return edge_pair[size_t(pos.empty() ? k : pos[size_t(k)])];
+                    }).to(device());
+  }
+  p.edge_pair = index_tensor_of(E, it, [&](int64_t k) { return edge_pair[size_t(k)]; }).to(device());
   return p;
 }
 
@@ -444,7 +488,8 @@ Graph Graph::to(Device device) const {
          {std::pair{&sp, &Derived::source_pairs}, std::pair{&dp, &Derived::destination_pairs}}) {
       if (!*from) continue;
       NodeRelationPairs p = **from;
-      for (Tensor* t : {&p.nodes, &p.edge_pair, &p.merged_pair, &p.edge_offsets}) *t = t->to(device);
+      for (Tensor* t : {&p.nodes, &p.edge_pair, &p.merged_pair, &p.edge_offsets})
+        if (t->defined()) *t = t->to(device);
       (*g.derived_).*slot = std::move(p);
     }
   }

@@ -100,7 +100,8 @@ Tensor aggregate_to_pairs(const Graph& g, const Tensor& x, const Tensor& w) {
       Tensor gx, gw;
       if (n.needs_grad(0)) {  // each node sums w[e] grad[pair of e] over its out-edges
         const MergedEdges m = g.out_edges_merged();
-        gx = detail::raw_reshape(detail::row_sum(m.offsets, p.merged_pair, wt, m.positions, g2, N), xshape);
+        gx = detail::raw_reshape(
+            detail::row_sum(m.offsets, g.destination_merged_pair(), wt, m.positions, g2, N), xshape);
       }
       if (n.needs_grad(1)) {
         gw = detail::alloc(wshape, g2.dtype(), g2.device());

@@ -55,9 +55,8 @@ struct NodeRelationPairs {
   std::vector<int64_t> offsets;  // [R + 1], on the host
   Tensor nodes;                  // [P] global node id of each pair
   Tensor edge_pair;              // [E] the pair of each edge, CSC order
-  Tensor merged_pair;            // [E] the pair of each entry of the other end's merged edges:
-                                 // in_edges_merged() for source pairs, out_edges_merged() for
-                                 // destination pairs
+  Tensor merged_pair;            // [E] the pair of each entry of in_edges_merged() (source pairs;
+                                 // undefined for destination pairs: Graph::destination_merged_pair)
   Tensor edge_offsets;           // i64 [P + 1]
   int64_t size() const { return offsets.empty() ? 0 : offsets.back(); }
 };
@@ -144,6 +143,9 @@ class Graph {
   // the graph's compaction ratio.
   NodeRelationPairs source_pairs() const;
   NodeRelationPairs destination_pairs() const;
+  // The destination pair of each entry of out_edges_merged(), [E] (kept apart from
+  // destination_pairs(), so that only what needs it keeps it and the merged out-edges).
+  Tensor destination_merged_pair() const;
 
   Graph to(Device device) const;
 
