@@ -147,7 +147,16 @@ Tensor HGTConv::forward(const Graph& g, const Tensor& x) {
   auto per_relation = [&](const Tensor& rel) {
     return detail::block_diagonal(ops::permute(ops::reshape(rel, {H, R, D, D}), {1, 0, 2, 3}));
   };
-  const Tensor Krel = per_relation(k_rel), Vrel = per_relation(v_rel);
+  const Tensor prel = ops::cat(p_rel, 0);  // [R, H]
+  Tensor Krel = per_relation(k_rel);
+  const Tensor Vrel = per_relation(v_rel);
+  // Reordered, the score's per-relation, per-head factor p_rel / sqrt(D) is folded into k_rel's
+  // head columns (R C^2 multiplications) instead of scaling every edge's score.
+  if (p.reorder)
+    Krel = ops::mul(
+        Krel, ops::reshape(ops::expand(ops::reshape(ops::mul(prel, 1.0 / std::sqrt(double(D))), {R, 1, H, 1}),
+                                       {R, 1, H, D}),
+                           {R, 1, C}));
   const NodeRelationPairs sp = compact ? g.source_pairs() : NodeRelationPairs{};
   const std::vector<int64_t> row_off =
       compact ? sp.offsets : offsets_of(R, [&](int64_t r) { return g.relation_offset(r); });
@@ -174,9 +183,9 @@ Tensor HGTConv::forward(const Graph& g, const Tensor& x) {
   Tensor s = compact
                  ? ops::gsddmm_pairs(g, Kp, q, H)
                  : ops::gsddmm(g, "dot", ops::reshape(Kp, {E, H, D}), ops::reshape(q, {N, H, D}), "e", "v");
-  const Tensor prel = ops::cat(p_rel, 0);  // [R, H]
-  s = ops::mul(ops::mul(ops::reshape(s, {E, H}), ops::gather_rows(prel, g.edge_relations())),
-               1.0 / std::sqrt(double(D)));
+  s = ops::reshape(s, {E, H});
+  if (!p.reorder)
+    s = ops::mul(ops::mul(s, ops::gather_rows(prel, g.edge_relations())), 1.0 / std::sqrt(double(D)));
   const Tensor alpha = ops::edge_softmax(g, s, /*across_relations=*/true);
   const Tensor m = compact ? ops::gspmm_pairs(g, Vp, alpha) : ops::gspmm_edges(g, Vp, alpha);  // [N, C]
   Tensor y = typed(ops::gelu(m), ops::stack(w_out), ops::stack(b_out));

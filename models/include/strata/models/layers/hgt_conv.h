@@ -1,7 +1,8 @@
 // HGTConv: the heterogeneous graph transformer layer (Hu et al.) with PyTorch Geometric's
 // semantics and parameter names (kqv_lin, out_lin, k_rel, v_rel, skip, p_rel), its keys and
 // values computed per edge or once per (source node, relation) pair, with the node-type
-// projections folded into the relation matrices or not (strata/models/layers/materialization.h).
+// projections (and the scores' p_rel / sqrt(D)) folded into the relation matrices or not
+// (strata/models/layers/materialization.h).
 //
 //   nn::HGTConv conv(64, 64, g.node_types(), g.relations(), {.heads = 2});
 //   Tensor h = conv.forward(g, x);  // x [N, 64] over every node type's global ids -> [N, 64]
@@ -41,7 +42,8 @@ class HGTConv : public Module {
   // x [N, in] in the graph's global node ids -> [N, out]; the graph's node types and relations
   // must be the layer's.
   Tensor forward(const Graph& g, const Tensor& x);
-  // kEdgeWise or kCompact, and whether the type projections are folded into k_rel and v_rel.
+  // kEdgeWise or kCompact, and whether the type projections are folded into k_rel and v_rel (and
+  // p_rel / sqrt(D) into k_rel).
   MaterializationPlan plan(const Graph& g) const;
   void set_materialization(Materialization m);
   void set_reorder(std::optional<bool> reorder) { reorder_ = reorder; }
