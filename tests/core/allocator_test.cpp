@@ -1,8 +1,10 @@
+#include "strata/core/allocator.h"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 
-#include "strata/core/allocator.h"
 #include "strata/ops.h"
 
 using namespace strata;
@@ -18,6 +20,32 @@ TEST(CachingCpuAllocator, BlocksAre64ByteAlignedAndReused) {
   EXPECT_GT(a.stats().snapshot().reserved, 0);
   a.empty_cache();
   EXPECT_EQ(a.stats().snapshot().reserved, 0);
+}
+
+TEST(CachingCpuAllocator, PastTheHighWaterMarkAMissReturnsCachedBlocks) {
+  constexpr size_t kMiB = size_t(1) << 20;
+  // One live block at a time, of growing sizes: cached, they add up to 1 + 2 + ... + 8 = 36 MiB.
+  auto most_held = [&](CachingCpuAllocator& a) {
+    int64_t most = 0;
+    for (size_t mb = 1; mb <= 8; ++mb) {
+      void* p = a.allocate(mb * kMiB, MemoryCategory::Temporary);
+      most = std::max(most, a.stats().snapshot().reserved);
+      a.deallocate(p, mb * kMiB, MemoryCategory::Temporary);
+    }
+    return most;
+  };
+  CachingCpuAllocator roomy(size_t(1) << 30, size_t(1) << 30), tight(size_t(1) << 30, 10 * kMiB);
+  EXPECT_EQ(most_held(roomy), int64_t(36 * kMiB)) << "under the mark every block stays cached";
+  EXPECT_LE(most_held(tight), int64_t(10 * kMiB)) << "past it the cache gives way";
+  // A step that repeats its sizes under the mark finds them cached: the same blocks come back.
+  void* x = tight.allocate(3 * kMiB, MemoryCategory::Temporary);
+  void* y = tight.allocate(5 * kMiB, MemoryCategory::Temporary);
+  tight.deallocate(x, 3 * kMiB, MemoryCategory::Temporary);
+  tight.deallocate(y, 5 * kMiB, MemoryCategory::Temporary);
+  EXPECT_EQ(tight.allocate(3 * kMiB, MemoryCategory::Temporary), x);
+  EXPECT_EQ(tight.allocate(5 * kMiB, MemoryCategory::Temporary), y);
+  tight.deallocate(x, 3 * kMiB, MemoryCategory::Temporary);
+  tight.deallocate(y, 5 * kMiB, MemoryCategory::Temporary);
 }
 
 TEST(MemoryStats, CategoriesTrackCurrentAndPeakAndRetag) {

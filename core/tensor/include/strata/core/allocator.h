@@ -39,10 +39,13 @@ class CpuAllocator final : public Allocator {
 };
 
 // Caching CPU allocator: size-class free lists so the steady-state training step makes no
-// system allocations. Blocks above `max_cached_block` go straight to the system.
+// system allocations; at most `max_cached_bytes` are cached. Past `high_water_bytes` held (in use
+// and cached), a miss first returns cached blocks to the system until its own block fits under the
+// mark, so a process near the machine's memory holds its live tensors, not its cache; the default
+// mark is half the physical memory, or STRATA_CPU_CACHE_HIGH_WATER (a byte count, e.g. 4G).
 class CachingCpuAllocator final : public Allocator {
  public:
-  explicit CachingCpuAllocator(size_t max_cached_bytes = size_t(8) << 30);
+  explicit CachingCpuAllocator(size_t max_cached_bytes = size_t(8) << 30, size_t high_water_bytes = 0);
   ~CachingCpuAllocator() override;
   void* allocate(size_t bytes, MemoryCategory category) override;
   void deallocate(void* ptr, size_t bytes, MemoryCategory category) override;
@@ -50,6 +53,7 @@ class CachingCpuAllocator final : public Allocator {
   Device device() const override { return kCPU; }
 
  private:
+  void release_for(size_t want);  // under the lock: frees cached blocks so `want` fits the mark
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
