@@ -28,8 +28,8 @@ print, among them each iteration's time and the peak of the iterations alone.
 --largest: per model and variant, the largest typed R-MAT (--edges doubling from 0.5M to 64M, then
 the gap between the last fit and the first failure halved geometrically --largest-refine times, to
 within 2^(1/4) by default) whose one training iteration (d=64, no warmup) runs within --mem-limit;
-a variant is not tried past its first failure. Building the graph itself peaks near 180 B per edge in Strata (E = 128M at --edges
-64M: about 23 GB), so under 22G the last size fails at the graph for every variant.
+a variant is not tried past its first failure. Generating and building the graph peaks near 105 B
+per edge in Strata (E = 128M at --edges 64M: about 13 GB).
 """
 import argparse, json, math, os, re, resource, shlex, signal, statistics, subprocess, sys, tempfile, time
 
