@@ -47,10 +47,6 @@ std::vector<int64_t> ids_of(const Tensor& t, const char* what, int64_t expected_
   return t.to(kCPU).to_vector<int64_t>();
 }
 
-Tensor index_tensor(const std::vector<int64_t>& v, DType dt) {
-  return from_vector(v, {int64_t(v.size())}, TensorOptions(DType::i64)).to(dt);
-}
-
 // A CPU tensor [n] of index dtype `dt` holding value(i) at i.
 template <class F>
 Tensor index_tensor_of(int64_t n, DType dt, F value) {
@@ -64,6 +60,11 @@ Tensor index_tensor_of(int64_t n, DType dt, F value) {
   else
     fill(t.data<int64_t>());
   return t;
+}
+
+// `v` as a CPU tensor of index dtype `dt` (no i64 copy on the way).
+Tensor index_tensor(const std::vector<int64_t>& v, DType dt) {
+  return index_tensor_of(int64_t(v.size()), dt, [&](int64_t i) { return v[size_t(i)]; });
 }
 
 // Offsets of a sorted key over positions [begin, end): out[k] = first position whose key(position)
@@ -342,7 +343,7 @@ Tensor Graph::in_edges_merged_rank() const {
     const std::vector<int64_t> pos = m.positions.to(kCPU).to_vector<int64_t>();
     std::vector<int64_t> rank(pos.size());
     for (size_t k = 0; k < pos.size(); ++k) rank[size_t(pos[k])] = int64_t(k);
-    return from_vector(rank, {int64_t(rank.size())}).to(index_dtype()).to(device());
+    return index_tensor(rank, index_dtype()).to(device());
   });
 }
 
@@ -399,8 +400,8 @@ MergedEdges Graph::merged_built(bool by_source) const {
     idx[size_t(at)] = others[size_t(e)], pos[size_t(at)] = e;
   }
   const DType it = index_dtype();
-  return {from_vector(off, {N + 1}).to(device()), from_vector(idx, {E}).to(it).to(device()),
-          from_vector(pos, {E}).to(it).to(device())};
+  return {from_vector(off, {N + 1}).to(device()), index_tensor(idx, it).to(device()),
+          index_tensor(pos, it).to(device())};
 }
 
 NodeRelationPairs Graph::source_pairs() const {
