@@ -20,6 +20,13 @@ std::string progress_bar(double frac) {
   return s;
 }
 
+std::string measured_or_dash(const std::optional<double>& v) {
+  if (!v) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", *v);
+  return buf;
+}
+
 ProfiledStep::ProfiledStep(Profiler& prof, bool on) : prof_(prof) {
   if (on) observing_.emplace(&prof);
 }

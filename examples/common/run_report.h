@@ -17,6 +17,10 @@ double peak_rss_mb();
 // "[#####...............]": `frac` of 20 cells filled (clamped to [0, 1]).
 std::string progress_bar(double frac);
 
+// `v` with four decimals, or "-" while it has not been measured (a step line's held-out loss
+// before the first evaluation, or in a run that never evaluates). A measured NaN prints "nan".
+std::string measured_or_dash(const std::optional<double>& v);
+
 // One training step under --profile: while `on`, every op of the step goes into `prof`, under
 // the phase it runs in (forward, backward, optimizer); the table and a chrome trace come at the
 // end (report_profile). One per step, profiling the steps after the first two:

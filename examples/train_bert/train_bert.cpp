@@ -143,7 +143,8 @@ int train_bert(BertTrainOptions& o) {
   Allocator& alloc = *dev.allocator;  // the step peak is the device's
   const auto t_start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
-  double last_loss = NAN, last_val = NAN, step_seconds = 0;
+  double last_loss = NAN, step_seconds = 0;
+  std::optional<double> last_val;  // the held-out loss of the latest evaluation
   int64_t steps_run = 0, masked_total = 0;
   memory::CacheSettings cache_settings = o.cache;
   cache_settings.device = device;
@@ -184,11 +185,13 @@ int train_bert(BertTrainOptions& o) {
     if (step % run.log_every() == 0 || step == 1 || eval_now) {
       const double frac =
           run.max_seconds() > 0 ? elapsed() / run.max_seconds() : double(step) / double(run.max_steps());
-      std::printf("%s step %5ld | mlm loss %.4f | val %.4f | lr %.2e | norm %.2f | %6.0f tok/s | act peak %7.1f MB | "
-                  "step peak %7.1f MB | rss %6.0f MB\n",
-                  examples::progress_bar(frac).c_str(), long(step), last_loss, last_val, sched.lr_at(step - 1), norm,
-                  double(tokens_per_step) / secs, double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6,
-                  double(m.total_peak) / 1e6, examples::peak_rss_mb());
+      std::printf(
+          "%s step %5ld | mlm loss %.4f | val %s | lr %.2e | norm %.2f | %6.0f tok/s | act peak %7.1f MB | "
+          "step peak %7.1f MB | rss %6.0f MB\n",
+          examples::progress_bar(frac).c_str(), long(step), last_loss,
+          examples::measured_or_dash(last_val).c_str(), sched.lr_at(step - 1), norm,
+          double(tokens_per_step) / secs, double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6,
+          double(m.total_peak) / 1e6, examples::peak_rss_mb());
       tcache.log_step();
       std::fflush(stdout);
     }
@@ -197,11 +200,13 @@ int train_bert(BertTrainOptions& o) {
   tcache.finish();
   if (val) {
     last_val = evaluate(model, *val, run.eval_batches(), device);
-    std::printf("final: step %ld, train mlm loss %.4f, held-out mlm loss %.4f nats/byte, unigram entropy %.4f: %s, "
-                "%.0f s\n",
-                long(step), last_loss, last_val, unigram,
-                last_val < unigram ? "held-out loss below the unigram entropy" : "held-out loss NOT below the unigram entropy",
-                elapsed());
+    std::printf(
+        "final: step %ld, train mlm loss %.4f, held-out mlm loss %.4f nats/byte, unigram entropy %.4f: %s, "
+        "%.0f s\n",
+        long(step), last_loss, *last_val, unigram,
+        *last_val < unigram ? "held-out loss below the unigram entropy"
+                            : "held-out loss NOT below the unigram entropy",
+        elapsed());
   }
   if (steps_run > 0) save(step);
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());

@@ -268,7 +268,8 @@ int train_gpt(TrainOptions& o) {
 
   Allocator& alloc = *dev.allocator;  // the step peak is the device's
   const auto t_start = std::chrono::steady_clock::now();
-  double last_loss = NAN, last_val = NAN;
+  double last_loss = NAN;
+  std::optional<double> last_val;  // the held-out loss of the latest evaluation
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
   int64_t steps_run = 0;
   double comm_seconds = 0, exposed_seconds = 0, step_seconds = 0;  // data-parallel totals after step 1
@@ -345,11 +346,13 @@ int train_gpt(TrainOptions& o) {
     if (lead && (step % run.log_every() == 0 || step == 1 || eval_now)) {
       const double frac =
           run.max_seconds() > 0 ? elapsed() / run.max_seconds() : double(step) / double(run.max_steps());
-      std::printf("%s step %5ld | loss %.4f | val %.4f | lr %.2e | norm %.2f | %6.0f tok/s | act peak %7.1f MB | "
-                  "step peak %7.1f MB | rss %6.0f MB\n",
-                  examples::progress_bar(frac).c_str(), long(step), last_loss, last_val, sched.lr_at(step - 1), norm,
-                  double(tokens_per_step) / secs, double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6,
-                  double(m.total_peak) / 1e6, examples::peak_rss_mb());
+      std::printf(
+          "%s step %5ld | loss %.4f | val %s | lr %.2e | norm %.2f | %6.0f tok/s | act peak %7.1f MB | "
+          "step peak %7.1f MB | rss %6.0f MB\n",
+          examples::progress_bar(frac).c_str(), long(step), last_loss,
+          examples::measured_or_dash(last_val).c_str(), sched.lr_at(step - 1), norm,
+          double(tokens_per_step) / secs, double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6,
+          double(m.total_peak) / 1e6, examples::peak_rss_mb());
       tcache.log_step();
       std::fflush(stdout);
     }
@@ -359,8 +362,8 @@ int train_gpt(TrainOptions& o) {
   if (run.profile() && lead) examples::report_profile(prof, run.out_dir());
   if (val) {
     last_val = evaluate(model, *val, run.eval_batches(), device);
-    std::printf("final: step %ld, train loss %.4f, held-out loss %.4f%s, %.0f s\n", long(step), last_loss, last_val,
-                byte_level ? " nats/byte" : "", elapsed());
+    std::printf("final: step %ld, train loss %.4f, held-out loss %.4f%s, %.0f s\n", long(step), last_loss,
+                *last_val, byte_level ? " nats/byte" : "", elapsed());
   }
   if (steps_run > 0) save(step);
   if (lead) std::printf("checkpoint: %s\n", ckpt_dir.c_str());
