@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "ops/common/index_rows.h"
 #include "ops/cpu/cpu_backend.h"
 #include "strata/config.h"
 
@@ -41,19 +42,7 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, in
               int(K), 1.0, A, int(lda), B, int(ldb), beta, C, int(ldc));
 }
 
-// An i32 or i64 index read as int64 (undefined: the identity).
-struct Rows {
-  const void* p = nullptr;
-  bool i32 = false;
-  explicit Rows(const Tensor& t) {
-    if (t.defined()) p = t.data_ptr(), i32 = t.dtype() == DType::i32;
-  }
-  bool defined() const { return p != nullptr; }
-  int64_t operator[](int64_t i) const {
-    if (!p) return i;
-    return i32 ? int64_t(static_cast<const int32_t*>(p)[i]) : static_cast<const int64_t*>(p)[i];
-  }
-};
+using Rows = common::IndexRows;
 
 struct Tile {
   int64_t seg, begin, end;

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ops/common/index_rows.h"
 #include "strata/core/error.h"
 #include "strata/core/factory.h"
 
@@ -67,13 +68,13 @@ Tensor index_tensor(const std::vector<int64_t>& v, DType dt) {
   return index_tensor_of(int64_t(v.size()), dt, [&](int64_t i) { return v[size_t(i)]; });
 }
 
-// Offsets of a sorted key over positions [begin, end): out[k] = first position whose key(position)
-// - base >= k, for k in [0, n].
-template <class Key>
-void offsets_into(Key key, int64_t begin, int64_t end, int64_t base, int64_t n, std::vector<int64_t>* out) {
+// Offsets of a sorted index tensor over positions [begin, end): out[k] = first position whose
+// key[position] - base >= k, for k in [0, n].
+void offsets_into(common::IndexRows key, int64_t begin, int64_t end, int64_t base, int64_t n,
+                  std::vector<int64_t>* out) {
   int64_t at = begin;
   for (int64_t k = 0; k <= n; ++k) {
-    while (at < end && key(at) - base < k) ++at;
+    while (at < end && key[at] - base < k) ++at;
     out->push_back(at);
   }
 }
@@ -194,20 +195,15 @@ Graph Graph::build(std::vector<std::string> node_types, std::vector<int64_t> typ
   g.csr_dst_ = index_tensor_of(E, dt, [&](int64_t i) { return dst[size_t(csr[size_t(i)])]; });
   g.csr_edges_ = index_tensor_of(E, dt, [&](int64_t i) { return pos_in_csc[size_t(csr[size_t(i)])]; });
   std::vector<int64_t> in_off, out_off;
-  auto key_of = [](const Tensor& t) {
-    return [&t](int64_t i) {
-      return t.dtype() == DType::i32 ? int64_t(t.data<int32_t>()[i]) : t.data<int64_t>()[i];
-    };
-  };
   for (int64_t r = 0; r < R; ++r) {
     const Relation& rr = g.relations_[size_t(r)];
     const int64_t b = g.relation_offsets_[size_t(r)], e = g.relation_offsets_[size_t(r) + 1];
     g.in_starts_.push_back(int64_t(in_off.size()));
-    offsets_into(key_of(g.dst_), b, e, g.type_offsets_[size_t(rr.dst_type)], g.nodes_of_type(rr.dst_type),
-                 &in_off);
+    offsets_into(common::IndexRows(g.dst_), b, e, g.type_offsets_[size_t(rr.dst_type)],
+                 g.nodes_of_type(rr.dst_type), &in_off);
     g.out_starts_.push_back(int64_t(out_off.size()));
-    offsets_into(key_of(g.csr_src_), b, e, g.type_offsets_[size_t(rr.src_type)], g.nodes_of_type(rr.src_type),
-                 &out_off);
+    offsets_into(common::IndexRows(g.csr_src_), b, e, g.type_offsets_[size_t(rr.src_type)],
+                 g.nodes_of_type(rr.src_type), &out_off);
   }
   g.in_offsets_ = index_tensor(in_off, DType::i64);
   g.out_offsets_ = index_tensor(out_off, DType::i64);
