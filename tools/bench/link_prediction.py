@@ -33,7 +33,7 @@ CONVE = ("Dettmers et al., Convolutional 2D Knowledge Graph Embeddings, AAAI 201
 # wheel ships), filtered, with PyKEEN's rank-based evaluator; its tables give Hits@10 only (the mean over
 # replicates of the best configuration its random search found on validation Hits@10).
 ALI = ("Ali et al., Bringing Light Into the Dark: A Large-scale Evaluation of Knowledge Graph Embedding Models "
-       "under a Unified Framework, IEEE TPAMI 44(12), 2022; github.com/pykeen/benchmarking, "
+       "under a Unified Framework, IEEE TPAMI, 2022; github.com/pykeen/benchmarking, "
        "ablation/results/_results/kinships/model.tsv (commit 2ee1656), filtered, heads and tails; best "
        "DistMult: 1-N (LCWA) training, cross-entropy, Adam, 0.922 +- 0.002")
 PUBLISHED = [
