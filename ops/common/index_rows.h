@@ -13,7 +13,6 @@ namespace strata::common {
 struct IndexRows {
   const void* p = nullptr;
   bool i32 = false;
-  IndexRows() = default;
   explicit IndexRows(const Tensor& t) {
     if (t.defined()) p = t.data_ptr(), i32 = t.dtype() == DType::i32;
   }
