@@ -159,7 +159,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   STRATA_CHECK(is_floating(dt), TypeError, "linear: needs floating tensors, got ", x.str(), " and ", w.str());
   const int64_t K = w.size(1), O = w.size(0), N = x.numel() / std::max<int64_t>(K, 1);
   // Under autocast the GEMM operands are bf16 (the f32 weight is the master copy).
-  const bool amp = STRATA_HAVE_DNNL && autocast_enabled() && dev.is_host_memory() && dt == DType::f32;
+  const bool amp =
+      autocast_enabled() && dt == DType::f32 && (dev.is_cuda() || (STRATA_HAVE_DNNL && dev.is_host_memory()));
   const DType gemm_dt = amp ? DType::bf16 : dt;
   Tensor x2 = detail::raw_cast(detail::raw_reshape(x, {x.dim() == 1 ? 1 : N, K}), gemm_dt);
   Tensor wc = detail::raw_cast(w, gemm_dt);

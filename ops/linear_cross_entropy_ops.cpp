@@ -87,7 +87,8 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   const int64_t C = weight.size(1), V = weight.size(0), N = target.numel();
   const DType dt = promote_types(x.dtype(), weight.dtype()) == DType::f64 ? DType::f64 : DType::f32;
   // Under autocast the GEMM operands are bf16; logits, the softmax and the sums stay f32.
-  const bool amp = STRATA_HAVE_DNNL && autocast_enabled() && dev.is_host_memory() && dt == DType::f32;
+  const bool amp =
+      autocast_enabled() && dt == DType::f32 && (dev.is_cuda() || (STRATA_HAVE_DNNL && dev.is_host_memory()));
   const DType gemm_dt = amp ? DType::bf16 : dt;
   Tensor x2 = detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(x, {N, C}), gemm_dt));
   Tensor w = detail::raw_contiguous(detail::raw_cast(weight, gemm_dt));

@@ -1,5 +1,6 @@
 // CudaBackend::bmm: strided-batched GEMM through cuBLASLt (f32 with f32 compute, TF32 only
-// inside ops::AllowTf32Guard; bf16/f16 with f32 compute), and cublasGemmStridedBatchedEx for
+// inside ops::AllowTf32Guard; bf16/f16 with f32 compute, into a bf16/f16 result or, as autocast's
+// GEMMs and the CPU backend's, an f32 one), and cublasGemmStridedBatchedEx for
 // f64, batch-broadcast operands and shapes cuBLASLt has no algorithm for. Row-major products are computed as
 // the column-major transposed product: out^T = b^T a^T.
 #include <cublas_v2.h>
@@ -46,8 +47,8 @@ cudaDataType_t cuda_dtype(DType dt) {
   }
 }
 
-// f64 multiplies in f64; everything else accumulates in f32, f32 on TF32 Tensor Cores only
-// inside ops::AllowTf32Guard.
+// f64 multiplies in f64; everything else accumulates in f32, f32 operands on TF32 Tensor Cores
+// only inside ops::AllowTf32Guard. `dt` is the operands' type.
 cublasComputeType_t compute_type(DType dt) {
   if (dt == DType::f64) return CUBLAS_COMPUTE_64F;
   return dt == DType::f32 && ops::tf32_allowed() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -91,7 +92,8 @@ struct GemmProblem {
   void* C;
   int64_t ldc, stride_c;
   int64_t batch;
-  DType dtype;
+  DType in_dtype;  // A's and B's
+  DType dtype;     // C's: in_dtype, or f32 for 16-bit operands
   double alpha, beta;
 };
 
@@ -110,12 +112,13 @@ void ensure_handles(DeviceContext& ctx) {
 
 // Returns false when cuBLASLt has no algorithm for the problem.
 bool gemm_lt(DeviceContext& ctx, const GemmProblem& p, const std::string& what) {
-  const cudaDataType_t ty = cuda_dtype(p.dtype);
+  const cudaDataType_t in_ty = cuda_dtype(p.in_dtype), out_ty = cuda_dtype(p.dtype);
   LtMatmulDesc op;
-  STRATA_CUBLASLT_CHECK(cublasLtMatmulDescCreate(&op.d, compute_type(p.dtype), CUDA_R_32F), what);
+  STRATA_CUBLASLT_CHECK(cublasLtMatmulDescCreate(&op.d, compute_type(p.in_dtype), CUDA_R_32F), what);
   STRATA_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_TRANSA, &p.ta, sizeof(p.ta)), what);
   STRATA_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_TRANSB, &p.tb, sizeof(p.tb)), what);
-  auto layout = [&](LtLayout& l, bool trans, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+  auto layout = [&](LtLayout& l, cudaDataType_t ty, bool trans, int64_t rows, int64_t cols, int64_t ld,
+                    int64_t stride) {
     // The stored matrix, before op(): op(X) is rows x cols, so X is cols x rows when transposed.
     STRATA_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&l.d, ty, uint64_t(trans ? cols : rows),
                                                      uint64_t(trans ? rows : cols), ld),
@@ -130,9 +133,9 @@ bool gemm_lt(DeviceContext& ctx, const GemmProblem& p, const std::string& what) 
     }
   };
   LtLayout a, b, c;
-  layout(a, p.ta == CUBLAS_OP_T, p.m, p.k, p.lda, p.stride_a);
-  layout(b, p.tb == CUBLAS_OP_T, p.k, p.n, p.ldb, p.stride_b);
-  layout(c, false, p.m, p.n, p.ldc, p.stride_c);
+  layout(a, in_ty, p.ta == CUBLAS_OP_T, p.m, p.k, p.lda, p.stride_a);
+  layout(b, in_ty, p.tb == CUBLAS_OP_T, p.k, p.n, p.ldb, p.stride_b);
+  layout(c, out_ty, false, p.m, p.n, p.ldc, p.stride_c);
 
   LtPreference pref;
   STRATA_CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&pref.d), what);
@@ -165,16 +168,17 @@ bool gemm_lt(DeviceContext& ctx, const GemmProblem& p, const std::string& what) 
 }
 
 void gemm_cublas(DeviceContext& ctx, const GemmProblem& p, const std::string& what) {
-  const cudaDataType_t ty = cuda_dtype(p.dtype);
+  const cudaDataType_t in_ty = cuda_dtype(p.in_dtype), out_ty = cuda_dtype(p.dtype);
   const bool f64 = p.dtype == DType::f64;
   const double alpha_d = p.alpha, beta_d = p.beta;
   const float alpha_f = float(p.alpha), beta_f = float(p.beta);
   const void* alpha = f64 ? static_cast<const void*>(&alpha_d) : &alpha_f;
   const void* beta = f64 ? static_cast<const void*>(&beta_d) : &beta_f;
-  STRATA_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(ctx.blas, p.ta, p.tb, p.m, p.n, p.k, alpha, p.A, ty, p.lda,
-                                                    p.stride_a, p.B, ty, p.ldb, p.stride_b, beta, p.C, ty, p.ldc,
-                                                    p.stride_c, p.batch, compute_type(p.dtype), CUBLAS_GEMM_DEFAULT),
-                      what);
+  STRATA_CUBLAS_CHECK(
+      cublasGemmStridedBatchedEx_64(ctx.blas, p.ta, p.tb, p.m, p.n, p.k, alpha, p.A, in_ty, p.lda, p.stride_a,
+                                    p.B, in_ty, p.ldb, p.stride_b, beta, p.C, out_ty, p.ldc, p.stride_c,
+                                    p.batch, compute_type(p.in_dtype), CUBLAS_GEMM_DEFAULT),
+      what);
 }
 
 }  // namespace
@@ -187,9 +191,11 @@ void CudaBackend::bmm(const Tensor& out, const Tensor& a, const Tensor& b, doubl
                "bmm: shapes ", shape_str(a.shape()), " @ ", shape_str(b.shape()), " -> ", shape_str(out.shape()));
   const int dev = check_on_device("bmm", {&out, &a, &b});
   if (out.numel() == 0) return;
-  const DType dt = out.dtype();
-  STRATA_CHECK(is_floating(dt) && a.dtype() == dt && b.dtype() == dt, TypeError, "bmm: not defined for ", a.str(),
-               " @ ", b.str(), " -> ", out.str());
+  const DType dt = out.dtype(), in_dt = a.dtype();
+  // Same-type products, or 16-bit operands into an f32 result (autocast's GEMMs).
+  const bool mixed = dt == DType::f32 && (in_dt == DType::bf16 || in_dt == DType::f16);
+  STRATA_CHECK(is_floating(dt) && b.dtype() == in_dt && (in_dt == dt || mixed), TypeError,
+               "bmm: not defined for ", a.str(), " @ ", b.str(), " -> ", out.str());
   DeviceContext& ctx = context(dev);
   DeviceGuard guard(dev);
   if (K == 0) {  // BLAS semantics: out = beta * out (cuBLASLt rejects k = 0)
@@ -200,12 +206,12 @@ void CudaBackend::bmm(const Tensor& out, const Tensor& a, const Tensor& b, doubl
   MatrixLayout la, lb, lo;
   Tensor ac = a, bc = b;
   if (!gemm_layout(ac, &la)) {
-    ac = empty(a.shape(), dt, dev);
+    ac = empty(a.shape(), in_dt, dev);
     copy_same_device(ac, a);
     gemm_layout(ac, &la);
   }
   if (!gemm_layout(bc, &lb)) {
-    bc = empty(b.shape(), dt, dev);
+    bc = empty(b.shape(), in_dt, dev);
     copy_same_device(bc, b);
     gemm_layout(bc, &lb);
   }
@@ -220,11 +226,23 @@ void CudaBackend::bmm(const Tensor& out, const Tensor& a, const Tensor& b, doubl
   // Column-major view: out^T (N x M) = op(b^T) (N x K) @ op(a^T) (K x M).
   GemmProblem p{lb.transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
                 la.transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
-                N, M, K,
-                bc.data_ptr(), lb.ld, B > 1 ? bc.stride(0) : 0,
-                ac.data_ptr(), la.ld, B > 1 ? ac.stride(0) : 0,
-                oc.data_ptr(), lo.ld, B > 1 ? oc.stride(0) : 0,
-                B, dt, alpha, beta};
+                N,
+                M,
+                K,
+                bc.data_ptr(),
+                lb.ld,
+                B > 1 ? bc.stride(0) : 0,
+                ac.data_ptr(),
+                la.ld,
+                B > 1 ? ac.stride(0) : 0,
+                oc.data_ptr(),
+                lo.ld,
+                B > 1 ? oc.stride(0) : 0,
+                B,
+                in_dt,
+                dt,
+                alpha,
+                beta};
   const std::string what = detail::concat("bmm ", a.str(), " @ ", b.str(), " -> ", out.str());
   const bool broadcast = B > 1 && (p.stride_a == 0 || p.stride_b == 0);
   const bool lt_ok = dt != DType::f64 && !broadcast && B <= INT32_MAX;

@@ -1,4 +1,5 @@
-// AutocastGuard: linear and the fused LM head multiply bf16 operands (oneDNN) and stay close to f32.
+// AutocastGuard: linear and the fused LM head multiply bf16 operands (oneDNN on the host, cuBLASLt
+// on CUDA) and stay close to f32.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +8,7 @@
 #include "strata/config.h"
 #include "strata/core/generator.h"
 #include "strata/ops.h"
+#include "support/device_present.h"
 
 namespace strata {
 namespace {
@@ -77,6 +79,40 @@ TEST(Autocast, LinearAndLmHeadAreCloseToF32WithF32Results) {
     EXPECT_EQ(bf[i].dtype(), DType::f32) << i;
     EXPECT_LT(nmse(bf[i], f32[i]), 1e-3) << "output " << i;  // bf16 operands: 8-bit mantissas
     EXPECT_GT(nmse(bf[i], f32[i]), 0.0) << "output " << i << " did not run in bf16";
+  }
+}
+
+// On CUDA the same products run as cuBLASLt bf16 GEMMs with f32 results: every output and gradient
+// is close to the CPU's autocast ones (both round the same operands to bf16 and accumulate in f32,
+// in another order) and differs from the device's own f32 run (the operands were rounded).
+TEST(CudaBackendAutocast, LinearAndLmHeadRunBf16GemmsMatchingTheCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  manual_seed(7);
+  Tensor x0 = ops::randn({4, 33, 64}), w0 = ops::randn({48, 64}), b0 = ops::randn({48}),
+         e0 = ops::randn({96, 48});
+  std::vector<int64_t> tv;
+  for (int i = 0; i < 4 * 33; ++i) tv.push_back(i % 9 == 0 ? -100 : (i * 29) % 96);
+  auto run = [&](Device dev, bool amp) {
+    auto leaf = [&](const Tensor& t) { return t.to(dev).detach().set_requires_grad(true); };
+    Tensor x = leaf(x0), w = leaf(w0), b = leaf(b0), e = leaf(e0);
+    Tensor t = ops::from_vector(tv, {4, 33}).to(dev);
+    ops::AutocastGuard g(DType::bf16, amp);
+    Tensor h = ops::linear(x, w, b);
+    Tensor loss =
+        ops::linear_cross_entropy(h, e, t, -100, ops::Reduction::Mean, 32 * 96 * 4);  // 32-row chunks
+    std::vector<Tensor> gr = autograd::grad({loss}, {x, w, b, e});
+    gr.insert(gr.begin(), {h, loss});
+    for (Tensor& r : gr) r = r.to(kCPU);
+    return gr;
+  };
+  const std::vector<Tensor> cuda_bf16 = run(cuda(0), true), cuda_f32 = run(cuda(0), false);
+  const std::vector<Tensor> cpu_bf16 = STRATA_HAVE_DNNL ? run(kCPU, true) : std::vector<Tensor>();
+  for (size_t i = 0; i < cuda_bf16.size(); ++i) {
+    EXPECT_EQ(cuda_bf16[i].dtype(), DType::f32) << i;
+    EXPECT_GT(nmse(cuda_bf16[i], cuda_f32[i]), 0.0) << "output " << i << " did not run in bf16";
+    EXPECT_LT(nmse(cuda_bf16[i], cuda_f32[i]), 1e-3) << "output " << i;
+    if (STRATA_HAVE_DNNL)
+      EXPECT_LT(nmse(cuda_bf16[i], cpu_bf16[i]), 1e-7) << "output " << i << " against the CPU";
   }
 }
 

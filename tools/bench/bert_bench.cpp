@@ -26,7 +26,8 @@ namespace {
 struct Args {
   int64_t L = 12, C = 768, NH = 12, I = 3072, V = 30522, B = 8, T = 128;
   int warmup = 2, steps = 5, profile = 0;
-  std::string trace = "bert_bench_trace.json", tag;
+  bool bf16 = false, tf32 = false;
+  std::string trace = "bert_bench_trace.json", tag, device = "cpu";
 };
 
 bool parse(int argc, char** argv, Args* a) {
@@ -51,10 +52,17 @@ bool parse(int argc, char** argv, Args* a) {
     else if (k == "--profile") a->profile = std::atoi(next());
     else if (k == "--trace") a->trace = next();
     else if (k == "--tag") a->tag = next();
+    else if (k == "--bf16")
+      a->bf16 = true;
+    else if (k == "--tf32")
+      a->tf32 = true;
+    else if (k == "--device")
+      a->device = next();
     else {
-      std::fprintf(stderr,
-                   "usage: strata_bert_bench [--L 12 --C 768 --NH 12 --I 3072 --V 30522 --B 8 --T 128 --warmup 2 "
-                   "--steps 5 --profile N --trace FILE --tag s]\n");
+      std::fprintf(
+          stderr,
+          "usage: strata_bert_bench [--L 12 --C 768 --NH 12 --I 3072 --V 30522 --B 8 --T 128 --warmup 2 "
+          "--steps 5 --profile N --trace FILE --tag s --bf16 --tf32 --device cpu|cuda[:N]|sim[:N]]\n");
       return false;
     }
   }
@@ -66,45 +74,66 @@ bool parse(int argc, char** argv, Args* a) {
 int main(int argc, char** argv) {
   Args a;
   if (!parse(argc, argv, &a)) return 2;
-  manual_seed(0);
-  models::BertConfig cfg = models::BertConfig::preset("bert-base");
-  cfg.num_hidden_layers = a.L, cfg.hidden_size = a.C, cfg.num_attention_heads = a.NH, cfg.intermediate_size = a.I;
-  cfg.vocab_size = a.V, cfg.hidden_dropout_prob = 0.0;
-  models::BertForMaskedLM model(cfg);
-  model.train();
-  optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-4).betas(0.9, 0.999).eps(1e-6).weight_decay(0.01));
-  std::mt19937_64 rng(1234);
-  std::uniform_int_distribution<int64_t> tok(1, a.V - 1);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  std::vector<int64_t> ids(size_t(a.B * a.T)), types(size_t(a.B * a.T)), labels(size_t(a.B * a.T), -100);
-  int64_t masked = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    ids[i] = tok(rng);
-    types[i] = int64_t(i % size_t(a.T)) >= a.T / 2 ? 1 : 0;
-    if (u(rng) < 0.15) labels[i] = ids[i], ++masked;
-  }
-  Tensor x = ops::from_vector(ids, {a.B, a.T}), tt = ops::from_vector(types, {a.B, a.T});
-  Tensor am = ops::ones({a.B, a.T}, DType::i64), y = ops::from_vector(labels, {a.B, a.T});
+  try {
+    const Device device = Device::parse(a.device);
+    ops::AllowTf32Guard allow_tf32(a.tf32);
+    manual_seed(0);
+    models::BertConfig cfg = models::BertConfig::preset("bert-base");
+    cfg.num_hidden_layers = a.L, cfg.hidden_size = a.C, cfg.num_attention_heads = a.NH,
+    cfg.intermediate_size = a.I;
+    cfg.vocab_size = a.V, cfg.hidden_dropout_prob = 0.0;
+    models::BertForMaskedLM model(cfg);
+    model.train();
+    model.to(device);
+    optim::AdamW opt(model.parameters(),
+                     optim::AdamWOptions(1e-4).betas(0.9, 0.999).eps(1e-6).weight_decay(0.01));
+    std::mt19937_64 rng(1234);
+    std::uniform_int_distribution<int64_t> tok(1, a.V - 1);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    std::vector<int64_t> ids(size_t(a.B * a.T)), types(size_t(a.B * a.T)), labels(size_t(a.B * a.T), -100);
+    int64_t masked = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      ids[i] = tok(rng);
+      types[i] = int64_t(i % size_t(a.T)) >= a.T / 2 ? 1 : 0;
+      if (u(rng) < 0.15) labels[i] = ids[i], ++masked;
+    }
+    Tensor x = ops::from_vector(ids, {a.B, a.T}).to(device),
+           tt = ops::from_vector(types, {a.B, a.T}).to(device);
+    Tensor am = ops::ones({a.B, a.T}, DType::i64).to(device),
+           y = ops::from_vector(labels, {a.B, a.T}).to(device);
+    auto loss_of = [&] {
+      ops::AutocastGuard amp(DType::bf16, a.bf16);  // as torch.autocast around forward + loss
+      return model.loss(x, tt, am, y);
+    };
 
-  auto step = [&]() {
-    opt.zero_grad(/*set_to_none=*/true);
-    Tensor loss = model.loss(x, tt, am, y);
-    loss.backward();
-    opt.step();
-    return loss.item();
-  };
-  double loss = 0;
-  for (int i = 0; i < a.warmup; ++i) loss = step();
-  const std::vector<double> times = time_steps(a.steps, step, &loss);
-  const double peak = peak_rss_mb();
-  if (a.profile > 0) profile_steps(a.profile, opt, [&] { return model.loss(x, tt, am, y); }, a.trace);
-  const StepTimes st = summarize(times);
-  std::printf(
-      "RESULT {\"side\": \"strata\", \"tag\": \"%s\", \"threads\": %d, \"params\": %ld, \"cfg\": {\"L\": %ld, \"C\": %ld, "
-      "\"NH\": %ld, \"I\": %ld, \"V\": %ld, \"B\": %ld, \"T\": %ld}, \"masked\": %ld, \"min_ms\": %.1f, "
-      "\"median_ms\": %.1f, \"peak_rss_mb\": %.1f, \"loss\": %.4f, \"times_ms\": [%s]}\n",
-      a.tag.c_str(), omp_get_max_threads(), long(model.num_parameters()), long(a.L), long(a.C), long(a.NH),
-      long(a.I), long(a.V), long(a.B), long(a.T), long(masked), st.min_ms, st.median_ms, peak, loss,
-      st.times_ms.c_str());
-  return 0;
+    auto step = [&]() {
+      opt.zero_grad(/*set_to_none=*/true);
+      Tensor loss = loss_of();
+      loss.backward();
+      opt.step();
+      return loss.item();
+    };
+    double loss = 0;
+    for (int i = 0; i < a.warmup; ++i) loss = step();
+    const std::vector<double> times = time_steps(a.steps, step, &loss);
+    const double peak = peak_rss_mb();
+    const double peak_device =
+        device.is_cpu() ? 0.0 : double(allocator_for(device).stats().snapshot().total_peak) / 1e6;
+    if (a.profile > 0) profile_steps(a.profile, opt, loss_of, a.trace, /*zero_grad_phase=*/true, device);
+    const StepTimes st = summarize(times);
+    std::printf(
+        "RESULT {\"side\": \"strata\", \"device\": \"%s\", \"bf16\": %s, \"tf32\": %s, \"tag\": \"%s\", "
+        "\"threads\": %d, \"params\": %ld, \"cfg\": {\"L\": %ld, \"C\": %ld, "
+        "\"NH\": %ld, \"I\": %ld, \"V\": %ld, \"B\": %ld, \"T\": %ld}, \"masked\": %ld, \"min_ms\": %.1f, "
+        "\"median_ms\": %.1f, \"peak_rss_mb\": %.1f, \"peak_device_mb\": %.1f, \"loss\": %.4f, \"times_ms\": "
+        "[%s]}\n",
+        a.device.c_str(), a.bf16 ? "true" : "false", a.tf32 ? "true" : "false", a.tag.c_str(),
+        omp_get_max_threads(), long(model.num_parameters()), long(a.L), long(a.C), long(a.NH), long(a.I),
+        long(a.V), long(a.B), long(a.T), long(masked), st.min_ms, st.median_ms, peak, peak_device, loss,
+        st.times_ms.c_str());
+    return 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "strata_bert_bench: %s\n", e.what());
+    return 1;
+  }
 }

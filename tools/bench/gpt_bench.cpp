@@ -3,8 +3,11 @@
 // tools/bench/gpt_bench_torch.py (nanoGPT-style GPT-2: tied embeddings, pre-LN, tanh GELU,
 // causal attention, vocab padded to a multiple of 128, AdamW lr 1e-4, betas (0.9, 0.999),
 // eps 1e-8, no weight decay); --bf16 runs forward + loss under ops::AutocastGuard (bf16 GEMMs, f32
-// master weights), as the reference's torch.autocast. Prints one line per timed step and a final `RESULT {json}` line.
-// Driven by tools/bench/gpt_bench.py, which runs the PyTorch reference in the same session.
+// master weights), as the reference's torch.autocast. --device cuda|sim runs the model, batches and optimizer
+// there (the step ends with loss.item(), which waits for the device); --tf32 lets f32 GEMMs use TF32 on CUDA.
+// Prints one line per timed step and a final `RESULT {json}` line (peak_device_mb: the device allocator's
+// peak). Driven by tools/bench/gpt_bench.py (CPU) and tools/gpu_bench.sh (devices), which run the PyTorch
+// reference in the same session.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -26,7 +29,8 @@ namespace {
 struct Args {
   int64_t L = 12, C = 768, NH = 12, V = 50257, Vp = 0, maxT = 1024, B = 4, T = 256;
   int warmup = 2, steps = 5;
-  bool gemm_rate = false, bf16 = false;
+  bool gemm_rate = false, bf16 = false, tf32 = false;
+  std::string device = "cpu";
   int profile = 0;  // profiled steps after the timed ones
   std::string trace = "gpt_bench_trace.json", tag;
 };
@@ -67,13 +71,19 @@ bool parse(int argc, char** argv, Args* a) {
     else if (k == "--steps") a->steps = std::atoi(next());
     else if (k == "--gemm-rate") a->gemm_rate = true;
     else if (k == "--bf16") a->bf16 = true;
+    else if (k == "--tf32")
+      a->tf32 = true;
+    else if (k == "--device")
+      a->device = next();
     else if (k == "--profile") a->profile = std::atoi(next());
     else if (k == "--trace") a->trace = next();
     else if (k == "--tag") a->tag = next();
     else {
-      std::fprintf(stderr,
-                   "usage: strata_gpt_bench [--L 12 --C 768 --NH 12 --V 50257 --Vp (V up to 128) --maxT 1024 --B 4 "
-                   "--T 256 --warmup 2 --steps 5 --gemm-rate --bf16 --profile N --trace FILE --tag s]\n");
+      std::fprintf(
+          stderr,
+          "usage: strata_gpt_bench [--L 12 --C 768 --NH 12 --V 50257 --Vp (V up to 128) --maxT 1024 --B 4 "
+          "--T 256 --warmup 2 --steps 5 --gemm-rate --bf16 --tf32 --device cpu|cuda[:N]|sim[:N] --profile N "
+          "--trace FILE --tag s]\n");
       return false;
     }
   }
@@ -86,53 +96,72 @@ bool parse(int argc, char** argv, Args* a) {
 int main(int argc, char** argv) {
   Args a;
   if (!parse(argc, argv, &a)) return 2;
-  manual_seed(0);
-  models::GPTConfig cfg;
-  cfg.n_layer = a.L, cfg.n_head = a.NH, cfg.n_embd = a.C, cfg.block_size = a.maxT, cfg.vocab_size = a.Vp;
-  models::GPT model(cfg);
-  model.train();
-  optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-4).betas(0.9, 0.999).eps(1e-8).weight_decay(0.0));
-  std::mt19937_64 rng(1234);
-  std::uniform_int_distribution<int64_t> tok(0, a.V - 1);
-  std::vector<int64_t> idx(size_t(a.B * a.T)), tgt(size_t(a.B * a.T));
-  for (auto& t : idx) t = tok(rng);
-  for (auto& t : tgt) t = tok(rng);
-  Tensor x = ops::from_vector(idx, {a.B, a.T}), y = ops::from_vector(tgt, {a.B, a.T});
+  try {
+    const Device device = Device::parse(a.device);
+    manual_seed(0);
+    models::GPTConfig cfg;
+    cfg.n_layer = a.L, cfg.n_head = a.NH, cfg.n_embd = a.C, cfg.block_size = a.maxT, cfg.vocab_size = a.Vp;
+    models::GPT model(cfg);
+    model.train();
+    model.to(device);
+    optim::AdamW opt(model.parameters(),
+                     optim::AdamWOptions(1e-4).betas(0.9, 0.999).eps(1e-8).weight_decay(0.0));
+    std::mt19937_64 rng(1234);
+    std::uniform_int_distribution<int64_t> tok(0, a.V - 1);
+    std::vector<int64_t> idx(size_t(a.B * a.T)), tgt(size_t(a.B * a.T));
+    for (auto& t : idx) t = tok(rng);
+    for (auto& t : tgt) t = tok(rng);
+    Tensor x = ops::from_vector(idx, {a.B, a.T}).to(device), y = ops::from_vector(tgt, {a.B, a.T}).to(device);
+    ops::AllowTf32Guard tf32(a.tf32);
 
-  auto step = [&]() {
-    opt.zero_grad(/*set_to_none=*/true);
-    Tensor loss;
+    auto step = [&]() {
+      opt.zero_grad(/*set_to_none=*/true);
+      Tensor loss;
+      {
+        ops::AutocastGuard amp(DType::bf16, a.bf16);  // as torch.autocast around forward + loss
+        loss = model.loss(x, y);
+      }
+      loss.backward();
+      opt.step();
+      return loss.item();
+    };
+    double loss = 0;
+    for (int i = 0; i < a.warmup; ++i) loss = step();
+    FlopCounter flops;
     {
-      ops::AutocastGuard amp(DType::bf16, a.bf16);  // as torch.autocast around forward + loss
-      loss = model.loss(x, y);
+      OpObserverGuard g(&flops);  // one counted step (untimed)
+      loss = step();
     }
-    loss.backward();
-    opt.step();
-    return loss.item();
-  };
-  double loss = 0;
-  for (int i = 0; i < a.warmup; ++i) loss = step();
-  FlopCounter flops;
-  {
-    OpObserverGuard g(&flops);  // one counted step (untimed)
-    loss = step();
+    const std::vector<double> times = time_steps(a.steps, step, &loss);
+    const double peak = peak_rss_mb();
+    const double peak_device = device.type == DeviceType::CPU
+                                   ? 0.0
+                                   : double(allocator_for(device).stats().snapshot().total_peak) / 1e6;
+    if (a.profile > 0)
+      profile_steps(
+          a.profile, opt,
+          [&] {
+            ops::AutocastGuard amp(DType::bf16, a.bf16);
+            return model.loss(x, y);
+          },
+          a.trace, /*zero_grad_phase=*/true, device);
+    const StepTimes st = summarize(times);
+    const double gemm = a.gemm_rate && device.type == DeviceType::CPU ? gemm_gflops(4096, 768, 768) : 0.0;
+    std::printf(
+        "RESULT {\"side\": \"strata\", \"device\": \"%s\", \"bf16\": %s, \"tf32\": %s, \"tag\": \"%s\", "
+        "\"threads\": %d, \"params\": %ld, \"cfg\": {\"L\": %ld, \"C\": "
+        "%ld, \"NH\": %ld, \"V\": %ld, \"Vp\": %ld, \"B\": %ld, \"T\": %ld}, \"min_ms\": %.1f, "
+        "\"median_ms\": %.1f, "
+        "\"peak_rss_mb\": %.1f, \"peak_device_mb\": %.1f, \"step_gflop\": %.1f, \"step_gemm_gflop\": %.1f, "
+        "\"gemm_gflops\": %.1f, \"loss\": %.4f, "
+        "\"times_ms\": [%s]}\n",
+        a.device.c_str(), a.bf16 ? "true" : "false", a.tf32 ? "true" : "false", a.tag.c_str(),
+        omp_get_max_threads(), long(model.num_parameters()), long(a.L), long(a.C), long(a.NH), long(a.V),
+        long(a.Vp), long(a.B), long(a.T), st.min_ms, st.median_ms, peak, peak_device, flops.total * 1e-9,
+        flops.gemm * 1e-9, gemm, loss, st.times_ms.c_str());
+    return 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "strata_gpt_bench: %s\n", e.what());
+    return 1;
   }
-  const std::vector<double> times = time_steps(a.steps, step, &loss);
-  const double peak = peak_rss_mb();
-  if (a.profile > 0)
-    profile_steps(a.profile, opt, [&] {
-      ops::AutocastGuard amp(DType::bf16, a.bf16);
-      return model.loss(x, y);
-    }, a.trace);
-  const StepTimes st = summarize(times);
-  const double gemm = a.gemm_rate ? gemm_gflops(4096, 768, 768) : 0.0;
-  std::printf(
-      "RESULT {\"side\": \"strata\", \"bf16\": %s, \"tag\": \"%s\", \"threads\": %d, \"params\": %ld, \"cfg\": {\"L\": %ld, \"C\": "
-      "%ld, \"NH\": %ld, \"V\": %ld, \"Vp\": %ld, \"B\": %ld, \"T\": %ld}, \"min_ms\": %.1f, \"median_ms\": %.1f, "
-      "\"peak_rss_mb\": %.1f, \"step_gflop\": %.1f, \"step_gemm_gflop\": %.1f, \"gemm_gflops\": %.1f, \"loss\": %.4f, "
-      "\"times_ms\": [%s]}\n",
-      a.bf16 ? "true" : "false", a.tag.c_str(), omp_get_max_threads(), long(model.num_parameters()), long(a.L), long(a.C), long(a.NH), long(a.V),
-      long(a.Vp), long(a.B), long(a.T), st.min_ms, st.median_ms, peak, flops.total * 1e-9, flops.gemm * 1e-9,
-      gemm, loss, st.times_ms.c_str());
-  return 0;
 }

@@ -6,12 +6,13 @@
 //   }
 //   loss.backward();                    // their backward GEMMs do too
 //
-// Inside the guard, on the CPU, linear and linear_cross_entropy round their f32 operands to
-// bf16 and multiply them with oneDNN's bf16 GEMM (AVX512-BF16), accumulating and returning f32.
+// Inside the guard linear and linear_cross_entropy round their f32 operands to bf16 and multiply
+// them with a bf16 GEMM that accumulates and returns f32: oneDNN's (AVX512-BF16) on the CPU and
+// the sim device, cuBLASLt's (bf16 Tensor Cores, CUBLAS_COMPUTE_32F) on CUDA.
 // Everything else stays f32: parameters (the master weights), gradients, optimizer state,
 // activations, layer norm, softmax, attention and the loss reductions. A node records whether it
 // ran under autocast, so its backward GEMMs use the same precision wherever backward runs.
-// Without oneDNN, or on other devices, the guard changes nothing.
+// On the host without oneDNN, and on the Meta device, the guard changes nothing.
 #pragma once
 
 #include "strata/core/dtype.h"
