@@ -47,6 +47,7 @@ std::string TrainerCache::end_step(const MemorySnapshot& m) {
   in.step_peak = uint64_t(m.total_peak + std::max<int64_t>(new_state, 0));
   in.activation_peak = uint64_t(m.peak_of(MemoryCategory::SavedActivation));
   in.nvme = !s_.spill_dir.empty() && last_.io_engine != "";
+  in.nvme_capacity = s_.spill_arena_bytes;
   in.prefetch_blocks = cache_->options().prefetch_blocks;
   planner::BudgetPlan b = planner::plan_for_budget(in, s_.memory_budget);
   STRATA_CHECK(b.feasible, ValueError, "--memory-budget: ", b.explanation);

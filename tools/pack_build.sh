@@ -21,6 +21,9 @@ programs=(tests/strata_tests examples/train_gpt/train_gpt examples/train_bert/tr
           tools/bench/strata_resnet_bench tools/bench/strata_cache_bench tools/bench/strata_rgnn_bench)
 mkdir -p "$stage/build/include/strata" "$stage/lib"
 cp "$build/include/strata/config.h" "$stage/build/include/strata/"
+# The commit built (tools/gpu_bench.sh names it in its table), "+" when the tree had changes.
+(cd "$(dirname "$0")/.." && echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . && echo || echo +)") \
+  > "$stage/build/COMMIT"
 found=()
 for p in "${programs[@]}"; do
   # A trainer is examples/NAME/NAME, or examples/NAME where its target writes there.

@@ -44,17 +44,29 @@ BudgetPlan plan_for_budget(const BudgetInputs& in, uint64_t budget) {
     }
     return resident + std::max<uint64_t>(recompute_max, uint64_t(in.prefetch_blocks + 1) * nvme_max);
   };
-  const CacheAction offload = in.nvme ? CacheAction::Nvme : CacheAction::Recompute;
+  // Offloading blocks 0..k-1: to NVMe while the arena has room (its stores are rounded up to
+  // 4 KiB per tensor, so 1% is held back), then to recompute.
+  const uint64_t room = in.nvme_capacity ? in.nvme_capacity - in.nvme_capacity / 100 : UINT64_MAX;
+  auto offload_first = [&](size_t k) {
+    std::vector<CacheAction> a(n, CacheAction::Keep);
+    uint64_t on_nvme = 0;
+    for (size_t i = 0; i < k; ++i) {
+      const bool fits = in.nvme && blocks[i]->keep_bytes() <= room - on_nvme;
+      if (fits) on_nvme += blocks[i]->keep_bytes();
+      a[i] = fits ? CacheAction::Nvme : CacheAction::Recompute;
+    }
+    return a;
+  };
   const uint64_t target = uint64_t(double(budget) * (1.0 - in.margin));
   // The earliest blocks are held longest, so they go first; the last block (needed first in
   // backward) goes last.
-  for (size_t i = 0; i < n && other + predict_activations(act) > target; ++i) act[i] = offload;
+  for (size_t k = 1; k <= n && other + predict_activations(act) > target; ++k) act = offload_first(k);
   if (other + predict_activations(act) > target && in.nvme) {
     std::vector<CacheAction> rec(n, CacheAction::Recompute);
     if (predict_activations(rec) < predict_activations(act)) act = rec;
   }
   BudgetPlan out;
-  std::vector<CacheAction> all_offload(n, offload), all_recompute(n, CacheAction::Recompute);
+  std::vector<CacheAction> all_offload = offload_first(n), all_recompute(n, CacheAction::Recompute);
   out.min_step_peak = other + std::min(predict_activations(all_offload), predict_activations(all_recompute));
   const uint64_t act_peak = predict_activations(act);
   out.feasible = other + act_peak <= target;
@@ -65,13 +77,17 @@ BudgetPlan plan_for_budget(const BudgetInputs& in, uint64_t budget) {
   p.predicted_step_peak = other + act_peak;
   p.solver = "greedy-budget";
   std::vector<CacheAction> keep(n, CacheAction::Keep);
-  size_t moved = 0;
-  for (auto a : act) moved += a != CacheAction::Keep;
+  size_t to_nvme = 0, to_recompute = 0;
+  for (auto a : act) to_nvme += a == CacheAction::Nvme, to_recompute += a == CacheAction::Recompute;
   std::ostringstream why;
   if (out.feasible) {
-    why << "budget " << gb(budget) << ": " << moved << " of " << n << " blocks to "
-        << (moved && act[0] == CacheAction::Nvme ? "NVMe" : "recompute") << ", predicted step peak "
-        << gb(p.predicted_step_peak) << " (keep-all " << gb(other + predict_activations(keep)) << ")";
+    why << "budget " << gb(budget) << ": ";
+    if (to_nvme > 0) why << to_nvme << " of " << n << " blocks to NVMe" << (to_recompute ? ", " : "");
+    if (to_recompute > 0 || to_nvme == 0) why << to_recompute << " of " << n << " blocks to recompute";
+    if (to_nvme > 0 && in.nvme_capacity > 0 && to_recompute > 0)
+      why << " (the NVMe arena holds " << gb(in.nvme_capacity) << ")";
+    why << ", predicted step peak " << gb(p.predicted_step_peak) << " (keep-all "
+        << gb(other + predict_activations(keep)) << ")";
   } else {
     why << "budget " << gb(budget) << " cannot be met: the lowest predicted step peak is "
         << gb(out.min_step_peak) << " (parameters, gradients, optimizer state and temporaries take "

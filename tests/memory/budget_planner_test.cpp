@@ -48,6 +48,41 @@ TEST(BudgetPlanner, GreedySolverOnAHandComputedProfile) {
   EXPECT_EQ(nv.plan.predicted_step_peak, 1350u);
 }
 
+// An NVMe arena smaller than the blocks the budget wants moved: the greedy sends blocks to NVMe
+// while their bytes fit the arena (less 1% for the 4 KiB rounding of each store) and recomputes
+// the rest, instead of planning stores the arena would refuse.
+TEST(BudgetPlanner, NvmeBlocksFitTheArenaAndTheRestAreRecomputed) {
+  BudgetInputs in;
+  in.profile.groups.push_back({"", 0, 50, 0, 0, false});
+  for (int i = 0; i < 4; ++i) in.profile.groups.push_back({"h." + std::to_string(i), 1, 10, 10, 100, true});
+  in.activation_peak = 150;
+  in.step_peak = 1150;
+  in.margin = 0;
+  in.nvme = true;
+  in.prefetch_blocks = 0;  // a window of one block: 1000 + 50 + kept + the largest moved block
+  // Unbounded: blocks 0..2 to NVMe -> 1000 + 50 + 100 (h.3) + 100 = 1250.
+  BudgetPlan free = plan_for_budget(in, 1250);
+  ASSERT_TRUE(free.feasible) << free.explanation;
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(free.plan.blocks.at("h." + std::to_string(i)), CacheAction::Nvme) << i;
+  // An arena of 202 bytes holds two blocks (202 - 2 = 200): h.2 is recomputed instead (keeping its
+  // 10 input bytes): 1000 + 50 + 10 + 100 + max(100 recompute, 100 window) = 1260.
+  in.nvme_capacity = 202;
+  BudgetPlan bounded = plan_for_budget(in, 1260);
+  ASSERT_TRUE(bounded.feasible) << bounded.explanation;
+  EXPECT_EQ(bounded.plan.blocks.at("h.0"), CacheAction::Nvme);
+  EXPECT_EQ(bounded.plan.blocks.at("h.1"), CacheAction::Nvme);
+  EXPECT_EQ(bounded.plan.blocks.at("h.2"), CacheAction::Recompute);
+  EXPECT_EQ(bounded.plan.blocks.at("h.3"), CacheAction::Keep);
+  EXPECT_EQ(bounded.plan.predicted_step_peak, 1260u);
+  EXPECT_NE(bounded.explanation.find("2 of 4 blocks to NVMe, 1 of 4 blocks to recompute"), std::string::npos)
+      << bounded.explanation;
+  // An arena of 201 bytes holds one block only (201 - 2 = 199).
+  in.nvme_capacity = 201;
+  BudgetPlan one = plan_for_budget(in, 1260);
+  EXPECT_EQ(one.plan.blocks.at("h.1"), CacheAction::Recompute) << one.explanation;
+}
+
 // End to end on the tiny GPT: profile one step with every block recomputed, plan for a budget
 // between that step's peak and the keep-all peak, and the planned steps stay under it, with the
 // same gradients.

@@ -33,7 +33,8 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Strata tensor-cache benchmark: one GPT config, one cache policy"};
-  std::string preset = "gpt2", policy = "keep", spill_dir, budget, host_pool = "0", tag, device_name = "cpu";
+  std::string preset = "gpt2", policy = "keep", spill_dir, budget, host_pool = "0", tag, device_name = "cpu",
+              spill_arena = "32G";
   bool tf32 = false;
   int64_t B = 4, T = 256, n_layer = 0;
   int warmup = 1, steps = 5;
@@ -44,6 +45,8 @@ int main(int argc, char** argv) {
   app.add_option("--policy", policy, "a --cache-policy spec");
   app.add_option("--memory-budget", budget);
   app.add_option("--spill-dir", spill_dir, "the NVMe tier's directory (none by default)");
+  app.add_option("--spill-arena", spill_arena,
+                 "the NVMe tier's arena (the budget plan's NVMe blocks fit in it)");
   app.add_option("--host-pool", host_pool);
   app.add_option("--warmup", warmup);
   app.add_option("--steps", steps);
@@ -66,7 +69,7 @@ int main(int argc, char** argv) {
     cs.policy = policy;
     cs.spill_dir = spill_dir;
     cs.device = device;
-    cs.spill_arena_bytes = uint64_t(32) << 30;
+    cs.spill_arena_bytes = memory::parse_byte_size(spill_arena, "--spill-arena");
     cs.host_pool_bytes = memory::parse_byte_size(host_pool, "--host-pool");
     if (!budget.empty()) cs.memory_budget = memory::parse_byte_size(budget, "--memory-budget");
     memory::TrainerCache tc(cs);

@@ -18,6 +18,7 @@ struct BudgetInputs {
   uint64_t step_peak = 0;        // all memory categories, bytes
   uint64_t activation_peak = 0;  // SavedActivation, bytes
   bool nvme = false;             // an NVMe tier is open
+  uint64_t nvme_capacity = 0;    // bytes its arena holds (0: no limit): a step's NVMe blocks fit in it
   size_t prefetch_blocks = 1;
   double margin = 0.05;          // fraction of the budget held back for estimation error
 };
@@ -30,7 +31,9 @@ struct BudgetPlan {
 };
 
 // Greedy: starting from keep-all, blocks in forward order (the earliest are held longest) go to
-// NVMe (when there is a tier) or recompute until the predicted step peak fits the budget.
+// NVMe (when there is a tier, and while the arena has room for them: every NVMe block's bytes stay
+// in the arena from its forward to its backward) or recompute until the predicted step peak fits
+// the budget.
 BudgetPlan plan_for_budget(const BudgetInputs& in, uint64_t budget_bytes);
 
 }  // namespace strata::memory::planner
