@@ -6,6 +6,7 @@
 #include "ops/op_node.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/ops/attention.h"
+#include "strata/ops/autocast.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
 #include "strata/ops/shape_ops.h"
@@ -49,6 +50,20 @@ Tensor additive_mask(const Tensor& mask, const Shape& bhts, DType dt) {
   return detail::raw_expand(add, bhts);
 }
 
+// The dtype attention computes in: f64 stays f64. On CUDA, bf16/f16 inputs, and f32 inputs under
+// autocast (as torch.autocast runs SDPA in bf16), run the fused 16-bit Tensor Core kernels, whose
+// lse and additive mask are f32. Everything else runs in f32.
+DType attention_dtype(const Tensor& q, Device dev) {
+  if (q.dtype() == DType::f64) return DType::f64;
+  if (dev.is_cuda()) {
+    if (q.dtype() == DType::bf16 || q.dtype() == DType::f16) return q.dtype();
+    if (autocast_enabled()) return autocast_dtype();
+  }
+  return DType::f32;
+}
+
+bool is_16bit(DType dt) { return dt == DType::bf16 || dt == DType::f16; }
+
 }  // namespace
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
@@ -69,18 +84,19 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   STRATA_CHECK(!(is_causal && attn_mask.defined()), ValueError, op, ": pass either attn_mask or is_causal, not both");
   STRATA_CHECK(is_floating(q.dtype()), TypeError, op, ": needs floating inputs, got ", q.str());
   const double sc = std::isnan(scale) ? 1.0 / std::sqrt(double(q.size(-1))) : scale;
-  const DType dt = q.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  const DType dt = attention_dtype(q, dev), stats_dt = is_16bit(dt) ? DType::f32 : dt;
 
   const bool strided_ok = dev.is_host_memory();
   Tensor q4 = as_bhtd(q, dt, strided_ok), k4 = as_bhtd(k, dt, strided_ok), v4 = as_bhtd(v, dt, strided_ok);
   const int64_t B = q4.size(0), H = q4.size(1), T = q4.size(2), S = k4.size(2), D = q4.size(3), Dv = v4.size(3);
   Shape bhts{B, H, T, S};
   if (attn_mask.defined()) broadcast_shapes(attn_mask.shape(), n == 4 ? bhts : Shape{H, T, S}, op);
-  Tensor mask = additive_mask(n == 4 || !attn_mask.defined() ? attn_mask : unsqueeze(attn_mask, 0), bhts, dt);
+  Tensor mask =
+      additive_mask(n == 4 || !attn_mask.defined() ? attn_mask : unsqueeze(attn_mask, 0), bhts, stats_dt);
   // Heads in place on every backend: the caller's merge back to [B, T, H * Dv] is then a view, so
   // the projection after it saves the storage this op saves (the cache keeps it once).
   Tensor o = alloc_bthd(B, H, T, Dv, dt, dev);
-  Tensor lse = detail::alloc({B, H, T}, dt, dev);
+  Tensor lse = detail::alloc({B, H, T}, stats_dt, dev);
   detail::kernels(dev).attention(o, lse, q4, k4, v4, mask, is_causal, sc);
   const double pairs = double(B * H) * double(T) * double(S) * (is_causal ? 0.5 : 1.0);
   detail::record(op, dev, 2.0 * pairs * double(D + Dv) + 5.0 * pairs,
@@ -100,7 +116,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                          OpNode& nd, std::vector<Tensor>& g) -> std::vector<Tensor> {
       Tensor q4 = nd.saved(0), k4 = nd.saved(1), v4 = nd.saved(2), o = nd.saved(3), lse = nd.saved(4);
       Device dev = q4.device();
-      DType dt = q4.dtype();
+      DType dt = q4.dtype();  // the compute dtype forward chose (bf16 under autocast on CUDA)
       const bool strided_ok = dev.is_host_memory();
       Tensor go = detail::raw_cast(detail::raw_reshape(g[0], o.shape()), dt);
       if (go.stride(-1) != 1) go = detail::raw_contiguous(go);  // kernels take dO with unit stride along Dv

@@ -10,8 +10,8 @@
 #              device-to-CPU parity suites; no test may skip
 # 3. cache     the tensor cache on the device: host tier, recompute, NVMe staged and direct, the
 #              keep-all step's bits; no test may skip
-# 4. trainers  train_gpt, train_bert, train_resnet and train_gnn (full-graph SAGE, sampled GAT)
-#              20 steps on the device and on the CPU:
+# 4. trainers  train_gpt (f32 and --bf16), train_bert, train_resnet and train_gnn (full-graph SAGE,
+#              sampled GAT) 20 steps on the device and on the CPU:
 #              sim must log the same losses; cuda within 2% (f32 kernels that sum differently)
 # 5. calibrate strata_calibrate --device writes the device's hardware profile
 # 6. planner   strata_plan_bench on the device with that profile: the plan's predicted step time
@@ -112,6 +112,8 @@ trainer() {  # trainer NAME[:VARIANT] ARGS...
   else row "$name" ok "$steps steps, last loss $(echo "$dev_l" | tail -1) (cpu $(echo "$cpu_l" | tail -1)), worst relative difference $worst"; fi
 }
 trainer train_gpt --preset tiny --batch-size 4 --seq-len 32 --eval-every 0 --sample-tokens 0
+# bf16 autocast: on CUDA the linears' GEMMs and attention run in bf16 (cuBLASLt, the fused kernels).
+trainer train_gpt:bf16 --preset tiny --batch-size 4 --seq-len 32 --eval-every 0 --sample-tokens 0 --bf16
 trainer train_bert --preset tiny --batch-size 4 --seq-len 32 --eval-every 0
 trainer train_resnet --config "$root/examples/train_resnet/configs/tiny.textproto" --ckpt-every 0 --eval-every 0
 trainer train_gnn:sage --ckpt-every 0 --eval-every 10

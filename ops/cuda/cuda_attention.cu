@@ -1,10 +1,12 @@
-// CUDA attention, materialized (not fused): the scores of each (batch, head) go through
+// CUDA attention for f32/f64 inputs, materialized (not fused): the scores of each (batch, head) go through
 // cuBLAS (bmm) and one row kernel that adds the mask, applies causality and turns them into
 // probabilities plus the row log-sum-exp; backward recomputes the probabilities from the
 // saved lse as the CPU's FlashAttention-style kernel does (ops/cpu/cpu_attention.cpp) and
 // forms dS = P * (dP - rowsum(dO * O)). Same conventions as the CPU: a fully masked row
 // gives a zero output, lse = -inf and no gradient. Memory is O(B H T S) for the scores;
-// a fused kernel is the speed item that replaces this.
+// bf16/f16 inputs go to the fused Tensor Core kernels (cuda_fused_attention.cu), or where those
+// cannot run (compute capability below 8.0, a head dim over 128, too little shared memory) through
+// this path in f32.
 #include <limits>
 
 #include "ops/common/elementwise_math.h"
@@ -12,6 +14,7 @@
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_device_utils.cuh"
+#include "ops/cuda/cuda_fused_attention.h"
 
 namespace strata::gpu {
 
@@ -181,10 +184,90 @@ Tensor probabilities(CudaBackend& be, const AttentionShape& a, const Tensor& q, 
   return p;
 }
 
+bool is_16bit(DType dt) { return dt == DType::bf16 || dt == DType::f16; }
+
+// Checks the 16-bit contract: q, k, v, out (and dout) of one 16-bit dtype, lse f32, mask f32.
+AttentionShape check_16bit(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                           const Tensor& mask, const Tensor& lse) {
+  STRATA_CHECK(
+      q.dim() == 4 && k.dim() == 4 && v.dim() == 4 && k.dtype() == q.dtype() && v.dtype() == q.dtype(),
+      ShapeError, op, ": expects 4-D q, k, v of one dtype, got ", q.str(), ", ", k.str(), ", ", v.str());
+  for (const Tensor* t : {&q, &k, &v})
+    STRATA_CHECK(t->stride(3) == 1 || t->size(3) <= 1, ShapeError, op, ": ", t->str(),
+                 " needs unit stride along the head dim");
+  const AttentionShape a{q.size(0), q.size(1), q.size(2), q.size(3), k.size(2), v.size(3)};
+  STRATA_CHECK(k.size(0) == a.B && v.size(0) == a.B && k.size(1) == a.H && v.size(1) == a.H &&
+                   k.size(3) == a.D && v.size(2) == a.S,
+               ShapeError, op, ": q ", shape_str(q.shape()), ", k ", shape_str(k.shape()), ", v ",
+               shape_str(v.shape()), " do not fit");
+  STRATA_CHECK(!mask.defined() || (mask.dim() == 4 && mask.dtype() == DType::f32 &&
+                                   mask.shape() == Shape{a.B, a.H, a.T, a.S}),
+               TypeError, op, ": a 16-bit attention's mask must be an additive f32 [B, H, T, S] tensor, got ",
+               mask.str());
+  check_output(op, lse, {a.B, a.H, a.T}, DType::f32);
+  return a;
+}
+
+// f32 copies of 16-bit tensors, for the materialized path where the fused kernels cannot run.
+Tensor as_f32(CudaBackend& be, const Tensor& t) {
+  if (!t.defined()) return t;
+  Tensor f = be.empty(t.shape(), DType::f32, t.device().index);
+  be.copy(f, t);
+  return f;
+}
+
+void attention_16bit(CudaBackend& be, const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                     const Tensor& v, const Tensor& mask, bool causal, double scale) {
+  const AttentionShape a = check_16bit("attention", q, k, v, mask, lse);
+  check_heads("attention", out, {a.B, a.H, a.T, a.Dv}, q.dtype());
+  const int dev = check_on_device("attention", {&out, &lse, &q, &k, &v, &mask});
+  if (a.B * a.H * a.T == 0) return;
+  be.context(dev);
+  DeviceGuard guard(dev);
+  if (a.S > 0 && fused_attention_supported(dev, q.dtype(), a.D, a.Dv))
+    return fused_attention_forward(out, lse, q, k, v, mask, causal, scale);
+  Tensor o32 = be.empty(out.shape(), DType::f32, dev);
+  be.attention(o32, lse, as_f32(be, q), as_f32(be, k), as_f32(be, v), mask, causal, scale);
+  be.copy(out, o32);
+}
+
+void attention_backward_16bit(CudaBackend& be, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                              const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                              const Tensor& out, const Tensor& lse, const Tensor& mask, bool causal,
+                              double scale) {
+  const AttentionShape a = check_16bit("attention_backward", q, k, v, mask, lse);
+  for (const Tensor* t : {&dout, &out})
+    check_heads("attention_backward", *t, {a.B, a.H, a.T, a.Dv}, q.dtype());
+  for (const Tensor* g : {&dq, &dk, &dv})
+    STRATA_CHECK(!g->defined() || (g->dtype() == q.dtype() && g->dim() == 4 && g->stride(3) == 1), ShapeError,
+                 "attention_backward: gradient ", g->str(), " should be ", dtype_name(q.dtype()),
+                 " with unit stride along the head dim");
+  const int dev =
+      check_on_device("attention_backward", {&dq, &dk, &dv, &dout, &q, &k, &v, &out, &lse, &mask});
+  be.context(dev);
+  DeviceGuard guard(dev);
+  if (a.B * a.H * a.T == 0 || a.S == 0) {
+    for (const Tensor* g : {&dq, &dk, &dv})
+      if (g->defined() && g->numel() > 0) be.fill(*g, 0.0);
+    return;
+  }
+  if (fused_attention_supported(dev, q.dtype(), a.D, a.Dv))
+    return fused_attention_backward(be, dq, dk, dv, dout, q, k, v, out, lse, mask, causal, scale);
+  auto grad32 = [&](const Tensor& g) {
+    return g.defined() ? be.empty(g.shape(), DType::f32, dev) : Tensor();
+  };
+  Tensor dq32 = grad32(dq), dk32 = grad32(dk), dv32 = grad32(dv);
+  be.attention_backward(dq32, dk32, dv32, as_f32(be, dout), as_f32(be, q), as_f32(be, k), as_f32(be, v),
+                        as_f32(be, out), lse, mask, causal, scale);
+  for (auto [g, g32] : {std::pair{&dq, &dq32}, std::pair{&dk, &dk32}, std::pair{&dv, &dv32}})
+    if (g->defined()) be.copy(*g, *g32);
+}
+
 }  // namespace
 
 void CudaBackend::attention(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                             const Tensor& mask, bool causal, double scale) {
+  if (is_16bit(q.dtype())) return attention_16bit(*this, out, lse, q, k, v, mask, causal, scale);
   const AttentionShape a = check_attention("attention", q, k, v, mask);
   const DType dt = q.dtype();
   check_heads("attention", out, {a.B, a.H, a.T, a.Dv}, dt);
@@ -211,6 +294,8 @@ void CudaBackend::attention(const Tensor& out, const Tensor& lse, const Tensor& 
 void CudaBackend::attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
                                      const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                      const Tensor& lse, const Tensor& mask, bool causal, double scale) {
+  if (is_16bit(q.dtype()))
+    return attention_backward_16bit(*this, dq, dk, dv, dout, q, k, v, out, lse, mask, causal, scale);
   const AttentionShape a = check_attention("attention_backward", q, k, v, mask);
   const DType dt = q.dtype();
   check_output("attention_backward", dq, q.shape(), dt);

@@ -8,9 +8,11 @@
 //
 // Inside the guard linear and linear_cross_entropy round their f32 operands to bf16 and multiply
 // them with a bf16 GEMM that accumulates and returns f32: oneDNN's (AVX512-BF16) on the CPU and
-// the sim device, cuBLASLt's (bf16 Tensor Cores, CUBLAS_COMPUTE_32F) on CUDA.
+// the sim device, cuBLASLt's (bf16 Tensor Cores, CUBLAS_COMPUTE_32F) on CUDA. On CUDA
+// scaled_dot_product_attention also runs in bf16 (the fused Tensor Core kernels, f32 softmax
+// statistics), as torch.autocast runs SDPA.
 // Everything else stays f32: parameters (the master weights), gradients, optimizer state,
-// activations, layer norm, softmax, attention and the loss reductions. A node records whether it
+// activations, layer norm, softmax, attention on the host and the loss reductions. A node records whether it
 // ran under autocast, so its backward GEMMs use the same precision wherever backward runs.
 // On the host without oneDNN, and on the Meta device, the guard changes nothing.
 #pragma once

@@ -185,7 +185,8 @@ class Backend {
   // broadcast); causal: key s attends query t only when s <= t. Writes out [B, H, T, Dv] and the
   // row log-sum-exp lse [B, H, T] that backward needs; out (and backward's out and grad_out) may
   // be any view with unit stride along Dv: the ops lay it out [B, T, H, Dv], so that merging the
-  // heads is a view. Default: not implemented.
+  // heads is a view. bf16/f16 q, k, v (where a backend takes them: CUDA) write out in their dtype
+  // and keep lse and the additive mask in f32. Default: not implemented.
   virtual void attention(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                          const Tensor& v, const Tensor& mask, bool causal, double scale);
   virtual void attention_backward(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v,
