@@ -119,6 +119,9 @@ if(STRATA_HAVE_CUDA)
   target_compile_options(strata_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-fPIC>)
   set_target_properties(strata_cuda PROPERTIES CUDA_ARCHITECTURES "${STRATA_CUDA_ARCHITECTURES}")
+  # The same list in the code, so that a device it holds no code for is refused by name.
+  string(REPLACE ";" "," strata_cuda_archs "${STRATA_CUDA_ARCHITECTURES}")
+  target_compile_definitions(strata_cuda PRIVATE STRATA_CUDA_ARCHS="${strata_cuda_archs}")
   target_include_directories(strata_cuda PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
   if(STRATA_HAVE_CUDNN)
     target_include_directories(strata_cuda SYSTEM PRIVATE ${CUDNN_INCLUDE_DIR})

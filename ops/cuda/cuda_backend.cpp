@@ -2,6 +2,9 @@
 // factory ops/dispatch.cpp registers.
 #include "ops/cuda/cuda_backend.h"
 
+#include <algorithm>
+
+#include "ops/common/cuda_arch.h"
 #include "ops/cuda/cuda_check.h"
 
 namespace strata::gpu {
@@ -32,7 +35,27 @@ void CudaBackend::init_devices() const {
     }
     device_count_ = n;
     contexts_.resize(size_t(n));
-    for (int i = 0; i < n; ++i) contexts_[size_t(i)] = std::make_unique<DeviceContext>(i);
+    arch_errors_.resize(size_t(n));
+    for (int i = 0; i < n; ++i) {
+      contexts_[size_t(i)] = std::make_unique<DeviceContext>(i);
+      int major = 0, minor = 0;
+      if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, i) != cudaSuccess ||
+          cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, i) != cudaSuccess) {
+        (void)cudaGetLastError();
+        continue;  // the first real call reports the device's own error
+      }
+      if (!common::cuda_archs_run_on(STRATA_CUDA_ARCHS, major, minor)) {
+        std::string archs = STRATA_CUDA_ARCHS;
+        std::replace(archs.begin(), archs.end(), ',', ';');
+        cudaDeviceProp prop{};
+        const bool named = cudaGetDeviceProperties(&prop, i) == cudaSuccess;
+        arch_errors_[size_t(i)] = detail::concat(
+            "cuda:", i, named ? detail::concat(" (", prop.name, ")") : std::string(),
+            " has compute capability ", major, ".", minor,
+            ", but this build holds CUDA code for STRATA_CUDA_ARCHITECTURES=\"", archs,
+            "\" only: rebuild with -DSTRATA_CUDA_ARCHITECTURES=\"", major, minor, ";", archs, "\"");
+      }
+    }
   });
 }
 
@@ -55,6 +78,7 @@ DeviceContext& CudaBackend::context(int index) {
                device_error_, ")");
   STRATA_CHECK(index >= 0 && index < device_count_, DeviceError, "cuda:", index, " requested but only ",
                device_count_, " CUDA device(s) are present");
+  STRATA_CHECK(arch_errors_[size_t(index)].empty(), DeviceError, arch_errors_[size_t(index)]);
   return *contexts_[size_t(index)];
 }
 

@@ -146,6 +146,9 @@ class CudaBackend final : public Backend {
   mutable std::once_flag devices_once_;
   mutable int device_count_ = 0;
   mutable std::string device_error_;  // why device_count() is 0, for error messages
+  // Per device: why this build cannot run there (its compute capability is not among
+  // STRATA_CUDA_ARCHITECTURES), or empty.
+  mutable std::vector<std::string> arch_errors_;
   mutable std::vector<std::unique_ptr<DeviceContext>> contexts_;
   CudaHostAllocator host_allocator_;
 };

@@ -452,7 +452,7 @@ Problem problem_of(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
   return {q.size(2), k.size(2), q.size(3), v.size(3), float(scale), causal, mask_of(mask, q.size(1))};
 }
 
-void check_fused(const char* op, const Tensor& q, const Tensor& lse, const Tensor& mask) {
+void check_fused(const char* op, const Tensor& q, const Tensor& v, const Tensor& lse, const Tensor& mask) {
   STRATA_CHECK(lse.dtype() == DType::f32 && lse.is_contiguous(), TypeError, op,
                ": 16-bit attention keeps an f32 contiguous lse, got ", lse.str());
   STRATA_CHECK(!mask.defined() || mask.dtype() == DType::f32, TypeError, op,
@@ -533,7 +533,7 @@ bool fused_attention_supported(int device, DType dtype, int64_t D, int64_t Dv) {
 
 void fused_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                              const Tensor& v, const Tensor& mask, bool causal, double scale) {
-  check_fused("attention", q, lse, mask);
+  check_fused("attention", q, v, lse, mask);
   const Problem pb = problem_of(q, k, v, mask, causal, scale);
   const int64_t BH = q.size(0) * q.size(1);
   STRATA_CHECK(BH <= int64_t(INT32_MAX) && pb.tiles().query_tiles() <= 65535, ShapeError,
@@ -547,7 +547,7 @@ void fused_attention_backward(CudaBackend& be, const Tensor& dq, const Tensor& d
                               const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                               const Tensor& out, const Tensor& lse, const Tensor& mask, bool causal,
                               double scale) {
-  check_fused("attention_backward", q, lse, mask);
+  check_fused("attention_backward", q, v, lse, mask);
   const Problem pb = problem_of(q, k, v, mask, causal, scale);
   const int64_t BH = q.size(0) * q.size(1);
   STRATA_CHECK(

@@ -46,7 +46,8 @@ TEST(HardwareProfile, EveryPresetParsesAndNamesItsSources) {
     EXPECT_EQ(again.efficiencies.size(), h.efficiencies.size());
     EXPECT_EQ(again.kernel_launch_seconds.source, h.kernel_launch_seconds.source);
   }
-  EXPECT_EQ(n, 8u) << "H100 + PCIe 5 with 1/2/4 Gen4/Gen5 drives, A100 40GB + PCIe 4, G10's A100 + PCIe 3";
+  EXPECT_EQ(n, 9u)
+      << "H100 + PCIe 5 with 1/2/4 Gen4/Gen5 drives, H200 + PCIe 5, A100 40GB + PCIe 4, G10's A100 + PCIe 3";
 }
 
 TEST(HardwareProfile, StripedDrivesAddUpUnderTheLinkCap) {

@@ -246,7 +246,7 @@ class Bench:
         B, T = (2, 32) if q else (self.a.cache_batch, 1024)
         base = [self.bin("tools/bench/strata_cache_bench"), "--device", self.a.device, "--preset",
                 "tiny" if q else "gpt2", "-b", str(B), "-t", str(T), "--tf32", "--warmup", "1",
-                "--steps", str(2 if q else 4)]
+                "--steps", str(2 if q else 3)]
         spill = os.path.join(self.a.out, "spill")
         os.makedirs(spill, exist_ok=True)
         keep = None
@@ -373,7 +373,7 @@ class Bench:
                                                                                   "--seq", "1024"]
         rc, out, _ = self.run("planner", [self.bin("tools/bench/strata_plan_bench"), "--device", self.a.device,
                                           "--hardware", profile, *shape, "--budget", "50%", "--rounds",
-                                          "3" if q else "5", "--trace-steps", "2", "--only", "swap"], 900)
+                                          "3", "--trace-steps", "2", "--only", "swap"], 900)
         row = next((l.split() for l in out.splitlines() if l.startswith("strata ")), None)
         if rc != 0 or not row:
             self.failures.append("planner: strata_plan_bench failed, see logs/planner.log")
