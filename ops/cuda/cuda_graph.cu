@@ -1,8 +1,11 @@
-// The CUDA message-passing kernels, the CPU's (ops/cpu/cpu_graph.cpp) on a GPU: SpMM (sum, max/min
-// with arg) and its gathered max/min gradient with one thread per (row, feature) walking the row's
-// edges in stored order, the edge-wise dot with one thread per (edge, head), and the segment softmax with one
-// thread per (segment, head). No atomics: the same bits on every run. Rows with many edges are walked by one
-// thread each; a warp-per-row variant for wide rows is future work.
+// The CUDA message-passing kernels, the CPU's (ops/cpu/cpu_graph.cpp) on a GPU. The summing SpMM is
+// edge-balanced (ops/common/spmm_chunks.h): a warp walks a chunk of 256 edges for 32 features, so a
+// hub row is split over many warps and summed again in chunk order by a fix-up; its bits differ from
+// the CPU's sequential sum only for rows that cross a chunk boundary, and are the same on every run.
+// Max/min SpMM and its gathered gradient keep one thread per (row, feature) walking the row's edges
+// in stored order, the edge-wise dot one thread per (edge, head), the segment softmax one thread per
+// (segment, head). No atomics.
+#include "ops/common/spmm_chunks.h"
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_device_utils.cuh"
@@ -11,17 +14,37 @@ namespace strata::gpu {
 
 namespace {
 
+constexpr int64_t kSpmmChunk = 256;  // edges a warp walks
+constexpr int kSpmmWarps = 4;        // chunks per block
+
+// One warp per chunk of edges, a lane per feature (blockIdx.y picks 32 of them): rows inside the
+// chunk are written, crossing rows leave their piece in partial[chunk][slot][F].
 template <class T, class I, class W>
-__global__ void spmm_kernel(T* out, const int64_t* off, const I* idx, const T* w, const W* widx, const T* x,
-                            int64_t R, int64_t F, int64_t H) {
-  STRATA_GRID_STRIDE(i, R * F) {
-    const int64_t r = i / F, f = i % F, h = f / (F / H);
-    T acc = T(0);
-    for (int64_t k = off[r]; k < off[r + 1]; ++k) {
-      const T v = x[int64_t(idx[k]) * F + f];
-      acc = w ? acc + w[(widx ? int64_t(widx[k]) : k) * H + h] * v : acc + v;
-    }
-    out[i] = acc;
+__global__ void spmm_chunk_kernel(T* out, T* partial, common::SpmmChunks ch, const I* idx, const T* w,
+                                  const W* widx, const T* x, int64_t F, int64_t H) {
+  const int64_t c = int64_t(blockIdx.x) * kSpmmWarps + threadIdx.x / 32;
+  const int64_t f = int64_t(blockIdx.y) * 32 + threadIdx.x % 32;
+  if (c >= ch.chunks() || f >= F) return;
+  const int64_t h = f / (F / H);
+  ch.walk<T>(
+      c,
+      [&](int64_t k) {
+        const T v = x[int64_t(idx[k]) * F + f];
+        return w ? w[(widx ? int64_t(widx[k]) : k) * H + h] * v : v;
+      },
+      [&](int64_t r, T s) { out[r * F + f] = s; },
+      [&](int64_t r, int slot, T s) { partial[(c * 2 + slot) * F + f] = s; });
+}
+
+// The rows no chunk wrote: empty rows (zero) and rows crossing chunks (their pieces in chunk order).
+template <class T>
+__global__ void spmm_fixup_kernel(T* out, const T* partial, common::SpmmChunks ch, int64_t F) {
+  STRATA_GRID_STRIDE(i, ch.R * F) {
+    const int64_t r = i / F, f = i % F;
+    if (ch.off[r + 1] == ch.off[r])
+      out[i] = T(0);
+    else if (ch.crosses(r))
+      out[i] = ch.gather<T>(r, [&](int64_t c, int slot) { return partial[(c * 2 + slot) * F + f]; });
   }
 }
 
@@ -103,14 +126,25 @@ void CudaBackend::spmm(const Tensor& out, const Tensor& offsets, const Tensor& i
   if (R * F == 0) return;
   context(dev);
   DeviceGuard guard(dev);
+  const common::SpmmChunks ch{offsets.data<int64_t>(), R, kSpmmChunk};
+  // The rows' edges are positions in `indices`, so its length bounds their count: the grid is sized
+  // by it without reading the offsets back (chunks past the last edge return at once).
+  const int64_t chunks = (indices.numel() + kSpmmChunk - 1) / kSpmmChunk;
   with_float(x, "spmm", [&](auto tf) {
     using T = decltype(tf);
     const T* w = weights.defined() ? static_cast<const T*>(weights.data_ptr()) : nullptr;
+    Tensor partial = empty({std::max<int64_t>(chunks, 1) * 2 * F}, x.dtype(), dev);
+    T* part = static_cast<T*>(partial.data_ptr());
     with_index(indices, [&](auto idx) {
       auto launch = [&](auto widx) {
-        spmm_kernel<<<grid_for(R * F), kThreads, 0, compute_stream()>>>(
-            static_cast<T*>(out.data_ptr()), offsets.data<int64_t>(), idx, w, widx,
-            static_cast<const T*>(x.data_ptr()), R, F, H);
+        if (chunks > 0) {
+          const dim3 grid(unsigned((chunks + kSpmmWarps - 1) / kSpmmWarps), unsigned((F + 31) / 32));
+          spmm_chunk_kernel<<<grid, 32 * kSpmmWarps, 0, compute_stream()>>>(
+              static_cast<T*>(out.data_ptr()), part, ch, idx, w, widx, static_cast<const T*>(x.data_ptr()), F,
+              H);
+        }
+        spmm_fixup_kernel<<<grid_for(R * F), kThreads, 0, compute_stream()>>>(static_cast<T*>(out.data_ptr()),
+                                                                              part, ch, F);
       };
       if (weight_index.defined())
         with_index(weight_index, launch);

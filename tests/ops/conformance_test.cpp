@@ -373,7 +373,8 @@ std::vector<OpCase> build_table() {
         .bf16();
     t.add("attention.causal_4d", {in({1, 2, 5, 4}), in({1, 2, 5, 4}).offset(), in({1, 2, 5, 3}).T()},
           OP(sdpa(x[0], x[1], x[2], Tensor(), true, nan)),
-          REF(R::attention(r[0], r[1], r[2], nullptr, false, true, 0.5)));
+          REF(R::attention(r[0], r[1], r[2], nullptr, false, true, 0.5)))
+        .bf16();  // on CUDA the bf16 rows run the fused Tensor Core kernels
     // Every query row keeps at least one key (fully masked rows are attention_test.cpp's business).
     t.add("attention.bool_mask", {in({2, 3, 4}), in({2, 6, 4}), in({2, 6, 2}).step(), mask({3, 6}, {1, 0, 1, 1, 0, 0,
                                                                                                      0, 0, 0, 0, 0, 1,
@@ -397,9 +398,12 @@ std::vector<OpCase> build_table() {
     t.add("attention.packed_additive_mask", {in({2, 4, 6}).step(), in({4, 4}).no_grad()},
           OP(ops::packed_self_attention(x[0], 2, x[1])), REF(packed_ref(r[0], 2, false, &r[1], false)));
     // BERT's padding mask: [B, 1, 1, S] bool, broadcast over heads and queries.
-    t.add("attention.padding_mask", {in({2, 2, 5, 4}), in({2, 2, 5, 4}).T(), in({2, 2, 5, 3}), mask({2, 1, 1, 5}, {1, 1, 1, 0, 0,
-                                                                                                              1, 1, 1, 1, 1})},
-          OP(sdpa(x[0], x[1], x[2], x[3], false, nan)), REF(R::attention(r[0], r[1], r[2], &r[3], true, false, 0.5)));
+    t.add("attention.padding_mask",
+          {in({2, 2, 5, 4}), in({2, 2, 5, 4}).T(), in({2, 2, 5, 3}),
+           mask({2, 1, 1, 5}, {1, 1, 1, 0, 0, 1, 1, 1, 1, 1})},
+          OP(sdpa(x[0], x[1], x[2], x[3], false, nan)),
+          REF(R::attention(r[0], r[1], r[2], &r[3], true, false, 0.5)))
+        .bf16();
     t.add("attention.additive_mask", {in({2, 2, 3, 4}), in({2, 2, 5, 4}), in({2, 2, 5, 4}), in({3, 5}).bcast({5}).no_grad()},
           OP(sdpa(x[0], x[1], x[2], x[3], false, nan)),
           REF(R::attention(r[0], r[1], r[2], &r[3], false, false, 0.5)));
