@@ -45,33 +45,55 @@ struct SpmmChunks {
     return off[r] <= first && first < off[r + 1] ? 0 : 1;
   }
 
-  // Walks chunk c for one output column: value(k) is edge k's contribution; whole(r, sum) receives
-  // the rows that lie inside the chunk, piece(r, slot, sum) the pieces of crossing rows.
-  template <class T, class Value, class Whole, class Piece>
-  STRATA_HD void walk(int64_t c, Value value, Whole whole, Piece piece) const {
+  // Walks chunk c for one output column: value(k, r) is edge k's contribution (r: its row), folded from
+  // `init` by combine(acc, v) (a sum, or a max); whole(r, acc) receives the rows that lie inside the chunk,
+  // piece(r, slot, acc) the pieces of crossing rows.
+  template <class T, class Value, class Combine, class Whole, class Piece>
+  STRATA_HD void walk_fold(int64_t c, T init, Value value, Combine combine, Whole whole, Piece piece) const {
     const int64_t b = off[0] + c * C, e = b + C < off[R] ? b + C : off[R];
     int64_t r = row_of_edge(b);
-    T acc = T(0);
+    T acc = init;
     for (int64_t k = b; k < e; ++k) {
-      acc += value(k);
+      acc = combine(acc, value(k, r));
       if (k + 1 == off[r + 1] || k + 1 == e) {  // row r ends here, or the chunk does
         if (off[r] >= b && off[r + 1] <= e)
           whole(r, acc);
         else
           piece(r, slot(r, c), acc);
-        acc = T(0);
+        acc = init;
         if (k + 1 < e)
           while (off[r + 1] <= k + 1) ++r;  // the next row with edges (empty rows hold none)
       }
     }
   }
+  template <class T, class Value, class Whole, class Piece>
+  STRATA_HD void walk(int64_t c, Value value, Whole whole, Piece piece) const {
+    walk_fold<T>(
+        c, T(0), [&](int64_t k, int64_t) { return value(k); }, [](T a, T v) { return a + v; }, whole, piece);
+  }
 
-  // The fix-up of a crossing row r: piece(c, slot) of each chunk it crosses, in chunk order.
+  // The fix-up of a crossing row r: piece(c, slot) of each chunk it crosses, folded in chunk order.
+  template <class T, class Piece, class Combine>
+  STRATA_HD T gather_fold(int64_t r, T init, Piece piece, Combine combine) const {
+    T acc = init;
+    for (int64_t c = chunk_of(off[r]); c <= chunk_of(off[r + 1] - 1); ++c)
+      acc = combine(acc, piece(c, slot(r, c)));
+    return acc;
+  }
   template <class T, class Piece>
   STRATA_HD T gather(int64_t r, Piece piece) const {
-    T acc = T(0);
-    for (int64_t c = chunk_of(off[r]); c <= chunk_of(off[r + 1] - 1); ++c) acc += piece(c, slot(r, c));
-    return acc;
+    return gather_fold<T>(r, T(0), piece, [](T a, T v) { return a + v; });
+  }
+
+  // Calls edge(k, r) for every edge k of chunk c with the row r that holds it, in order.
+  template <class Edge>
+  STRATA_HD void for_each_edge(int64_t c, Edge edge) const {
+    const int64_t b = off[0] + c * C, e = b + C < off[R] ? b + C : off[R];
+    int64_t r = row_of_edge(b);
+    for (int64_t k = b; k < e; ++k) {
+      while (off[r + 1] <= k) ++r;
+      edge(k, r);
+    }
   }
 };
 

@@ -3,8 +3,8 @@
 // hub row is split over many warps and summed again in chunk order by a fix-up; its bits differ from
 // the CPU's sequential sum only for rows that cross a chunk boundary, and are the same on every run.
 // Max/min SpMM and its gathered gradient keep one thread per (row, feature) walking the row's edges
-// in stored order, the edge-wise dot one thread per (edge, head), the segment softmax one thread per
-// (segment, head). No atomics.
+// in stored order, and the edge-wise dot one thread per (edge, head). The segment softmax and its
+// backward fold each segment over the same edge chunks, one thread per (chunk, head). No atomics.
 #include "ops/common/spmm_chunks.h"
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"
@@ -91,26 +91,67 @@ __global__ void sddmm_dot_kernel(T* out, const IA* ai, const T* a, const IB* bi,
   }
 }
 
-template <class T>
-__global__ void segment_softmax_kernel(T* y, const int64_t* off, const T* x, int64_t S, int64_t H) {
-  STRATA_GRID_STRIDE(i, S * H) {
-    const int64_t s = i / H, h = i % H, b = off[s], e = off[s + 1];
-    T m = -INFINITY;
-    for (int64_t k = b; k < e; ++k) m = max(m, x[k * H + h]);
-    T sum = T(0);
-    for (int64_t k = b; k < e; ++k) sum += (y[k * H + h] = exp(x[k * H + h] - m));
-    for (int64_t k = b; k < e; ++k) y[k * H + h] /= sum;
+// The segment softmax on the same edge chunks (SpmmChunks), one thread per (chunk, head): each
+// segment's maximum and then its sum of exp(x - max) are folded per chunk and fixed up in chunk
+// order, then every edge is normalized by its segment's. A hub segment is spread over many
+// threads instead of walked three times by one.
+enum class SegmentFold { Max, SumExp, Dot };
+
+template <class T, SegmentFold Mode>
+__global__ void segment_fold_kernel(T* rows, T* partial, common::SpmmChunks ch, const T* x, const T* y,
+                                    const T* m, int64_t H) {
+  STRATA_GRID_STRIDE(i, ch.chunks() * H) {
+    const int64_t c = i / H, h = i % H;
+    auto value = [&](int64_t k, int64_t r) -> T {
+      if constexpr (Mode == SegmentFold::Max)
+        return x[k * H + h];
+      else if constexpr (Mode == SegmentFold::SumExp)
+        return exp(x[k * H + h] - m[r * H + h]);
+      else
+        return x[k * H + h] * y[k * H + h];  // x: the gradient, y: the softmax
+    };
+    auto combine = [](T a, T v) -> T {
+      if constexpr (Mode == SegmentFold::Max)
+        return max(a, v);
+      else
+        return a + v;
+    };
+    const T init = Mode == SegmentFold::Max ? T(-INFINITY) : T(0);
+    ch.walk_fold<T>(
+        c, init, value, combine, [&](int64_t r, T a) { rows[r * H + h] = a; },
+        [&](int64_t, int slot, T a) { partial[(c * 2 + slot) * H + h] = a; });
   }
 }
 
-template <class T>
-__global__ void segment_softmax_backward_kernel(T* gs, const int64_t* off, const T* g, const T* y, int64_t S,
-                                                int64_t H) {
-  STRATA_GRID_STRIDE(i, S * H) {
-    const int64_t s = i / H, h = i % H, b = off[s], e = off[s + 1];
-    T dot = T(0);
-    for (int64_t k = b; k < e; ++k) dot += g[k * H + h] * y[k * H + h];
-    for (int64_t k = b; k < e; ++k) gs[k * H + h] = y[k * H + h] * (g[k * H + h] - dot);
+template <class T, SegmentFold Mode>
+__global__ void segment_fixup_kernel(T* rows, const T* partial, common::SpmmChunks ch, int64_t H) {
+  STRATA_GRID_STRIDE(i, ch.R * H) {
+    const int64_t r = i / H, h = i % H;
+    if (!ch.crosses(r)) continue;
+    auto combine = [](T a, T v) -> T {
+      if constexpr (Mode == SegmentFold::Max)
+        return max(a, v);
+      else
+        return a + v;
+    };
+    rows[i] = ch.gather_fold<T>(
+        r, Mode == SegmentFold::Max ? T(-INFINITY) : T(0),
+        [&](int64_t c, int slot) { return partial[(c * 2 + slot) * H + h]; }, combine);
+  }
+}
+
+// y = exp(x - max) / sum (forward), or gs = y (g - dot) (backward: x = g, m = y, s = dot).
+template <class T, bool Backward>
+__global__ void segment_apply_kernel(T* out, common::SpmmChunks ch, const T* x, const T* m, const T* s,
+                                     int64_t H) {
+  STRATA_GRID_STRIDE(i, ch.chunks() * H) {
+    const int64_t c = i / H, h = i % H;
+    ch.for_each_edge(c, [&](int64_t k, int64_t r) {
+      if constexpr (Backward)
+        out[k * H + h] = m[k * H + h] * (x[k * H + h] - s[r * H + h]);
+      else
+        out[k * H + h] = exp(x[k * H + h] - m[r * H + h]) / s[r * H + h];
+    });
   }
 }
 
@@ -226,14 +267,28 @@ void CudaBackend::sddmm_dot(const Tensor& out, const Tensor& a_index, const Tens
 void CudaBackend::segment_softmax(const Tensor& out, const Tensor& offsets, const Tensor& scores) {
   const int dev = check_on_device("segment_softmax", {&out, &offsets, &scores});
   const int64_t S = offsets.numel() - 1, H = scores.size(0) > 0 ? scores.numel() / scores.size(0) : 1;
-  if (S * H == 0) return;
+  if (S * H == 0 || scores.numel() == 0) return;
   context(dev);
   DeviceGuard guard(dev);
+  const common::SpmmChunks ch{offsets.data<int64_t>(), S, kSpmmChunk};
+  const int64_t chunks = (scores.size(0) + kSpmmChunk - 1) / kSpmmChunk;  // edges <= scores' rows
   with_float(scores, "segment_softmax", [&](auto tf) {
     using T = decltype(tf);
-    segment_softmax_kernel<<<grid_for(S * H), kThreads, 0, compute_stream()>>>(
-        static_cast<T*>(out.data_ptr()), offsets.data<int64_t>(), static_cast<const T*>(scores.data_ptr()), S,
-        H);
+    Tensor m = empty({S * H}, scores.dtype(), dev), sum = empty({S * H}, scores.dtype(), dev);
+    Tensor partial = empty({chunks * 2 * H}, scores.dtype(), dev);
+    T *mp = static_cast<T*>(m.data_ptr()), *sp = static_cast<T*>(sum.data_ptr()),
+      *pp = static_cast<T*>(partial.data_ptr());
+    const T* x = static_cast<const T*>(scores.data_ptr());
+    segment_fold_kernel<T, SegmentFold::Max>
+        <<<grid_for(chunks * H), kThreads, 0, compute_stream()>>>(mp, pp, ch, x, nullptr, nullptr, H);
+    segment_fixup_kernel<T, SegmentFold::Max>
+        <<<grid_for(S * H), kThreads, 0, compute_stream()>>>(mp, pp, ch, H);
+    segment_fold_kernel<T, SegmentFold::SumExp>
+        <<<grid_for(chunks * H), kThreads, 0, compute_stream()>>>(sp, pp, ch, x, nullptr, mp, H);
+    segment_fixup_kernel<T, SegmentFold::SumExp>
+        <<<grid_for(S * H), kThreads, 0, compute_stream()>>>(sp, pp, ch, H);
+    segment_apply_kernel<T, false><<<grid_for(chunks * H), kThreads, 0, compute_stream()>>>(
+        static_cast<T*>(out.data_ptr()), ch, x, mp, sp, H);
   });
   STRATA_CUDA_CHECK_LAUNCH("segment_softmax ", out.str());
 }
@@ -242,14 +297,22 @@ void CudaBackend::segment_softmax_backward(const Tensor& grad_scores, const Tens
                                            const Tensor& grad_out, const Tensor& out) {
   const int dev = check_on_device("segment_softmax_backward", {&grad_scores, &offsets, &grad_out, &out});
   const int64_t S = offsets.numel() - 1, H = out.size(0) > 0 ? out.numel() / out.size(0) : 1;
-  if (S * H == 0) return;
+  if (S * H == 0 || out.numel() == 0) return;
   context(dev);
   DeviceGuard guard(dev);
+  const common::SpmmChunks ch{offsets.data<int64_t>(), S, kSpmmChunk};
+  const int64_t chunks = (out.size(0) + kSpmmChunk - 1) / kSpmmChunk;
   with_float(out, "segment_softmax_backward", [&](auto tf) {
     using T = decltype(tf);
-    segment_softmax_backward_kernel<<<grid_for(S * H), kThreads, 0, compute_stream()>>>(
-        static_cast<T*>(grad_scores.data_ptr()), offsets.data<int64_t>(),
-        static_cast<const T*>(grad_out.data_ptr()), static_cast<const T*>(out.data_ptr()), S, H);
+    Tensor dot = empty({S * H}, out.dtype(), dev), partial = empty({chunks * 2 * H}, out.dtype(), dev);
+    T *dp = static_cast<T*>(dot.data_ptr()), *pp = static_cast<T*>(partial.data_ptr());
+    const T *g = static_cast<const T*>(grad_out.data_ptr()), *y = static_cast<const T*>(out.data_ptr());
+    segment_fold_kernel<T, SegmentFold::Dot>
+        <<<grid_for(chunks * H), kThreads, 0, compute_stream()>>>(dp, pp, ch, g, y, nullptr, H);
+    segment_fixup_kernel<T, SegmentFold::Dot>
+        <<<grid_for(S * H), kThreads, 0, compute_stream()>>>(dp, pp, ch, H);
+    segment_apply_kernel<T, true><<<grid_for(chunks * H), kThreads, 0, compute_stream()>>>(
+        static_cast<T*>(grad_scores.data_ptr()), ch, g, y, dp, H);
   });
   STRATA_CUDA_CHECK_LAUNCH("segment_softmax_backward ", out.str());
 }

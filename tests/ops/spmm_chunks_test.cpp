@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -78,6 +80,50 @@ TEST(SpmmChunks, ReplayedOnTheCpuEveryRowGetsTheSequentialSumOnce) {
                                      << " seed=" << seed;
         }
       }
+}
+
+// The segment softmax the CUDA kernels run on the same chunks: per-row maxima folded by chunk and
+// fixed up, the sums of exp(x - max) likewise, then every edge normalized by its row's; equal to
+// the sequential softmax of each row (hub rows over many chunks included).
+TEST(SpmmChunks, ReplayedSegmentSoftmaxMatchesTheSequentialOne) {
+  for (int64_t C : {1, 5, 256}) {
+    const std::vector<int64_t> off = skewed_offsets(200, 9);
+    const int64_t R = 200, E = off.back();
+    std::vector<double> x(static_cast<size_t>(E));
+    for (size_t k = 0; k < x.size(); ++k) x[k] = std::sin(double(k) * 0.37) * 4.0;
+    const SpmmChunks ch{off.data(), R, C};
+    std::vector<double> m(static_cast<size_t>(R)), sum(static_cast<size_t>(R)),
+        part(static_cast<size_t>(std::max<int64_t>(ch.chunks(), 1) * 2)), y(static_cast<size_t>(E));
+    const double ninf = -std::numeric_limits<double>::infinity();
+    auto fold = [&](std::vector<double>& rows, double init, auto value, auto combine) {
+      for (int64_t c = 0; c < ch.chunks(); ++c)
+        ch.walk_fold<double>(
+            c, init, value, combine, [&](int64_t r, double a) { rows[size_t(r)] = a; },
+            [&](int64_t, int slot, double a) { part[size_t(c * 2 + slot)] = a; });
+      for (int64_t r = 0; r < R; ++r)
+        if (ch.crosses(r))
+          rows[size_t(r)] = ch.gather_fold<double>(
+              r, init, [&](int64_t c, int slot) { return part[size_t(c * 2 + slot)]; }, combine);
+    };
+    fold(
+        m, ninf, [&](int64_t k, int64_t) { return x[size_t(k)]; },
+        [](double a, double v) { return v > a ? v : a; });
+    fold(
+        sum, 0.0, [&](int64_t k, int64_t r) { return std::exp(x[size_t(k)] - m[size_t(r)]); },
+        [](double a, double v) { return a + v; });
+    for (int64_t c = 0; c < ch.chunks(); ++c)
+      ch.for_each_edge(c, [&](int64_t k, int64_t r) {
+        y[size_t(k)] = std::exp(x[size_t(k)] - m[size_t(r)]) / sum[size_t(r)];
+      });
+    for (int64_t r = 0; r < R; ++r) {
+      double mx = ninf, s = 0;
+      for (int64_t k = off[size_t(r)]; k < off[size_t(r + 1)]; ++k) mx = std::max(mx, x[size_t(k)]);
+      for (int64_t k = off[size_t(r)]; k < off[size_t(r + 1)]; ++k) s += std::exp(x[size_t(k)] - mx);
+      for (int64_t k = off[size_t(r)]; k < off[size_t(r + 1)]; ++k)
+        ASSERT_NEAR(y[size_t(k)], std::exp(x[size_t(k)] - mx) / s, 1e-12)
+            << "row " << r << " edge " << k << " C=" << C;
+    }
+  }
 }
 
 TEST(SpmmChunks, RowOfEdgeSkipsEmptyRows) {
