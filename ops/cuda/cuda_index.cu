@@ -1,9 +1,13 @@
 // CUDA indexing kernels: index_select, index_add, gather, scatter_add on contiguous tensors
 // viewed as [outer, dim, inner]; bf16/f16 go through f32 like the CPU's. The accumulating
-// kernels give each thread one output column and walk the index in order, so every output
-// element sums its contributions in the CPU's order, without atomics. Indices are validated
+// kernels sum every output element's contributions in the CPU's order (the index's), without
+// atomics: scatter_add and short index_adds give each thread one output column walking the whole
+// index; a long index_add (an embedding's backward) sorts the index stably first and gives each
+// run of equal entries a warp, so the work spreads over the rows it touches. Indices are validated
 // on the device first (IndexError naming the op, like the CPU), at the cost of one
 // device-to-host sync per call.
+#include <cub/device/device_radix_sort.cuh>
+
 #include "ops/common/dims3.h"
 #include "ops/common/dtype_dispatch.h"
 #include "ops/cuda/cuda_backend.h"
@@ -55,6 +59,27 @@ __global__ void index_add_kernel(T* y, const T* x, const int64_t* idx, int64_t n
     for (int64_t j = 0; j < n; ++j) y[(o * out3.d + idx[j]) * out3.inner + c] += x[(o * n + j) * out3.inner + c];
   }
 }
+
+// After a stable sort of the index (keys) carrying the positions (perm): the warp of sorted
+// position p, when p starts a run of equal entries, adds the run's source rows to out row key[p]
+// in position order, starting from the row's value: the sequential sum's order, so its bits.
+template <class T>
+__global__ void index_add_sorted_kernel(T* y, const T* x, const int64_t* key, const int64_t* perm, int64_t n,
+                                        Dims3 out3) {
+  const int64_t p = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (p >= n || (p > 0 && key[p] == key[p - 1])) return;
+  const int64_t row = key[p];
+  for (int64_t o = 0; o < out3.outer; ++o)
+    for (int64_t c = lane; c < out3.inner; c += 32) {
+      T* dst = y + (o * out3.d + row) * out3.inner + c;
+      T acc = *dst;
+      for (int64_t q = p; q < n && key[q] == row; ++q) acc += x[(o * n + perm[q]) * out3.inner + c];
+      *dst = acc;
+    }
+}
+
+__global__ void iota_kernel(int64_t* v, int64_t n) { STRATA_GRID_STRIDE(i, n) v[i] = i; }
 
 template <class T>
 __global__ void gather_kernel(T* y, const T* x, const int64_t* idx, Dims3 idx3, int64_t in_d) {
@@ -160,9 +185,39 @@ void CudaBackend::index_add(const Tensor& out, int64_t dim, const Tensor& index,
     using T = decltype(v);
     validate_index(*this, dev, index, out3.d, "index_add", out);
     if (src.numel() == 0) return;
-    index_add_kernel<T><<<grid_for(out3.outer * out3.inner), kThreads, 0, compute_stream()>>>(
-        static_cast<T*>(out.data_ptr()), static_cast<const T*>(src.data_ptr()),
-        static_cast<const int64_t*>(index.data_ptr()), index.numel(), out3);
+    const int64_t n = index.numel();
+    const int64_t* idx = static_cast<const int64_t*>(index.data_ptr());
+    // A long index on few columns would leave most of the device idle walking it column by column.
+    if (n < 4096 || n < 32 * out3.outer * out3.inner) {
+      index_add_kernel<T><<<grid_for(out3.outer * out3.inner), kThreads, 0, compute_stream()>>>(
+          static_cast<T*>(out.data_ptr()), static_cast<const T*>(src.data_ptr()), idx, n, out3);
+      STRATA_CUDA_CHECK_LAUNCH("index_add ", src.str(), " into ", out.str());
+      return;
+    }
+    // Stable radix sort of (entry, position) over the bits the entries use (they are in [0, d)).
+    int bits = 1;
+    while (bits < 63 && (int64_t(1) << bits) < out3.d) ++bits;
+    Tensor perm_in = empty({n}, DType::i64, dev), keys = empty({n}, DType::i64, dev),
+           perm = empty({n}, DType::i64, dev);
+    iota_kernel<<<grid_for(n), kThreads, 0, compute_stream()>>>(static_cast<int64_t*>(perm_in.data_ptr()), n);
+    size_t temp_bytes = 0;
+    STRATA_CUDA_CHECK(
+        cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, idx, static_cast<int64_t*>(keys.data_ptr()),
+                                        static_cast<const int64_t*>(perm_in.data_ptr()),
+                                        static_cast<int64_t*>(perm.data_ptr()), n, 0, bits, compute_stream()),
+        "index_add ", src.str(), ": sizing the index sort");
+    Tensor temp = empty({int64_t(std::max<size_t>(temp_bytes, 1))}, DType::u8, dev);
+    STRATA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+                          temp.data_ptr(), temp_bytes, idx, static_cast<int64_t*>(keys.data_ptr()),
+                          static_cast<const int64_t*>(perm_in.data_ptr()),
+                          static_cast<int64_t*>(perm.data_ptr()), n, 0, bits, compute_stream()),
+                      "index_add ", src.str(), ": sorting the index");
+    constexpr int kWarpsPerBlock = 8;
+    index_add_sorted_kernel<T>
+        <<<unsigned((n + kWarpsPerBlock - 1) / kWarpsPerBlock), 32 * kWarpsPerBlock, 0, compute_stream()>>>(
+            static_cast<T*>(out.data_ptr()), static_cast<const T*>(src.data_ptr()),
+            static_cast<const int64_t*>(keys.data_ptr()), static_cast<const int64_t*>(perm.data_ptr()), n,
+            out3);
     STRATA_CUDA_CHECK_LAUNCH("index_add ", src.str(), " into ", out.str());
   });
 }

@@ -15,6 +15,7 @@
 #include "ops/cpu/cpu_backend.h"
 #include "ops/dispatch.h"
 #include "strata/config.h"
+#include "strata/core/generator.h"
 #include "strata/ops.h"
 #include "support/device_present.h"
 
@@ -705,6 +706,32 @@ TEST(CudaBackend, StreamsRunHostTasksInOrderAndRethrowTheirErrors) {
   EXPECT_TRUE(e->query());
   other->synchronize();
   EXPECT_NO_THROW(gpu().synchronize(0));
+}
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+// A long index_add (an embedding's backward: 20,000 token ids into 300 rows, most repeated) takes
+// the sorted path on CUDA and still sums every row in the index's order: the CPU's bits, also
+// along dim 1.
+TEST(CudaBackend, LongIndexAddSortsButKeepsTheCpusBits) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  manual_seed(21);
+  const int64_t n = 20000;
+  std::vector<int64_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = (i * i * 7 + i * 13) % (i % 5 == 0 ? 3 : 300);
+  Tensor index = ops::from_vector(ids, {n});
+  Tensor src = ops::randn({n, 70}), base = ops::randn({300, 70});
+  Tensor want = ops::index_add(base, 0, index, src);
+  Tensor got = ops::index_add(base.to(cuda(0)), 0, index.to(cuda(0)), src.to(cuda(0)));
+  EXPECT_EQ(got.to(kCPU).to_double_vector(), want.to_double_vector());
+  Tensor src1 = ops::randn({2, n, 40}), base1 = ops::randn({2, 300, 40});
+  EXPECT_EQ(
+      ops::index_add(base1.to(cuda(0)), 1, index.to(cuda(0)), src1.to(cuda(0))).to(kCPU).to_double_vector(),
+      ops::index_add(base1, 1, index, src1).to_double_vector());
 }
 
 }  // namespace
