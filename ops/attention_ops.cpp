@@ -157,7 +157,10 @@ Tensor packed_self_attention(const Tensor& qkv, int64_t n_head, const Tensor& at
     STRATA_CHECK(attn_mask.dim() <= 4 && broadcast_shapes(attn_mask.shape(), bhts, op) == bhts, ShapeError, op,
                  ": attn_mask ", shape_str(attn_mask.shape()), " does not broadcast to [B, n_head, T, T] = ",
                  shape_str(bhts), " (qkv ", shape_str(qkv.shape()), ")");
-  if (!dev.is_host_memory()) {  // other backends (and Meta) take contiguous heads: the composite
+  const DType dt = attention_dtype(qkv, dev), stats_dt = is_16bit(dt) ? DType::f32 : dt;
+  // The host backends, and CUDA's 16-bit kernels, read the heads in place; CUDA's f32 path (and Meta)
+  // take contiguous heads: the composite.
+  if (!dev.is_host_memory() && !(dev.is_cuda() && is_16bit(dt))) {
     std::vector<Tensor> parts = split(qkv, C, 2);
     auto heads = [&](const Tensor& t) { return transpose(view(t, {B, T, H, D}), 1, 2); };
     Tensor y = scaled_dot_product_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), attn_mask, 0.0,
@@ -165,17 +168,16 @@ Tensor packed_self_attention(const Tensor& qkv, int64_t n_head, const Tensor& at
     return reshape(transpose(y, 1, 2), {B, T, C});
   }
   const double sc = std::isnan(scale) ? 1.0 / std::sqrt(double(D)) : scale;
-  const DType dt = qkv.dtype() == DType::f64 ? DType::f64 : DType::f32;
   Tensor p = detail::raw_cast(qkv, dt);
   if (!p.is_contiguous()) p = detail::raw_contiguous(p);
   // The mask as an additive [B, H, T, T] view (stride 0 where it broadcasts: a key-padding
   // mask stays [B, 1, 1, T] in memory).
-  Tensor mask = additive_mask(attn_mask, bhts, dt);
+  Tensor mask = additive_mask(attn_mask, bhts, stats_dt);
   // The three [B, H, T, D] head views of a contiguous [B, T, 3C] tensor.
   auto part = [B, H, T, D, C](const Tensor& t, int64_t i) {
     return detail::raw_view(t, {B, H, T, D}, {T * 3 * C, D, 3 * C, 1}, t.storage_offset() + i * C);
   };
-  Tensor o = alloc_bthd(B, H, T, D, dt, dev), lse = detail::alloc({B, H, T}, dt, dev);
+  Tensor o = alloc_bthd(B, H, T, D, dt, dev), lse = detail::alloc({B, H, T}, stats_dt, dev);
   detail::kernels(dev).attention(o, lse, part(p, 0), part(p, 1), part(p, 2), mask, is_causal, sc);
   const double pairs = double(B * H) * double(T) * double(T) * (is_causal ? 0.5 : 1.0);
   detail::record(op, dev, 4.0 * pairs * double(D) + 5.0 * pairs, double(p.nbytes()),
