@@ -277,6 +277,16 @@ __global__ void attention_delta_kernel(Heads<const E> dout, Heads<const E> out, 
   if (lane == 0) delta[r] = s;
 }
 
+// The saved lse and delta of query rows q0.. into shared memory (-inf and 0 past the last query).
+__device__ __forceinline__ void load_row_stats(float* lse_s, float* delta_s, const float* lse,
+                                               const float* delta, int64_t bh, int64_t q0, int64_t T) {
+  for (int i = threadIdx.x; i < kRows; i += kThreads) {
+    const int64_t t = q0 + i;
+    lse_s[i] = t < T ? lse[bh * T + t] : -std::numeric_limits<float>::infinity();
+    delta_s[i] = t < T ? delta[bh * T + t] : 0.f;
+  }
+}
+
 template <class E, int HD>
 constexpr size_t dkdv_smem() {
   return sizeof(E) * (2 * kCols * HD + 2 * kRows * HD + 2 * kWarps * 16 * kRows) +
@@ -334,11 +344,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();  // the previous query tile is no longer read
     load_tile<E, HD>(Qs, q, bh, q0, kRows, pb.T, pb.D);
     load_tile<E, HD>(dOs, dout, bh, q0, kRows, pb.T, pb.Dv);
-    for (int i = threadIdx.x; i < kRows; i += kThreads) {
-      const int64_t t = q0 + i;
-      lse_s[i] = t < pb.T ? lse[bh * pb.T + t] : ninf;
-      delta_s[i] = t < pb.T ? delta[bh * pb.T + t] : 0.f;
-    }
+    load_row_stats(lse_s, delta_s, lse, delta, bh, q0, pb.T);
     __syncthreads();
     mul_bt<E, HD, kRows>(S1w, W1, Ks + warp * 16 * HD, HD, Qs, HD);      // S^T = K Q^T
     mul_bt<E, HD, kRows>(S2w, kRows, Vs + warp * 16 * HD, HD, dOs, HD);  // dP^T = V dO^T
@@ -393,11 +399,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const float ninf = -std::numeric_limits<float>::infinity();
   load_tile<E, HD>(Qs, q, bh, q0, kRows, pb.T, pb.D);
   load_tile<E, HD>(dOs, dout, bh, q0, kRows, pb.T, pb.Dv);
-  for (int i = threadIdx.x; i < kRows; i += kThreads) {
-    const int64_t t = q0 + i;
-    lse_s[i] = t < pb.T ? lse[bh * pb.T + t] : ninf;
-    delta_s[i] = t < pb.T ? delta[bh * pb.T + t] : 0.f;
-  }
+  load_row_stats(lse_s, delta_s, lse, delta, bh, q0, pb.T);
   E* dSw = dSs + warp * 16 * kCols;
   float* S1w = S1 + warp * 16 * W;
   float* S2w = S2 + warp * 16 * kCols;

@@ -106,19 +106,12 @@ int main(int argc, char** argv) {
       return model.loss(x, tt, am, y);
     };
 
-    auto step = [&]() {
-      opt.zero_grad(/*set_to_none=*/true);
-      Tensor loss = loss_of();
-      loss.backward();
-      opt.step();
-      return loss.item();
-    };
+    auto step = [&] { return train_step(opt, loss_of); };
     double loss = 0;
     for (int i = 0; i < a.warmup; ++i) loss = step();
     const std::vector<double> times = time_steps(a.steps, step, &loss);
     const double peak = peak_rss_mb();
-    const double peak_device =
-        device.is_cpu() ? 0.0 : double(allocator_for(device).stats().snapshot().total_peak) / 1e6;
+    const double peak_device = device_peak_mb(device);
     if (a.profile > 0) profile_steps(a.profile, opt, loss_of, a.trace, /*zero_grad_phase=*/true, device);
     const StepTimes st = summarize(times);
     std::printf(

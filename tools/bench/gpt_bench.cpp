@@ -114,17 +114,11 @@ int main(int argc, char** argv) {
     Tensor x = ops::from_vector(idx, {a.B, a.T}).to(device), y = ops::from_vector(tgt, {a.B, a.T}).to(device);
     ops::AllowTf32Guard tf32(a.tf32);
 
-    auto step = [&]() {
-      opt.zero_grad(/*set_to_none=*/true);
-      Tensor loss;
-      {
-        ops::AutocastGuard amp(DType::bf16, a.bf16);  // as torch.autocast around forward + loss
-        loss = model.loss(x, y);
-      }
-      loss.backward();
-      opt.step();
-      return loss.item();
+    auto loss_of = [&] {
+      ops::AutocastGuard amp(DType::bf16, a.bf16);  // as torch.autocast around forward + loss
+      return model.loss(x, y);
     };
+    auto step = [&] { return train_step(opt, loss_of); };
     double loss = 0;
     for (int i = 0; i < a.warmup; ++i) loss = step();
     FlopCounter flops;
@@ -134,17 +128,8 @@ int main(int argc, char** argv) {
     }
     const std::vector<double> times = time_steps(a.steps, step, &loss);
     const double peak = peak_rss_mb();
-    const double peak_device = device.type == DeviceType::CPU
-                                   ? 0.0
-                                   : double(allocator_for(device).stats().snapshot().total_peak) / 1e6;
-    if (a.profile > 0)
-      profile_steps(
-          a.profile, opt,
-          [&] {
-            ops::AutocastGuard amp(DType::bf16, a.bf16);
-            return model.loss(x, y);
-          },
-          a.trace, /*zero_grad_phase=*/true, device);
+    const double peak_device = device_peak_mb(device);
+    if (a.profile > 0) profile_steps(a.profile, opt, loss_of, a.trace, /*zero_grad_phase=*/true, device);
     const StepTimes st = summarize(times);
     const double gemm = a.gemm_rate && device.type == DeviceType::CPU ? gemm_gflops(4096, 768, 768) : 0.0;
     std::printf(

@@ -64,13 +64,7 @@ int main(int argc, char** argv) {
       return ops::cross_entropy(model(x), y);
     };
 
-    auto step = [&]() {
-      opt.zero_grad(/*set_to_none=*/true);
-      Tensor loss = loss_of();
-      loss.backward();
-      opt.step();
-      return loss.item();
-    };
+    auto step = [&] { return train_step(opt, loss_of); };
     double loss = 0;
     for (int i = 0; i < warmup; ++i) loss = step();
     FlopCounter flops;
@@ -80,8 +74,7 @@ int main(int argc, char** argv) {
     }
     const std::vector<double> times = time_steps(steps, step, &loss);
     const double peak = peak_rss_mb();
-    const double peak_device =
-        device.is_cpu() ? 0.0 : double(allocator_for(device).stats().snapshot().total_peak) / 1e6;
+    const double peak_device = device_peak_mb(device);
     if (profile > 0) profile_steps(profile, opt, loss_of, /*trace=*/"", /*zero_grad_phase=*/false, device);
     const StepTimes st = summarize(times);
     std::printf(

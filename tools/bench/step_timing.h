@@ -22,6 +22,12 @@ inline double peak_rss_mb() {
   return double(u.ru_maxrss) / 1024.0;
 }
 
+// The peak of all memory categories on `device`'s allocator, in MB (0 on the CPU, whose figure is the
+// process's peak RSS).
+inline double device_peak_mb(Device device) {
+  return device.is_cpu() ? 0.0 : double(allocator_for(device).stats().snapshot().total_peak) / 1e6;
+}
+
 inline double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -38,6 +44,17 @@ class FlopCounter final : public OpObserver {
   }
   double total = 0, gemm = 0;
 };
+
+// One training step: zero_grad, loss_of() (forward and loss), backward, the optimizer's step;
+// returns the loss (item() waits for the device).
+template <class Loss>
+double train_step(optim::Optimizer& opt, Loss&& loss_of) {
+  opt.zero_grad(/*set_to_none=*/true);
+  Tensor loss = loss_of();
+  loss.backward();
+  opt.step();
+  return loss.item();
+}
 
 // Runs `steps` timed calls of `step` (which returns the loss), printing a line for each; returns
 // the seconds of each and leaves the last loss in *loss.
