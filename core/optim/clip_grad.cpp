@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/optim/cpu_update.h"
+#include "core/tensor/norm_power_sum.h"
 #include "strata/autograd/grad_mode.h"
 
 namespace strata::optim {
@@ -47,9 +48,10 @@ void scale(T* g, int64_t n, T coef) {
 
 }  // namespace
 
-double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type) {
+namespace {
+
+std::vector<Tensor> grads_of(const std::vector<Tensor>& params, double norm_type) {
   STRATA_CHECK(norm_type > 0.0, ValueError, "clip_grad_norm_: norm_type must be positive, got ", norm_type);
-  NoGradGuard no_grad;
   std::vector<Tensor> grads;
   for (const Tensor& p : params)
     if (p.defined() && p.grad().defined()) {
@@ -57,19 +59,19 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
       detail::check_updatable("clip_grad_norm_", "gradient", g);
       grads.push_back(g);
     }
-  if (grads.empty()) return 0.0;
+  return grads;
+}
+
+// Host memory (the CPU's, the sim device's): the loops above.
+double clip_on_host(const std::vector<Tensor>& grads, double max_norm, double norm_type) {
   const bool inf = std::isinf(norm_type);
   double acc = 0.0;
   for (const Tensor& g : grads) {
     double s = 0;
-    if (g.device().is_host_memory()) {
-      detail::dispatch_floating(g.dtype(), [&](auto t) {
-        using T = decltype(t);
-        s = power_sum<T>(g.data<T>(), g.numel(), norm_type);
-      });
-    } else {
-      s = backend_for(g.device()).norm_power_sum(g, norm_type);
-    }
+    detail::dispatch_floating(g.dtype(), [&](auto t) {
+      using T = decltype(t);
+      s = power_sum<T>(g.data<T>(), g.numel(), norm_type);
+    });
     acc = inf ? std::max(acc, s) : acc + s;
   }
   const double total_norm = inf ? acc : norm_type == 2.0 ? std::sqrt(acc) : std::pow(acc, 1.0 / norm_type);
@@ -78,18 +80,84 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   const double coef = max_norm / (total_norm + 1e-6);
   if (!(coef < 1.0) && !std::isnan(coef)) return total_norm;
   for (const Tensor& g : grads) {
-    if (g.device().is_host_memory()) {
-      detail::dispatch_floating(g.dtype(), [&](auto t) {
-        using T = decltype(t);
-        scale<T>(g.data<T>(), g.numel(), T(coef));
-      });
-    } else {
-      const Tensor in[] = {g};
-      backend_for(g.device()).elementwise(EwOp::MulScalar, g, in, EwParams{coef, 0});
-    }
+    detail::dispatch_floating(g.dtype(), [&](auto t) {
+      using T = decltype(t);
+      scale<T>(g.data<T>(), g.numel(), T(coef));
+    });
     g.bump_version();
   }
   return total_norm;
+}
+
+bool all_host(const std::vector<Tensor>& grads) {
+  for (const Tensor& g : grads)
+    if (!g.device().is_host_memory()) return false;
+  return true;
+}
+
+}  // namespace
+
+Tensor detail::clip_grads_on_backend(Backend& be, const std::vector<Tensor>& grads, double max_norm,
+                                     double norm_type) {
+  STRATA_CHECK(!grads.empty(), ValueError, "clip_grad_norm_: no gradients");
+  const Device dev = grads.front().device();
+  for (const Tensor& g : grads)
+    STRATA_CHECK(g.device() == dev, DeviceError, "clip_grad_norm_: gradients on ", dev.str(), " and ",
+                 g.device().str());
+  const bool inf = std::isinf(norm_type);
+  auto scalar = [&](double v) {
+    Tensor t = Tensor::empty({1}, DType::f64, dev);
+    be.fill(t, v);
+    return t;
+  };
+  auto apply = [&](EwOp op, const Tensor& out, std::initializer_list<Tensor> in, EwParams p = {}) {
+    const std::vector<Tensor> args(in);
+    be.elementwise(op, out, args, p);
+  };
+  // The total, folded in parameter order (the host's order), then its 1/p power.
+  Tensor norm = scalar(0.0);
+  for (const Tensor& g : grads)
+    apply(inf ? EwOp::Maximum : EwOp::Add, norm, {norm, strata::detail::norm_power_sum_on(be, g, norm_type)});
+  if (!inf) {
+    if (norm_type == 2.0)
+      apply(EwOp::Sqrt, norm, {norm});
+    else
+      apply(EwOp::PowScalar, norm, {norm}, EwParams{1.0 / norm_type, 0});
+  }
+  // coef = min(max_norm / (norm + 1e-6), 1), the host's double arithmetic, then each gradient's dtype.
+  Tensor coef = scalar(0.0);
+  apply(EwOp::AddScalar, coef, {norm}, EwParams{1e-6, 0});
+  apply(EwOp::Div, coef, {scalar(max_norm), coef});
+  apply(EwOp::Clamp, coef, {coef}, EwParams{-std::numeric_limits<double>::infinity(), 1.0});
+  for (const Tensor& g : grads) {
+    Tensor c = Tensor::empty({1}, g.dtype(), dev);
+    be.copy(c, coef);
+    const Tensor spread =
+        Tensor::from_storage(c.storage(), g.shape(), Shape(size_t(g.dim()), 0), 0, g.dtype());
+    apply(EwOp::Mul, g, {g, spread});
+    g.bump_version();
+  }
+  return norm;
+}
+
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type) {
+  NoGradGuard no_grad;
+  const std::vector<Tensor> grads = grads_of(params, norm_type);
+  if (grads.empty()) return 0.0;
+  if (all_host(grads)) return clip_on_host(grads, max_norm, norm_type);
+  return detail::clip_grads_on_backend(backend_for(grads.front().device()), grads, max_norm, norm_type)
+      .item();
+}
+
+Tensor clip_grad_norm_tensor_(const std::vector<Tensor>& params, double max_norm, double norm_type) {
+  NoGradGuard no_grad;
+  const std::vector<Tensor> grads = grads_of(params, norm_type);
+  if (grads.empty() || all_host(grads)) {
+    Tensor out = Tensor::empty({1}, DType::f64, kCPU);
+    out.data<double>()[0] = grads.empty() ? 0.0 : clip_on_host(grads, max_norm, norm_type);
+    return out;
+  }
+  return detail::clip_grads_on_backend(backend_for(grads.front().device()), grads, max_norm, norm_type);
 }
 
 }  // namespace strata::optim

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/tensor/norm_power_sum.h"
 #include "strata/core/backend.h"
 #include "strata/core/error.h"
 
@@ -90,25 +91,32 @@ void Backend::sgd_update(const Tensor& p, const Tensor& g, const Tensor& buf, co
 }
 
 double Backend::norm_power_sum(const Tensor& t, double norm_type) {
+  return detail::norm_power_sum_on(*this, t, norm_type).item();
+}
+
+Tensor detail::norm_power_sum_on(Backend& be, const Tensor& t, double norm_type) {
   STRATA_CHECK(is_floating(t.dtype()) && t.is_contiguous(), TypeError, "norm_power_sum: ", t.str(),
                " must be a contiguous floating tensor");
-  if (t.numel() == 0) return 0.0;
+  Tensor out = Tensor::empty({1}, DType::f64, t.device());
+  if (t.numel() == 0) {
+    be.fill(out, 0.0);
+    return out;
+  }
   Tensor abs = like(t), a = Tensor::empty(t.shape(), DType::f64, t.device());
   const Tensor in[] = {t};
-  elementwise(EwOp::Abs, abs, in);
-  copy(a, abs);
-  Tensor out = Tensor::empty({1}, DType::f64, t.device());
+  be.elementwise(EwOp::Abs, abs, in);
+  be.copy(a, abs);
   const Tensor flat = Tensor::from_storage(a.storage(), {a.numel()}, {1}, 0, DType::f64);
   if (std::isinf(norm_type)) {
-    reduce_rows(ReduceOp::Max, out, flat, a.numel());
+    be.reduce_rows(ReduceOp::Max, out, flat, a.numel());
   } else {
     if (norm_type != 1.0) {
       const Tensor pin[] = {flat};
-      elementwise(EwOp::PowScalar, flat, pin, EwParams{norm_type, 0});
+      be.elementwise(EwOp::PowScalar, flat, pin, EwParams{norm_type, 0});
     }
-    reduce_rows(ReduceOp::Sum, out, flat, a.numel());
+    be.reduce_rows(ReduceOp::Sum, out, flat, a.numel());
   }
-  return out.item();
+  return out;
 }
 
 }  // namespace strata

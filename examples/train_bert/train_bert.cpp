@@ -166,7 +166,8 @@ int train_bert(BertTrainOptions& o) {
     loss.backward();
     last_loss = loss.item();
     const double clip = c.optim().grad_clip();
-    const double norm = clip > 0 ? optim::clip_grad_norm_(model.parameters(), clip) : 0.0;
+    // The norm stays on the device until a log line prints it (no synchronization per step).
+    const Tensor norm = clip > 0 ? optim::clip_grad_norm_tensor_(model.parameters(), clip) : Tensor();
     opt.step();
     cache_guard.reset();
     tcache.end_step(alloc.stats().snapshot());
@@ -189,9 +190,10 @@ int train_bert(BertTrainOptions& o) {
           "%s step %5ld | mlm loss %.4f | val %s | lr %.2e | norm %.2f | %6.0f tok/s | act peak %7.1f MB | "
           "step peak %7.1f MB | rss %6.0f MB\n",
           examples::progress_bar(frac).c_str(), long(step), last_loss,
-          examples::measured_or_dash(last_val).c_str(), sched.lr_at(step - 1), norm,
-          double(tokens_per_step) / secs, double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6,
-          double(m.total_peak) / 1e6, examples::peak_rss_mb());
+          examples::measured_or_dash(last_val).c_str(), sched.lr_at(step - 1),
+          norm.defined() ? norm.item() : 0.0, double(tokens_per_step) / secs,
+          double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6, double(m.total_peak) / 1e6,
+          examples::peak_rss_mb());
       tcache.log_step();
       std::fflush(stdout);
     }

@@ -243,7 +243,8 @@ int train_gnn(GnnTrainOptions o) {
     loss.backward();
     profile.phase("optimizer");
     const double clip = c.optim().grad_clip();
-    const double norm = clip > 0 ? optim::clip_grad_norm_(model.parameters(), clip) : 0.0;
+    // The norm stays on the device until a log line prints it (no synchronization per step).
+    const Tensor norm = clip > 0 ? optim::clip_grad_norm_tensor_(model.parameters(), clip) : Tensor();
     opt.step();
     profile.step_done();
     cache_guard.reset();
@@ -274,7 +275,7 @@ int train_gnn(GnnTrainOptions o) {
           percent(last.train).c_str(), percent(last.val).c_str(), percent(last.test).c_str(),
           sched.lr_at(step - 1), 1e3 * secs, double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6,
           double(m.total_peak) / 1e6, examples::peak_rss_mb());
-      if (clip > 0) std::printf("      grad norm %.3f\n", norm);
+      if (clip > 0) std::printf("      grad norm %.3f\n", norm.item());
       tcache.log_step();
       std::fflush(stdout);
     }

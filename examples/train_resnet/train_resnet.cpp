@@ -242,7 +242,8 @@ int train_resnet(ResNetTrainOptions o) {
     loss.backward();
     profile.phase("optimizer");
     const double clip = c.optim().grad_clip();
-    const double norm = clip > 0 ? optim::clip_grad_norm_(model.parameters(), clip) : 0.0;
+    // The norm stays on the device until a log line prints it (no synchronization per step).
+    const Tensor norm = clip > 0 ? optim::clip_grad_norm_tensor_(model.parameters(), clip) : Tensor();
     opt.step();
     profile.step_done();
     cache_guard.reset();
@@ -277,7 +278,7 @@ int train_resnet(ResNetTrainOptions o) {
                   examples::progress_bar(frac).c_str(), long(step), long(batch.epoch), last_loss, 100 * in_window.value(), 100 * acc.value(),
                   val.c_str(), sched.lr_at(step - 1), double(acc.total) / secs, train.wait_seconds(),
                   double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6, double(m.total_peak) / 1e6, examples::peak_rss_mb());
-      if (clip > 0) std::printf("      grad norm %.3f\n", norm);
+      if (clip > 0) std::printf("      grad norm %.3f\n", norm.item());
       tcache.log_step();
       std::fflush(stdout);
     }

@@ -1,15 +1,17 @@
-// clip_grad_norm_: PyTorch's semantics (checked against PyTorch in optim_golden_test.cpp) and
-// deterministic reductions.
-#include <gtest/gtest.h>
+// clip_grad_norm_: PyTorch's semantics (checked against PyTorch in optim_golden_test.cpp),
+// deterministic reductions, and the tensor form that keeps the norm on a device.
+#include "strata/optim/clip_grad.h"
 
+#include <gtest/gtest.h>
 #include <omp.h>
 
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "strata/core/generator.h"
 #include "strata/ops.h"
-#include "strata/optim/clip_grad.h"
+#include "support/device_present.h"
 
 using namespace strata;
 
@@ -71,3 +73,72 @@ TEST(OptimClipGradNorm, SameBitsForAnyThreadCount) {
 }
 
 }  // namespace
+
+namespace {
+
+// Parameters with random f32 gradients (one large, to clip or not as max_norm says).
+std::vector<Tensor> params_with_random_grads(uint64_t seed, Device dev = kCPU) {
+  manual_seed(seed);
+  std::vector<Tensor> ps;
+  for (int64_t n : {1000, 37, 70000}) {
+    Tensor p = ops::zeros({n}).to(dev);
+    p.set_requires_grad(true);
+    p.set_grad(ops::randn({n}).to(dev));
+    ps.push_back(p);
+  }
+  return ps;
+}
+
+std::vector<double> grads_of(const std::vector<Tensor>& ps) {
+  std::vector<double> all;
+  for (const Tensor& p : ps)
+    for (double v : p.grad().to(kCPU).to_double_vector()) all.push_back(v);
+  return all;
+}
+
+}  // namespace
+
+// The tensor form returns what the double one does, in a 1-element f64 tensor.
+TEST(OptimClipGradNorm, TensorFormMatchesTheDoubleOne) {
+  for (double max_norm : {1.0, 1e6}) {
+    std::vector<Tensor> a = params_with_random_grads(4), b = params_with_random_grads(4);
+    const double total = optim::clip_grad_norm_(a, max_norm);
+    Tensor t = optim::clip_grad_norm_tensor_(b, max_norm);
+    ASSERT_EQ(t.numel(), 1);
+    EXPECT_EQ(t.dtype(), DType::f64);
+    EXPECT_EQ(t.item(), total);
+    EXPECT_EQ(grads_of(b), grads_of(a));
+  }
+  EXPECT_EQ(optim::clip_grad_norm_tensor_({}, 1.0).item(), 0.0);
+}
+
+// The device path (the Backend's kernels, norm and scale kept in device memory), run here on the
+// CPU backend: the host loops' norm to rounding and their clipped gradients, for every norm type,
+// clipping or not.
+TEST(OptimClipGradNorm, ComposedBackendPathMatchesTheHostLoops) {
+  for (double p : {2.0, 1.0, 3.0, std::numeric_limits<double>::infinity()})
+    for (double max_norm : {0.5, 1e9}) {
+      std::vector<Tensor> host = params_with_random_grads(9), composed = params_with_random_grads(9);
+      const double want = optim::clip_grad_norm_(host, max_norm, p);
+      std::vector<Tensor> grads;
+      for (const Tensor& q : composed) grads.push_back(q.grad());
+      const double got = optim::detail::clip_grads_on_backend(backend_for(kCPU), grads, max_norm, p).item();
+      EXPECT_NEAR(got, want, 1e-12 * want) << "p=" << p << " max_norm=" << max_norm;
+      const std::vector<double> gh = grads_of(host), gc = grads_of(composed);
+      for (size_t i = 0; i < gh.size(); ++i)
+        ASSERT_NEAR(gc[i], gh[i], 1e-6 * std::fabs(gh[i]))
+            << "p=" << p << " max_norm=" << max_norm << " at " << i;
+    }
+}
+
+// On CUDA the tensor form waits for nothing and gives the CPU's norm and gradients.
+TEST(CudaBackendClipGradNorm, KeepsTheNormOnTheDeviceAndMatchesTheCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  std::vector<Tensor> cpu = params_with_random_grads(5), gpu = params_with_random_grads(5, cuda(0));
+  const double want = optim::clip_grad_norm_(cpu, 2.0);
+  Tensor got = optim::clip_grad_norm_tensor_(gpu, 2.0);
+  EXPECT_TRUE(got.device().is_cuda());
+  EXPECT_NEAR(got.item(), want, 1e-9 * want);
+  const std::vector<double> gc = grads_of(cpu), gg = grads_of(gpu);
+  for (size_t i = 0; i < gc.size(); ++i) ASSERT_NEAR(gg[i], gc[i], 1e-6 * std::fabs(gc[i])) << "at " << i;
+}
