@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "core/optim/cpu_update.h"
-#include "core/tensor/norm_power_sum.h"
 #include "strata/autograd/grad_mode.h"
+#include "strata/core/norm_power_sum.h"
 
 namespace strata::optim {
 

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <limits>
 
-#include "core/tensor/norm_power_sum.h"
 #include "strata/core/backend.h"
 #include "strata/core/error.h"
+#include "strata/core/norm_power_sum.h"
 
 namespace strata {
 

@@ -1,7 +1,7 @@
 // norm_power_sum_on: a tensor's sum(|t|^p) (p infinite: max |t|) as a 1-element f64 tensor in its
 // own device's memory, composed from the Backend's elementwise kernels and deterministic row
-// reductions, without waiting for the device. Backend::norm_power_sum reads it back; the optimizers'
-// gradient clipping (core/optim/clip_grad.cpp) keeps it on the device.
+// reductions, without waiting for the device. Backend::norm_power_sum reads it back;
+// optim::clip_grad_norm_tensor_ keeps it on the device.
 #pragma once
 
 #include "strata/core/backend.h"
