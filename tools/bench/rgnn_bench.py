@@ -3,11 +3,11 @@
 PyTorch Geometric's layers on the same graphs, one layer, in = out = d, full graph, inference and
 training, 2 threads, in the same run.
 
-  /work/torchvenv/bin/python tools/bench/rgnn_bench.py               # the table (20-30 min on 2 idle cores)
-  /work/torchvenv/bin/python tools/bench/rgnn_bench.py --quick       # UMLS, d=32, about a minute
-  /work/torchvenv/bin/python tools/bench/rgnn_bench.py --graphs umls --dims 64
-  /work/torchvenv/bin/python tools/bench/rgnn_bench.py --largest     # largest typed R-MAT that trains (~1 h)
-  /work/torchvenv/bin/python tools/bench/rgnn_bench.py --from-json out.json --stat min  # a table again
+  torchvenv/bin/python tools/bench/rgnn_bench.py               # the table (20-30 min on 2 idle cores)
+  torchvenv/bin/python tools/bench/rgnn_bench.py --quick       # UMLS, d=32, about a minute
+  torchvenv/bin/python tools/bench/rgnn_bench.py --graphs umls --dims 64
+  torchvenv/bin/python tools/bench/rgnn_bench.py --largest     # largest typed R-MAT that trains (~1 h)
+  torchvenv/bin/python tools/bench/rgnn_bench.py --from-json out.json --stat min  # a table again
 
 Graphs: PyKEEN's Nations, Kinships and UMLS training triples with reverse relations
 (`STRATA_KG_DATA=1 tools/setup.sh`), and the typed R-MAT shaped like ogbn-mag (`rmat-2M`: --edges 2M of
