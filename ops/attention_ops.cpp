@@ -2,6 +2,7 @@
 // dispatch, backward.
 #include <cmath>
 
+#include "ops/common/dtype_dispatch.h"
 #include "ops/dispatch.h"
 #include "ops/op_node.h"
 #include "strata/autograd/grad_mode.h"
@@ -62,8 +63,6 @@ DType attention_dtype(const Tensor& q, Device dev) {
   return DType::f32;
 }
 
-bool is_16bit(DType dt) { return dt == DType::bf16 || dt == DType::f16; }
-
 }  // namespace
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
@@ -84,7 +83,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   STRATA_CHECK(!(is_causal && attn_mask.defined()), ValueError, op, ": pass either attn_mask or is_causal, not both");
   STRATA_CHECK(is_floating(q.dtype()), TypeError, op, ": needs floating inputs, got ", q.str());
   const double sc = std::isnan(scale) ? 1.0 / std::sqrt(double(q.size(-1))) : scale;
-  const DType dt = attention_dtype(q, dev), stats_dt = is_16bit(dt) ? DType::f32 : dt;
+  const DType dt = attention_dtype(q, dev), stats_dt = common::is_half(dt) ? DType::f32 : dt;
 
   const bool strided_ok = dev.is_host_memory();
   Tensor q4 = as_bhtd(q, dt, strided_ok), k4 = as_bhtd(k, dt, strided_ok), v4 = as_bhtd(v, dt, strided_ok);
@@ -157,10 +156,10 @@ Tensor packed_self_attention(const Tensor& qkv, int64_t n_head, const Tensor& at
     STRATA_CHECK(attn_mask.dim() <= 4 && broadcast_shapes(attn_mask.shape(), bhts, op) == bhts, ShapeError, op,
                  ": attn_mask ", shape_str(attn_mask.shape()), " does not broadcast to [B, n_head, T, T] = ",
                  shape_str(bhts), " (qkv ", shape_str(qkv.shape()), ")");
-  const DType dt = attention_dtype(qkv, dev), stats_dt = is_16bit(dt) ? DType::f32 : dt;
+  const DType dt = attention_dtype(qkv, dev), stats_dt = common::is_half(dt) ? DType::f32 : dt;
   // The host backends, and CUDA's 16-bit kernels, read the heads in place; CUDA's f32 path (and Meta)
   // take contiguous heads: the composite.
-  if (!dev.is_host_memory() && !(dev.is_cuda() && is_16bit(dt))) {
+  if (!dev.is_host_memory() && !(dev.is_cuda() && common::is_half(dt))) {
     std::vector<Tensor> parts = split(qkv, C, 2);
     auto heads = [&](const Tensor& t) { return transpose(view(t, {B, T, H, D}), 1, 2); };
     Tensor y = scaled_dot_product_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), attn_mask, 0.0,

@@ -140,15 +140,6 @@ Tensor detail::clip_grads_on_backend(Backend& be, const std::vector<Tensor>& gra
   return norm;
 }
 
-double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type) {
-  NoGradGuard no_grad;
-  const std::vector<Tensor> grads = grads_of(params, norm_type);
-  if (grads.empty()) return 0.0;
-  if (all_host(grads)) return clip_on_host(grads, max_norm, norm_type);
-  return detail::clip_grads_on_backend(backend_for(grads.front().device()), grads, max_norm, norm_type)
-      .item();
-}
-
 Tensor clip_grad_norm_tensor_(const std::vector<Tensor>& params, double max_norm, double norm_type) {
   NoGradGuard no_grad;
   const std::vector<Tensor> grads = grads_of(params, norm_type);
@@ -158,6 +149,10 @@ Tensor clip_grad_norm_tensor_(const std::vector<Tensor>& params, double max_norm
     return out;
   }
   return detail::clip_grads_on_backend(backend_for(grads.front().device()), grads, max_norm, norm_type);
+}
+
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type) {
+  return clip_grad_norm_tensor_(params, max_norm, norm_type).item();
 }
 
 }  // namespace strata::optim

@@ -1,5 +1,6 @@
 // dispatch_dtype: runs a generic lambda with the C++ type of a DType; convert<To>(from): the
-// element conversion both backends round with (the CUDA kernels launch from these on the host).
+// element conversion both backends round with (the CUDA kernels launch from these on the host);
+// is_half(dt): whether dt is one of the 16-bit floats.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,8 @@
 #include "strata/core/error.h"
 
 namespace strata::common {
+
+inline bool is_half(DType t) { return t == DType::bf16 || t == DType::f16; }
 
 template <class F>
 decltype(auto) dispatch_dtype(DType t, F&& f) {

@@ -77,8 +77,6 @@ void check_contig(std::initializer_list<const Tensor*> ts, const char* op) {
     STRATA_CHECK(t->is_contiguous(), ValueError, op, ": expects contiguous tensors, got ", t->str());
 }
 
-bool is_half(DType t) { return t == DType::bf16 || t == DType::f16; }
-
 }  // namespace
 
 void CpuBackend::index_select(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) {
@@ -100,7 +98,7 @@ void CpuBackend::index_select(const Tensor& out, const Tensor& in, int64_t dim, 
 // 16-bit floats gather exactly through f32 and accumulate in f32, rounded once at the end.
 void CpuBackend::index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   check_contig({&out, &src, &index}, "index_add");
-  if (is_half(out.dtype())) {
+  if (common::is_half(out.dtype())) {
     Tensor o32 = contiguous_as(out, DType::f32);
     index_add(o32, dim, index, contiguous_as(src, DType::f32));
     return copy(out, o32);
@@ -110,7 +108,7 @@ void CpuBackend::index_add(const Tensor& out, int64_t dim, const Tensor& index, 
 
 void CpuBackend::gather(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) {
   check_contig({&out, &in, &index}, "gather");
-  if (is_half(in.dtype())) {
+  if (common::is_half(in.dtype())) {
     Tensor o32 = Tensor::empty(out.shape(), DType::f32, kCPU);
     gather(o32, contiguous_as(in, DType::f32), dim, index);
     return copy(out, o32);
@@ -120,7 +118,7 @@ void CpuBackend::gather(const Tensor& out, const Tensor& in, int64_t dim, const 
 
 void CpuBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   check_contig({&out, &src, &index}, "scatter_add");
-  if (is_half(out.dtype())) {
+  if (common::is_half(out.dtype())) {
     Tensor o32 = contiguous_as(out, DType::f32);
     scatter_add(o32, dim, index, contiguous_as(src, DType::f32));
     return copy(out, o32);

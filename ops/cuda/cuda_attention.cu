@@ -9,6 +9,7 @@
 // this path in f32.
 #include <limits>
 
+#include "ops/common/dtype_dispatch.h"
 #include "ops/common/elementwise_math.h"
 #include "ops/cpu/cpu_backend.h"
 #include "ops/cuda/cuda_backend.h"
@@ -184,8 +185,6 @@ Tensor probabilities(CudaBackend& be, const AttentionShape& a, const Tensor& q, 
   return p;
 }
 
-bool is_16bit(DType dt) { return dt == DType::bf16 || dt == DType::f16; }
-
 // Checks the 16-bit contract: q, k, v, out (and dout) of one 16-bit dtype, lse f32, mask f32.
 AttentionShape check_16bit(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
                            const Tensor& mask, const Tensor& lse) {
@@ -267,7 +266,7 @@ void attention_backward_16bit(CudaBackend& be, const Tensor& dq, const Tensor& d
 
 void CudaBackend::attention(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                             const Tensor& mask, bool causal, double scale) {
-  if (is_16bit(q.dtype())) return attention_16bit(*this, out, lse, q, k, v, mask, causal, scale);
+  if (common::is_half(q.dtype())) return attention_16bit(*this, out, lse, q, k, v, mask, causal, scale);
   const AttentionShape a = check_attention("attention", q, k, v, mask);
   const DType dt = q.dtype();
   check_heads("attention", out, {a.B, a.H, a.T, a.Dv}, dt);
@@ -294,7 +293,7 @@ void CudaBackend::attention(const Tensor& out, const Tensor& lse, const Tensor& 
 void CudaBackend::attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
                                      const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                      const Tensor& lse, const Tensor& mask, bool causal, double scale) {
-  if (is_16bit(q.dtype()))
+  if (common::is_half(q.dtype()))
     return attention_backward_16bit(*this, dq, dk, dv, dout, q, k, v, out, lse, mask, causal, scale);
   const AttentionShape a = check_attention("attention_backward", q, k, v, mask);
   const DType dt = q.dtype();

@@ -109,8 +109,6 @@ void check_index_dtype(const Tensor& index, const char* op) {
   STRATA_CHECK(index.dtype() == DType::i64, TypeError, op, ": index must be i64, got ", index.str());
 }
 
-bool is_half(DType t) { return t == DType::bf16 || t == DType::f16; }
-
 // A bad shape would make a kernel read out of bounds, and a GPU fault ends the process's CUDA
 // context, so the shapes the ops layer guarantees are checked again here.
 void check_same_except(const char* op, const Tensor& a, const Tensor& b, int64_t dim) {
@@ -177,9 +175,9 @@ void CudaBackend::index_add(const Tensor& out, int64_t dim, const Tensor& index,
   STRATA_CHECK(out.dtype() == src.dtype(), TypeError, "index_add: source ", src.str(), " into ", out.str());
   context(dev);
   DeviceGuard guard(dev);
-  if (is_half(out.dtype())) return through_f32(*this, out, [&](const Tensor& o32) {
-    index_add(o32, dim, index, f32_copy(*this, src));
-  });
+  if (common::is_half(out.dtype()))
+    return through_f32(*this, out,
+                       [&](const Tensor& o32) { index_add(o32, dim, index, f32_copy(*this, src)); });
   const Dims3 out3 = dims3(out, dim);
   common::dispatch_float_or_int(out.dtype(), "index_add", [&](auto v) {
     using T = decltype(v);
@@ -231,7 +229,7 @@ void CudaBackend::gather(const Tensor& out, const Tensor& in, int64_t dim, const
   STRATA_CHECK(out.dtype() == in.dtype(), TypeError, "gather: ", in.str(), " -> ", out.str());
   context(dev);
   DeviceGuard guard(dev);
-  if (is_half(in.dtype())) {
+  if (common::is_half(in.dtype())) {
     Tensor o32 = empty(out.shape(), DType::f32, dev);
     gather(o32, f32_copy(*this, in), dim, index);
     return launch_convert(out, o32);
@@ -258,9 +256,9 @@ void CudaBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& inde
   STRATA_CHECK(out.dtype() == src.dtype(), TypeError, "scatter_add: source ", src.str(), " into ", out.str());
   context(dev);
   DeviceGuard guard(dev);
-  if (is_half(out.dtype())) return through_f32(*this, out, [&](const Tensor& o32) {
-    scatter_add(o32, dim, index, f32_copy(*this, src));
-  });
+  if (common::is_half(out.dtype()))
+    return through_f32(*this, out,
+                       [&](const Tensor& o32) { scatter_add(o32, dim, index, f32_copy(*this, src)); });
   common::dispatch_float_or_int(out.dtype(), "scatter_add", [&](auto v) {
     using T = decltype(v);
     const Dims3 idx3 = dims3(index, dim);
