@@ -112,6 +112,17 @@ if(STRATA_HAVE_CUDA)
   endif()
 endif()
 
+# cuDNN's header-only frontend (tools/setup.sh puts it in third_party/cudnn_frontend): cuDNN's
+# fused attention for 16-bit tensors. Optional: without it that attention runs Strata's own kernels.
+set(STRATA_HAVE_CUDNN_FRONTEND OFF)
+if(STRATA_HAVE_CUDNN)
+  find_path(CUDNN_FRONTEND_INCLUDE_DIR cudnn_frontend.h
+            HINTS ${PROJECT_SOURCE_DIR}/third_party/cudnn_frontend/include $ENV{CUDNN_FRONTEND_PATH}/include)
+  if(CUDNN_FRONTEND_INCLUDE_DIR)
+    set(STRATA_HAVE_CUDNN_FRONTEND ON)
+  endif()
+endif()
+
 # NCCL: data-parallel collectives on CUDA tensors, bootstrapped over MPI (so it needs both).
 set(STRATA_HAVE_NCCL OFF)
 if(STRATA_HAVE_CUDA AND STRATA_HAVE_MPI)

@@ -126,6 +126,10 @@ if(STRATA_HAVE_CUDA)
   if(STRATA_HAVE_CUDNN)
     target_include_directories(strata_cuda SYSTEM PRIVATE ${CUDNN_INCLUDE_DIR})
   endif()
+  if(STRATA_HAVE_CUDNN_FRONTEND)
+    target_include_directories(strata_cuda SYSTEM PRIVATE ${CUDNN_FRONTEND_INCLUDE_DIR})
+    target_compile_definitions(strata_cuda PRIVATE STRATA_HAVE_CUDNN_FRONTEND=1)
+  endif()
   # CMake < 3.26 knows no C++20 dialect for nvcc (CUDA_STANDARD 20 fails to generate): pass
   # the flag by hand instead (nvcc rejects a second -std, so the property must be unset).
   if(NOT "cuda_std_20" IN_LIST CMAKE_CUDA_COMPILE_FEATURES)
@@ -163,6 +167,9 @@ foreach(kind SHARED STATIC)
   endif()
   if(STRATA_HAVE_CUDNN)
     target_link_libraries(${tgt} PRIVATE ${CUDNN_LIBRARY})
+  endif()
+  if(STRATA_HAVE_CUDNN_FRONTEND)
+    target_link_libraries(${tgt} PRIVATE CUDA::nvrtc)  # the frontend compiles some of its engines at run time
   endif()
   if(TARGET strata_io)
     target_link_libraries(${tgt} PRIVATE PNG::PNG JPEG::JPEG ZLIB::ZLIB)  # io/images decoders, io/graphs .gz

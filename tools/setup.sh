@@ -20,6 +20,7 @@ packages=(
   nlohmann-json3-dev        # golden fixtures, benchmark reports
   libcli11-dev              # trainer command lines
   libpng-dev libjpeg-dev    # io/images: PNG and JPEG image folders
+  python3-pip               # fetches cuDNN's header-only frontend (below)
 )
 
 missing=()
@@ -90,6 +91,43 @@ with zipfile.ZipFile(wheel) as z:
 PY
     rm -rf "$wheel_dir"
     echo "setup: knowledge graph data: $(cat "$kg_dir"/*/train.txt | wc -l) training triples in $kg_dir"
+  fi
+fi
+
+# cuDNN's frontend (header-only C++, NVIDIA's graph API wrapper: the fused attention of
+# ops/cuda/cuda_cudnn_attention.cpp), where the CUDA toolkit is here: the headers of PyPI's
+# nvidia-cudnn-frontend wheel (pinned version and hash, no dependencies) into
+# third_party/cudnn_frontend/ (gitignored). Without it the build still works and 16-bit attention
+# on CUDA runs Strata's own kernels.
+if command -v nvcc > /dev/null 2>&1 || [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; then
+  fe_dir=third_party/cudnn_frontend
+  fe_version=1.32.0
+  fe_sha256=c6006556017a4d1c914c52a556c71b1267f2d6a0500f742e7b4edef539878df0
+  if [ -f "$fe_dir/include/cudnn_frontend.h" ] && [ "$(cat "$fe_dir/VERSION" 2>/dev/null)" = "$fe_version" ]; then
+    echo "setup: cuDNN frontend $fe_version already in $fe_dir"
+  else
+    wheel_dir=$(mktemp -d)
+    if python3 -m pip download -q --no-deps --only-binary=:all: --platform manylinux_2_28_x86_64 \
+         --python-version 3.11 "nvidia-cudnn-frontend==$fe_version" -d "$wheel_dir" &&
+       echo "$fe_sha256  $(ls "$wheel_dir"/*.whl)" | sha256sum -c --quiet -; then
+      rm -rf "$fe_dir"
+      python3 - "$(ls "$wheel_dir"/*.whl)" "$fe_dir" <<'PY'
+import os, sys, zipfile
+wheel, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        if name.startswith("include/") and not name.endswith("/"):
+            path = os.path.join(out, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(z.read(name))
+PY
+      echo "$fe_version" > "$fe_dir/VERSION"
+      echo "setup: cuDNN frontend $fe_version in $fe_dir"
+    else
+      echo "setup: could not fetch nvidia-cudnn-frontend $fe_version; CUDA attention will run without cuDNN's"
+    fi
+    rm -rf "$wheel_dir"
   fi
 fi
 

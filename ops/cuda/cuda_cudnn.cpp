@@ -22,12 +22,11 @@
 
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/cuda_cudnn_handle.h"
 #include "ops/cuda/cuda_norm_pool.h"
 #include "strata/ops/matmul_precision.h"
 
 namespace strata::gpu {
-
-namespace {
 
 #define STRATA_CUDNN_CHECK(expr, ...)                                                                   \
   do {                                                                                                  \
@@ -36,11 +35,9 @@ namespace {
                  cudnnGetErrorString(strata_cudnn_st_));                                                \
   } while (0)
 
-constexpr int kMaxDevices = 64;
-
-// One cuDNN handle per device, created on first use; process-wide like the devices.
-cudnnHandle_t handle_for(int device) {
+cudnnHandle_t cudnn_handle(int device) {
   static std::mutex mu;
+  constexpr int kMaxDevices = 64;
   static cudnnHandle_t handles[kMaxDevices] = {};
   STRATA_CHECK(device >= 0 && device < kMaxDevices, DeviceError, "cudnn: device index ", device, " out of range");
   std::lock_guard<std::mutex> lk(mu);
@@ -51,6 +48,8 @@ cudnnHandle_t handle_for(int device) {
   }
   return handles[device];
 }
+
+namespace {
 
 cudnnDataType_t cudnn_dtype(DType dt) { return dt == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; }
 
@@ -96,7 +95,7 @@ ConvProblem& conv_problem(int device, const Tensor& x, const Tensor& w, const Te
   std::lock_guard<std::mutex> lk(mu);
   auto it = cache.find(key);
   if (it != cache.end()) return *it->second;
-  cudnnHandle_t h = handle_for(device);
+  cudnnHandle_t h = cudnn_handle(device);
   auto pr = std::make_unique<ConvProblem>();
   const DType dt = x.dtype();
   pr->x = std::make_unique<TensorDesc>(dt, i32(x.size(0)), i32(x.size(1)), i32(x.size(2)), i32(x.size(3)));
@@ -190,7 +189,7 @@ void CudaBackend::conv2d(const Tensor& out, const Tensor& x, const Tensor& w, co
   context(dev);
   DeviceGuard guard(dev);
   ConvProblem& pr = conv_problem(dev, x, w, out, p);
-  cudnnHandle_t h = handle_for(dev);
+  cudnnHandle_t h = cudnn_handle(dev);
   Tensor ws = pr.fwd_ws ? empty({int64_t(pr.fwd_ws)}, DType::u8, dev) : Tensor();
   Scalars s(x.dtype());
   STRATA_CUDNN_CHECK(cudnnConvolutionForward(h, s.one(), pr.x->d, x.data_ptr(), pr.w, w.data_ptr(), pr.conv, pr.fwd,
@@ -216,7 +215,7 @@ void CudaBackend::conv2d_backward(const Tensor& gx, const Tensor& gw, const Tens
   context(dev);
   DeviceGuard guard(dev);
   ConvProblem& pr = conv_problem(dev, x, w, gy, p);
-  cudnnHandle_t h = handle_for(dev);
+  cudnnHandle_t h = cudnn_handle(dev);
   Scalars s(x.dtype());
   if (gx.defined()) {
     Tensor ws = pr.bwd_data_ws ? empty({int64_t(pr.bwd_data_ws)}, DType::u8, dev) : Tensor();
@@ -268,7 +267,7 @@ void CudaBackend::batch_norm(const Tensor& out, const Tensor& mean, const Tensor
   if (x.numel() == 0) return;
   context(dev);
   DeviceGuard guard(dev);
-  cudnnHandle_t h = handle_for(dev);
+  cudnnHandle_t h = cudnn_handle(dev);
   const int64_t C = x.size(1);
   auto xd = bn_desc(x);
   TensorDesc cd(x.dtype(), 1, i32(C), 1, 1);
@@ -304,7 +303,7 @@ void CudaBackend::batch_norm_backward(const Tensor& gx, const Tensor& gw, const 
     launch_bn_eval_backward(gx, gw, gb, gy, x, weight, mean, invstd);
     return;
   }
-  cudnnHandle_t h = handle_for(dev);
+  cudnnHandle_t h = cudnn_handle(dev);
   const int64_t C = x.size(1);
   const DType dt = x.dtype();
   auto xd = bn_desc(x);
