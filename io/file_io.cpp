@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "strata/core/error.h"
+#include "strata/core/output_path.h"
 
 namespace strata::io {
 namespace {
@@ -65,7 +66,8 @@ std::string InputFile::read_all() const {
 }
 
 OutputFile::OutputFile(std::string path, bool atomic) : path_(std::move(path)) {
-  tmp_ = atomic ? path_ + ".tmp" + unique_temp_suffix() : path_;
+  check_output_file(path_, "writing");
+  tmp_ = atomic ? temporary_beside(path_) : path_;
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   STRATA_CHECK(fd_ >= 0, IoError, "cannot create '", tmp_, "' (", errno_text(errno), ")");
 }

@@ -2,12 +2,13 @@
 
 #include <filesystem>
 
-#include "io/atomic_file.h"
 #include "strata/core/error.h"
+#include "strata/core/output_path.h"
 
 namespace strata::io {
 
 void make_hf_model_dir(const std::string& dir) {
+  check_output_folder(dir, "HF export");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   STRATA_CHECK(!ec && std::filesystem::is_directory(dir), IoError, "HF export: cannot create the directory '",
@@ -16,7 +17,7 @@ void make_hf_model_dir(const std::string& dir) {
 
 void write_hf_config(const std::string& dir, const nlohmann::ordered_json& config) {
   const std::string text = config.dump(2) + "\n";
-  write_file_atomically((std::filesystem::path(dir) / "config.json").string(), text.data(), text.size());
+  write_file_atomically((std::filesystem::path(dir) / "config.json").string(), text, "export");
 }
 
 }  // namespace strata::io

@@ -12,7 +12,7 @@
 #include <numeric>
 #include <random>
 
-#include "io/atomic_file.h"
+#include "strata/core/output_path.h"
 #include "strata/ops/factory.h"
 
 namespace strata::io {
@@ -76,7 +76,7 @@ void write_token_shard(const std::string& path, const std::vector<int32_t>& toke
                  " at position ", i, " does not fit in uint16");
     out[i] = uint16_t(tokens[i]);
   }
-  write_file_atomically(path, buf.data(), buf.size());
+  write_file_atomically(path, buf.data(), buf.size(), "token shards");
 }
 
 std::vector<std::string> glob_paths(const std::string& pattern) {

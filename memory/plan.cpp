@@ -4,13 +4,12 @@
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <fstream>
 #include <sstream>
 
 #include "memory/plan.pb.h"
 #include "memory/read_file.h"
 #include "strata/core/error.h"
+#include "strata/core/output_path.h"
 
 namespace strata::memory {
 
@@ -133,16 +132,7 @@ Plan plan_from_text(const std::string& text, const std::string& origin) {
 }
 
 void save_plan(const Plan& plan, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    STRATA_CHECK(bool(f), IoError, "save_plan: cannot open '", tmp, "' for writing");
-    f << plan_to_text(plan);
-    f.flush();
-    STRATA_CHECK(bool(f), IoError, "save_plan: writing '", tmp, "' failed");
-  }
-  STRATA_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, IoError, "save_plan: cannot rename '", tmp,
-               "' to '", path, "'");
+  write_file_atomically(path, plan_to_text(plan), "save_plan");
 }
 
 Plan load_plan(const std::string& path) {

@@ -105,7 +105,8 @@ Shape infer_shape(const Shape& shape, int64_t numel, const char* op) {
       infer = int64_t(i);
     } else {
       STRATA_CHECK(out[i] >= 0, ShapeError, op, ": invalid size in ", shape_str(shape));
-      known *= out[i];
+      STRATA_CHECK(!__builtin_mul_overflow(known, out[i], &known), ShapeError, op, ": shape ",
+                   shape_str(shape), " has more elements than a 64-bit count holds");
     }
   }
   if (infer >= 0) {

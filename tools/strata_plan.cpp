@@ -9,11 +9,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "strata/core/output_path.h"
 #include "strata/memory/planner/cost_model.h"
 #include "strata/memory/planner/planner.h"
 #include "strata/memory/planner/tracer.h"
@@ -119,8 +120,7 @@ void write_svg(const std::string& path, const std::vector<const PolicyResult*>& 
   auto x = [&](double t) { return L + (W - L - R) * t / tmax; };
   auto y = [&](double b) { return H - B - (H - T - B) * b / double(ymax); };
   const char* colors[] = {"#1f77b4", "#7f7f7f", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"};
-  std::ofstream f(path);
-  STRATA_CHECK(bool(f), IoError, "strata_plan: cannot write '", path, "'");
+  std::ostringstream f;
   f << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H << "' font-family='sans-serif' font-size='12'>\n";
   f << "<rect width='100%' height='100%' fill='white'/>\n";
   f << "<text x='" << L << "' y='20' font-size='14'>" << title << "</text>\n";
@@ -152,6 +152,7 @@ void write_svg(const std::string& path, const std::vector<const PolicyResult*>& 
       << (rs[i]->fits ? "" : " (over)") << "</text>\n";
   }
   f << "</svg>\n";
+  write_file_atomically(path, f.str(), "strata_plan --svg");
 }
 
 // What-if: tensors made by ops of these classes (op_class: "layer_norm", "matmul", ...) counted as

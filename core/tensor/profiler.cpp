@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 
 #include "strata/core/error.h"
+#include "strata/core/output_path.h"
 
 namespace strata {
 
@@ -148,8 +149,7 @@ std::string json_escape(const std::string& s) {
 }  // namespace
 
 void Profiler::write_chrome_trace(const std::string& path) const {
-  std::ofstream f(path);
-  STRATA_CHECK(f.good(), IoError, "Profiler: cannot write chrome trace '", path, "'");
+  std::ostringstream f;
   f << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
   const char* tracks[] = {"phases", "ops / backward nodes", "ops inside backward nodes"};
   for (int t = 0; t < 3; ++t)
@@ -163,7 +163,7 @@ void Profiler::write_chrome_trace(const std::string& path) const {
     f << "{\"name\": \"" << json_escape(e.name) << "\", " << buf << (i + 1 < events_.size() ? ",\n" : "\n");
   }
   f << "]}\n";
-  STRATA_CHECK(f.good(), IoError, "Profiler: writing chrome trace '", path, "' failed");
+  write_file_atomically(path, f.str(), "Profiler: chrome trace");
 }
 
 }  // namespace strata

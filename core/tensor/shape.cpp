@@ -6,8 +6,24 @@ namespace strata {
 
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+  for (int64_t s : shape)
+    STRATA_CHECK(!__builtin_mul_overflow(n, s, &n), ShapeError, "shape ", shape_str(shape),
+                 " has more elements than a 64-bit count holds");
   return n;
+}
+
+size_t shape_nbytes(const Shape& shape, size_t element_size, const char* what) {
+  int64_t n = 1;
+  for (int64_t s : shape) {
+    STRATA_CHECK(s >= 0, ShapeError, what, ": negative size in ", shape_str(shape));
+    STRATA_CHECK(!__builtin_mul_overflow(n, s, &n), ShapeError, what, ": shape ", shape_str(shape),
+                 " has more elements than a 64-bit count holds");
+  }
+  int64_t bytes = 0;
+  STRATA_CHECK(!__builtin_mul_overflow(n, int64_t(element_size), &bytes), ShapeError, what, ": ",
+               shape_str(shape), " of ", element_size,
+               "-byte elements needs more bytes than a 64-bit size holds");
+  return size_t(bytes);
 }
 
 Shape contiguous_strides(const Shape& shape) {

@@ -52,9 +52,7 @@ Tensor Tensor::from_storage(Storage storage, Shape shape, Shape strides, int64_t
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
-  for (int64_t s : shape)
-    STRATA_CHECK(s >= 0, ShapeError, "empty: negative size in ", shape_str(shape));
-  size_t nbytes = size_t(shape_numel(shape)) * strata::element_size(dtype);
+  const size_t nbytes = shape_nbytes(shape, strata::element_size(dtype), "empty");
   Allocator* alloc = &allocator_for(device);
   auto storage = std::make_shared<StorageImpl>(nbytes, device, alloc, MemoryCategoryGuard::current());
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), shape, contiguous_strides(shape),

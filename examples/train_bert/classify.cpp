@@ -11,6 +11,7 @@
 
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
+#include "examples/common/finite_loss.h"
 #include "examples/common/lr_schedule.h"
 #include "strata/io/mlm_batches.h"
 #include "strata/io/safetensors.h"
@@ -169,6 +170,7 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev) {
     opt.step();
     ++step;
     last_loss = loss.item();
+    examples::check_finite_loss(last_loss, step);
     seen += B, right += correct(logits, batch.labels);
     if (step % run.log_every() == 0 || step == 1) {
       std::printf("step %5ld | loss %.4f | acc %5.1f%% (since the last line) | lr %.2e\n", long(step),

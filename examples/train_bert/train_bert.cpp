@@ -13,6 +13,7 @@
 
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
+#include "examples/common/finite_loss.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/run_report.h"
 #include "examples/common/text_data.h"
@@ -165,6 +166,7 @@ int train_bert(BertTrainOptions& o) {
     amp.reset();
     loss.backward();
     last_loss = loss.item();
+    examples::check_finite_loss(last_loss, step + 1);  // before the update
     const double clip = c.optim().grad_clip();
     // The norm stays on the device until a log line prints it (no synchronization per step).
     const Tensor norm = clip > 0 ? optim::clip_grad_norm_tensor_(model.parameters(), clip) : Tensor();

@@ -50,7 +50,7 @@ Tensor made_features(const std::string& spec, const Graph& g, uint64_t seed) {
     } catch (const std::exception&) {
     }
     STRATA_CHECK(D > 0, ValueError, "--features '", spec, "': random:D needs a positive D");
-    std::vector<float> v(size_t(N * D));
+    std::vector<float> v(shape_nbytes({N, D}, sizeof(float), "--features random:D") / sizeof(float));
     for (size_t i = 0; i < v.size(); i += 2) {  // Box-Muller on Philox words
       const float u1 = std::max(philox::to_uniform(uint32_t(philox::word(seed, 0, i))), 1e-7f);
       const float u2 = philox::to_uniform(uint32_t(philox::word(seed, 0, i + 1)));

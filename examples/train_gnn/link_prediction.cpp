@@ -11,6 +11,7 @@
 
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
+#include "examples/common/finite_loss.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/run_report.h"
 #include "examples/common/trainer_device.h"
@@ -206,6 +207,7 @@ int train_link_prediction(const GnnTrainOptions& o, int64_t* running_step) {
     ++step;
     ++steps_run;
     last_loss = loss.item();
+    examples::check_finite_loss(last_loss, step);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (steps_run > 1) step_seconds += secs;
     if (const std::optional<double> per_step = sched.time_step(steps_run, secs)) {

@@ -17,12 +17,14 @@
 
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
+#include "examples/common/finite_loss.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/run_report.h"
 #include "examples/common/trainer_device.h"
 #include "examples/train_gnn/gnn_data.h"
 #include "examples/train_gnn/link_prediction.h"
 #include "examples/train_gnn/train_options.h"
+#include "strata/core/output_path.h"
 #include "strata/core/profiler.h"
 #include "strata/io/checkpoint.h"
 #include "strata/io/graph_loader.h"
@@ -106,6 +108,7 @@ int train_gnn(GnnTrainOptions o) {
   const examples::RunConfig& run = c.run();
   const examples::TrainerDevice dev = examples::resolve_trainer_device(run, dist::launch_env());
   const Device device = dev.device;
+  if (!c.save_data().empty()) check_output_file(c.save_data(), "--save-data");  // before a long load
   std::filesystem::create_directories(run.out_dir());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
@@ -253,6 +256,7 @@ int train_gnn(GnnTrainOptions o) {
     ++step;
     ++steps_run;
     last_loss = loss.item();
+    examples::check_finite_loss(last_loss, step);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (steps_run > 1) step_seconds += secs;
     if (const std::optional<double> per_step = sched.time_step(steps_run, secs)) {

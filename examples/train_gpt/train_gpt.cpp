@@ -19,6 +19,7 @@
 
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
+#include "examples/common/finite_loss.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/run_report.h"
 #include "examples/common/text_data.h"
@@ -322,6 +323,7 @@ int train_gpt(TrainOptions& o) {
         exposed_seconds += ddp->last_sync_stats().exposed_seconds;
       }
     }
+    examples::check_finite_loss(loss_sum, step + 1);  // before the update, on every rank alike
     profile.phase("optimizer");
     const double clip = c.optim().grad_clip();
     // The norm stays on the device until a log line prints it (no synchronization per step).

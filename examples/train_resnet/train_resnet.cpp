@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "examples/common/checkpointing.h"
+#include "examples/common/finite_loss.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/run_report.h"
 #include "examples/common/trainer_device.h"
@@ -252,6 +253,7 @@ int train_resnet(ResNetTrainOptions o) {
     ++step;
     ++steps_run;
     last_loss = loss.item();
+    examples::check_finite_loss(last_loss, step);
     const Accuracy acc = count_correct(logits, batch.labels);
     recent.push_back(acc);
     in_window.correct += acc.correct, in_window.total += acc.total;

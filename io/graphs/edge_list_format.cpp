@@ -1,6 +1,7 @@
 // Edge lists and CSV ("src dst [relation] [weight]" lines) with an optional node file
 // ("id,label,f0,f1,...").
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -80,6 +81,12 @@ void attach_nodes(const NodeRows& rows, int64_t n, GraphDataset* data) {
   data->labels = host_tensor(labels);
   data->num_classes = count_classes(labels);
   if (rows.width > 0) {
+    for (size_t i = 0; i < rows.ids.size(); ++i)
+      for (int64_t c = 0; c < rows.width; ++c) {
+        const float v = rows.features[i * size_t(rows.width) + size_t(c)];
+        STRATA_CHECK(std::isfinite(v), ValueError, rows.path, ":", rows.lines[i], ": feature column ", c,
+                     " is ", v, "; non-finite features are refused");
+      }
     std::vector<float> features(size_t(n * rows.width), 0.0f);
     for (size_t i = 0; i < rows.ids.size(); ++i)
       std::copy_n(rows.features.begin() + std::ptrdiff_t(i) * rows.width, rows.width,

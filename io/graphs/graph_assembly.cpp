@@ -1,7 +1,10 @@
 #include "io/graphs/graph_assembly.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+
+#include "strata/core/error.h"
 
 namespace strata::io {
 
@@ -50,6 +53,21 @@ int64_t count_classes(const std::vector<int64_t>& labels) {
   int64_t top = -1;
   for (int64_t l : labels) top = std::max(top, l);
   return top + 1;
+}
+
+void check_finite_features(const Tensor& features, const std::string& source) {
+  if (!features.defined() || features.numel() == 0) return;
+  const Tensor f = features.is_contiguous() ? features : features.contiguous();
+  const int64_t F = f.dim() >= 2 ? f.numel() / f.size(0) : 1;
+  auto scan = [&](const auto* v) {
+    for (int64_t i = 0; i < f.numel(); ++i)
+      STRATA_CHECK(std::isfinite(double(v[i])), ValueError, source, ": feature row ", i / F, ", column ",
+                   i % F, " is ", double(v[i]), "; non-finite features are refused");
+  };
+  if (f.dtype() == DType::f64)
+    scan(f.data<double>());
+  else if (f.dtype() == DType::f32)
+    scan(f.data<float>());
 }
 
 }  // namespace strata::io

@@ -49,10 +49,24 @@ Tensor ids_tensor(std::span<const int64_t> ids) {
 // Batches of this rank are numbered k = 0, 1, 2, ... from where the pipeline started; batch k is
 // global stream position start + k * world_size + rank. Workers claim k in order, at most
 // `prefetch` ahead of the consumer, and file the result under k; next() takes them in order.
+namespace {
+
+// What a ready sampled batch holds: its tensors, and about three 8-byte index entries per block edge.
+int64_t batch_bytes(const GraphMiniBatch& b) {
+  auto bytes = [](const Tensor& t) { return t.defined() ? int64_t(t.nbytes()) : int64_t(0); };
+  int64_t n = bytes(b.features) + bytes(b.labels) + bytes(b.seeds);
+  for (const SampledBlock& blk : b.blocks)
+    n += bytes(blk.nodes) + bytes(blk.parent_edges) + (blk.graph.defined() ? 24 * blk.graph.num_edges() : 0);
+  return n;
+}
+
+}  // namespace
+
 struct GraphBatchLoader::Pipeline {
   struct Result {
     GraphMiniBatch batch;
     std::exception_ptr error;
+    int64_t bytes = 0;
   };
   const GraphBatchLoader* loader;
   int64_t start;
@@ -61,6 +75,7 @@ struct GraphBatchLoader::Pipeline {
   std::condition_variable work_cv, ready_cv;
   int64_t next_claim = 0, consumed = 0;
   std::map<int64_t, Result> ready;
+  int64_t ready_bytes = 0;
   bool shutting_down = false;
   std::vector<std::thread> threads;
 
@@ -117,7 +132,11 @@ struct GraphBatchLoader::Pipeline {
       int64_t k;
       {
         std::unique_lock<std::mutex> lock(mu);
-        work_cv.wait(lock, [&] { return shutting_down || next_claim < consumed + loader->o_.prefetch; });
+        const GraphLoaderOptions& o = loader->o_;
+        work_cv.wait(lock, [&] {
+          return shutting_down || (next_claim < consumed + o.prefetch &&
+                                   (next_claim == consumed || ready_bytes < o.prefetch_bytes));
+        });
         if (shutting_down) return;
         k = next_claim++;
       }
@@ -127,7 +146,9 @@ struct GraphBatchLoader::Pipeline {
       } catch (...) {
         r.error = std::current_exception();
       }
+      if (!loader->o_.full_graph) r.bytes = batch_bytes(r.batch);  // a full-graph batch shares the dataset's
       std::lock_guard<std::mutex> lock(mu);
+      ready_bytes += r.bytes;
       ready.emplace(k, std::move(r));
       ready_cv.notify_all();
     }
@@ -142,6 +163,8 @@ GraphBatchLoader::GraphBatchLoader(std::shared_ptr<const GraphDataset> dataset, 
   STRATA_CHECK(o_.num_workers >= 0 && o_.num_workers <= 256, ValueError, "GraphBatchLoader: num_workers ",
                o_.num_workers, " is not in [0, 256]");
   STRATA_CHECK(o_.prefetch >= 1, ValueError, "GraphBatchLoader: prefetch ", o_.prefetch,
+               " must be at least 1");
+  STRATA_CHECK(o_.prefetch_bytes >= 1, ValueError, "GraphBatchLoader: prefetch_bytes ", o_.prefetch_bytes,
                " must be at least 1");
   STRATA_CHECK(o_.world_size >= 1 && o_.rank >= 0 && o_.rank < o_.world_size, ValueError,
                "GraphBatchLoader: rank ", o_.rank, " of world size ", o_.world_size);
@@ -234,6 +257,7 @@ GraphMiniBatch GraphBatchLoader::next() {
     }
     auto it = p.ready.find(k);
     r = std::move(it->second);
+    p.ready_bytes -= r.bytes;
     p.ready.erase(it);
     ++p.consumed;
     lock.unlock();
@@ -242,6 +266,16 @@ GraphMiniBatch GraphBatchLoader::next() {
   position_ = p.start + p.consumed * o_.world_size;
   if (r.error) std::rethrow_exception(r.error);
   return std::move(r.batch);
+}
+
+int64_t GraphBatchLoader::held_batches() const {
+  std::lock_guard<std::mutex> lock(pipe_->mu);
+  return int64_t(pipe_->ready.size());
+}
+
+int64_t GraphBatchLoader::held_bytes() const {
+  std::lock_guard<std::mutex> lock(pipe_->mu);
+  return pipe_->ready_bytes;
 }
 
 DataCursor GraphBatchLoader::cursor() const {

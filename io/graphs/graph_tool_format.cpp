@@ -298,6 +298,7 @@ void set_features(const std::string& path, const Tensor& t, const PropertyValues
                type_name(p.type), (is_vector(p.type) ? " of ragged lengths" : ""), ", not numeric");
   Tensor f = t.dim() == 1 ? t.view({t.size(0), 1}) : t;
   data->features = f.to(DType::f32);
+  check_finite_features(data->features, "load_graph_tool('" + path + "'): feature property '" + p.name + "'");
 }
 
 }  // namespace

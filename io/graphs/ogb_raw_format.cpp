@@ -213,6 +213,7 @@ GraphDataset load_ogb_raw(const std::string& dir, const OgbRawOptions& options) 
   if (std::string path = find_table(raw + "/node-feat"); !path.empty()) {
     Table t = read_table(path, DType::f32);
     expect_shape(t, n, -1, "node-feat");
+    check_finite_features(t.values, path);
     data.features = t.values;
   }
   if (std::string path = find_table(raw + "/node-label"); !path.empty()) {

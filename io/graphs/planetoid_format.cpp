@@ -74,6 +74,7 @@ GraphDataset load_planetoid_raw(const std::string& dir, const std::string& name,
   GraphDataset data;
   data.graph = Graph::from_edges(n, host_tensor(src), host_tensor(dst));
   data.features = host_tensor(features, {n, width});
+  check_finite_features(data.features, content_path);
   std::vector<std::string> classes;
   std::vector<int64_t> labels = class_ids_of(class_of, &classes);
   data.labels = host_tensor(labels);

@@ -4,13 +4,12 @@
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <fstream>
 #include <sstream>
 
 #include "memory/planner/hardware.pb.h"
 #include "memory/read_file.h"
 #include "strata/core/error.h"
+#include "strata/core/output_path.h"
 
 namespace strata::memory::planner {
 
@@ -204,16 +203,7 @@ HardwareProfile load_hardware_profile(const std::string& path) {
 }
 
 void save_hardware_profile(const HardwareProfile& profile, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    STRATA_CHECK(bool(f), IoError, "save_hardware_profile: cannot open '", tmp, "' for writing");
-    f << hardware_profile_to_text(profile);
-    f.flush();
-    STRATA_CHECK(bool(f), IoError, "save_hardware_profile: writing '", tmp, "' failed");
-  }
-  STRATA_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, IoError, "save_hardware_profile: cannot rename '",
-               tmp, "' to '", path, "'");
+  write_file_atomically(path, hardware_profile_to_text(profile), "save_hardware_profile");
 }
 
 }  // namespace strata::memory::planner

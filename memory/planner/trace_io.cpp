@@ -1,13 +1,12 @@
 // save_trace / load_trace: StepTrace <-> memory/planner/trace.proto.
 #include <google/protobuf/text_format.h>
 
-#include <cstdio>
-#include <fstream>
 #include <sstream>
 
 #include "memory/planner/trace.pb.h"
 #include "memory/read_file.h"
 #include "strata/core/error.h"
+#include "strata/core/output_path.h"
 #include "strata/memory/planner/trace.h"
 
 namespace strata::memory::planner {
@@ -104,16 +103,7 @@ void save_trace(const StepTrace& trace, const std::string& path) {
     google::protobuf::TextFormat::PrintToString(p, &bytes);
   else
     STRATA_CHECK(p.SerializeToString(&bytes), IoError, "save_trace: cannot serialize the trace of '", trace.model, "'");
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    STRATA_CHECK(bool(f), IoError, "save_trace: cannot open '", tmp, "' for writing");
-    f << bytes;
-    f.flush();
-    STRATA_CHECK(bool(f), IoError, "save_trace: writing '", tmp, "' failed");
-  }
-  STRATA_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, IoError, "save_trace: cannot rename '", tmp, "' to '",
-               path, "'");
+  write_file_atomically(path, bytes, "save_trace");
 }
 
 StepTrace load_trace(const std::string& path) {

@@ -144,7 +144,8 @@ STRATA_HD T ew_apply(T a, T b, T c, T p0, T p1) {
   else if constexpr (OP == EwOp::Rsqrt) return T(1) / m_sqrt(a);
   else if constexpr (OP == EwOp::Tanh) return m_tanh(a);
   else if constexpr (OP == EwOp::Sigmoid) return T(1) / (T(1) + m_exp(-a));
-  else if constexpr (OP == EwOp::Relu) return a > T(0) ? a : T(0);
+  else if constexpr (OP == EwOp::Relu)
+    return (a > T(0) || a != a) ? a : T(0);  // NaN propagates
   else if constexpr (OP == EwOp::GeluErf) return T(0.5) * a * (T(1) + m_erf(a * T(0.7071067811865476)));
   else if constexpr (OP == EwOp::GeluTanh) return T(0.5) * a * (T(1) + m_tanh(gelu_tanh_inner(a)));
   else if constexpr (OP == EwOp::Silu) return a / (T(1) + m_exp(-a));

@@ -147,7 +147,8 @@ void CpuBackend::spmm_extreme(const Tensor& out, const Tensor& arg, const Tensor
             const T* xr = xp + int64_t(idx[k]) * F;
             const int64_t p = widx ? int64_t(widx[k]) : k;
             for (int64_t f = 0; f < F; ++f) {
-              const bool better = minimum ? xr[f] < o[f] : xr[f] > o[f];
+              // NaN propagates as in PyTorch's scatter_reduce: the first NaN is kept, and its edge.
+              const bool better = (xr[f] != xr[f] && o[f] == o[f]) || (minimum ? xr[f] < o[f] : xr[f] > o[f]);
               if (better) o[f] = xr[f], a[f] = p;
             }
           }

@@ -93,7 +93,7 @@ void CudaBackend::synchronize(int device_index) {
 }
 
 Tensor CudaBackend::empty(const Shape& shape, DType dtype, int device) {
-  size_t nbytes = size_t(shape_numel(shape)) * element_size(dtype);
+  const size_t nbytes = shape_nbytes(shape, element_size(dtype), "empty");
   auto storage = std::make_shared<StorageImpl>(nbytes, Device(DeviceType::CUDA, device), &allocator(device),
                                                MemoryCategoryGuard::current());
   return Tensor::from_storage(std::move(storage), shape, contiguous_strides(shape), 0, dtype);

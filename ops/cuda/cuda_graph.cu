@@ -57,7 +57,9 @@ __global__ void spmm_extreme_kernel(T* out, int64_t* arg, const int64_t* off, co
     int64_t at = -1;
     for (int64_t k = off[r]; k < off[r + 1]; ++k) {
       const T v = x[int64_t(idx[k]) * F + f];
-      if (at < 0 || (minimum ? v < best : v > best)) best = v, at = widx ? int64_t(widx[k]) : k;
+      // NaN propagates (the first one is kept), as on the CPU.
+      if (at < 0 || (v != v && best == best) || (minimum ? v < best : v > best))
+        best = v, at = widx ? int64_t(widx[k]) : k;
     }
     out[i] = best;
     arg[i] = at;

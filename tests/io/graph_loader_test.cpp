@@ -200,6 +200,36 @@ TEST(GraphBatchLoader, PrefetchStaysWithinItsBound) {
   EXPECT_EQ(made.load(), 3);
 }
 
+// A huge `prefetch` (train_gnn --prefetch 1000000000 ran the loader threads to 3 GB) stops at the
+// byte bound: with room for about two batches, no more than two plus the workers' in flight are
+// held, and the batches are the same as an unbounded loader's.
+TEST(GraphBatchLoader, PrefetchStaysWithinItsByteBound) {
+  const auto data = dataset();
+  std::atomic<int64_t> made{0};
+  GraphLoaderOptions o{
+      .batch = 2, .fanouts = {2}, .shuffle = false, .num_workers = 3, .prefetch = 1000000000};
+  GraphBatchLoader probe(data, even_nodes(),
+                         {.batch = 2, .fanouts = {2}, .shuffle = false, .num_workers = 0});
+  const GraphMiniBatch first = probe.next();
+  int64_t one = first.features.nbytes() + first.labels.nbytes() + first.seeds.nbytes();
+  for (const SampledBlock& b : first.blocks) one += b.nodes.nbytes() + b.parent_edges.nbytes();
+  o.prefetch_bytes = 2 * one;
+  o.transform = [&](GraphMiniBatch&) { ++made; };
+  GraphBatchLoader loader(data, even_nodes(), o);
+  for (int i = 0; i < 500 && made.load() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_LE(made.load(), 2 + o.num_workers) << "batches made past the byte bound";
+  EXPECT_LE(loader.held_batches(), 2 + o.num_workers);
+  EXPECT_GT(loader.held_bytes(), 0);
+  for (int k = 0; k < 6; ++k) {
+    const GraphMiniBatch b = loader.next(), ref = k == 0 ? first : probe.next();
+    EXPECT_EQ(ints(b.seeds), ints(ref.seeds)) << "batch " << k;
+  }
+  GraphLoaderOptions bad = o;
+  bad.prefetch_bytes = 0;
+  EXPECT_THROW(GraphBatchLoader(data, even_nodes(), bad), ValueError);
+}
+
 TEST(GraphBatchLoader, WorkerErrorsReachTheCallerAndLoadingGoesOn) {
   const auto data = dataset();
   GraphLoaderOptions o{.batch = 10, .fanouts = {2}, .shuffle = false, .num_workers = 2};

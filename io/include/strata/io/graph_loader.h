@@ -43,8 +43,11 @@ struct GraphLoaderOptions {
   bool shuffle = true;     // a new permutation of the seeds every epoch
   bool drop_last = false;  // else the epoch's last batch holds the remainder
   uint64_t seed = 0;
-  int num_workers = 2;           // loader threads; 0 makes batches in next() itself
-  int64_t prefetch = 4;          // ready batches held at most (the queue bound)
+  int num_workers = 2;   // loader threads; 0 makes batches in next() itself
+  int64_t prefetch = 4;  // ready batches held at most (the queue bound)
+  // Bytes of ready batches held at most (their features, labels, seeds and blocks), whatever
+  // `prefetch` says: workers start no new batch past it, except the one next() waits for.
+  int64_t prefetch_bytes = int64_t(1) << 30;
   int rank = 0, world_size = 1;  // data parallel: rank r takes global batches r, r+W, ...
   // Runs on the loader thread on each batch once it is made (PyG NeighborLoader's transform);
   // what it throws reaches the caller from next().
@@ -77,6 +80,9 @@ class GraphBatchLoader {
   void set_cursor(const DataCursor& cursor);
   // Seconds next() has spent waiting for a batch that was not ready (the trainer starved).
   double wait_seconds() const { return wait_seconds_; }
+  // Ready batches held now, and their bytes as prefetch_bytes counts them.
+  int64_t held_batches() const;
+  int64_t held_bytes() const;
 
  private:
   struct Pipeline;
