@@ -84,8 +84,8 @@ void attach_nodes(const NodeRows& rows, int64_t n, GraphDataset* data) {
     for (size_t i = 0; i < rows.ids.size(); ++i)
       for (int64_t c = 0; c < rows.width; ++c) {
         const float v = rows.features[i * size_t(rows.width) + size_t(c)];
-        STRATA_CHECK(std::isfinite(v), ValueError, rows.path, ":", rows.lines[i], ": feature column ", c,
-                     " is ", v, "; non-finite features are refused");
+        STRATA_CHECK(std::isfinite(v), IoError, rows.path, ":", rows.lines[i], ": feature column ", c, " is ",
+                     v, "; non-finite features are refused");
       }
     std::vector<float> features(size_t(n * rows.width), 0.0f);
     for (size_t i = 0; i < rows.ids.size(); ++i)

@@ -61,8 +61,8 @@ void check_finite_features(const Tensor& features, const std::string& source) {
   const int64_t F = f.dim() >= 2 ? f.numel() / f.size(0) : 1;
   auto scan = [&](const auto* v) {
     for (int64_t i = 0; i < f.numel(); ++i)
-      STRATA_CHECK(std::isfinite(double(v[i])), ValueError, source, ": feature row ", i / F, ", column ",
-                   i % F, " is ", double(v[i]), "; non-finite features are refused");
+      STRATA_CHECK(std::isfinite(double(v[i])), IoError, source, ": feature row ", i / F, ", column ", i % F,
+                   " is ", double(v[i]), "; non-finite features are refused");
   };
   if (f.dtype() == DType::f64)
     scan(f.data<double>());

@@ -39,7 +39,7 @@ Tensor repeat_rows_twice(const Tensor& t);
 // `classes`); an empty name gets -1.
 std::vector<int64_t> class_ids_of(const std::vector<std::string>& names, std::vector<std::string>* classes);
 
-// Refuses features holding NaN or an infinity (ValueError naming `source`, the row and the column of
+// Refuses features holding NaN or an infinity (IoError naming `source`, the row and the column of
 // the first): ReLU-based layers turned a NaN feature into a finite loss near ln C and chance
 // accuracy, training on garbage without a word. Takes a CPU f32 or f64 [N, F] tensor.
 void check_finite_features(const Tensor& features, const std::string& source);

@@ -607,3 +607,26 @@ TEST(GraphFormats, PlanetoidRawRejectsRaggedRowsAndDuplicatePapers) {
   msg = io_error([&] { load_planetoid_raw(dir.path, "missing"); });
   EXPECT_NE(msg.find("missing.content"), std::string::npos) << msg;
 }
+
+// NaN or an infinity among the features is refused, naming the file and where: SAGE and GCN used
+// to report a finite loss near ln C and chance accuracy on such input.
+TEST(GraphFormats, NonFiniteFeaturesAreRefusedByFileAndPlace) {
+  TempDir dir;
+  write_file(dir.file("e.txt"), "0 1\n1 2\n");
+  write_file(dir.file("nodes.csv"), "id,label,f0,f1\n0,1,0.5,1\n2,0,nan,3\n");
+  std::string msg =
+      io_error([&] { load_edge_list(dir.file("e.txt"), {.node_file = dir.file("nodes.csv")}); });
+  EXPECT_NE(msg.find(dir.file("nodes.csv") + ":3: feature column 0 is nan"), std::string::npos) << msg;
+
+  write_file(dir.file("tiny.content"), "p31\t0\t1\tTheory\nx_9\tinf\t0\tAI\n");
+  write_file(dir.file("tiny.cites"), "p31\tx_9\n");
+  msg = io_error([&] { load_planetoid_raw(dir.path, "tiny"); });
+  EXPECT_NE(msg.find(dir.file("tiny.content") + ": feature row 1, column 0 is inf"), std::string::npos)
+      << msg;
+
+  const std::string root = dir.file("ogbn_nan");
+  write_ogb(root);
+  write_file(root + "/raw/node-feat.csv", "0.5,1\n1.5,2\n-1,-inf\n2.25,3\n");
+  msg = io_error([&] { load_ogb_raw(root); });
+  EXPECT_NE(msg.find("node-feat.csv: feature row 2, column 1 is -inf"), std::string::npos) << msg;
+}
