@@ -15,15 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// n_head from a Hugging Face config.json ("n_head"), 0 when absent or unreadable as JSON.
-int64_t n_head_from_config(const fs::path& config) {
-  std::ifstream in(config);
-  if (!in) return 0;
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("n_head") || !j["n_head"].is_number_integer()) return 0;
-  return j["n_head"].get<int64_t>();
-}
-
 }  // namespace
 
 GptWeights load_gpt2_weights(const std::string& path, int64_t n_head) {
@@ -41,7 +32,6 @@ GptWeights load_gpt2_weights(const std::string& path, int64_t n_head) {
     in.read(reinterpret_cast<char*>(&magic), sizeof(magic));
   }
   if (magic == kLlmcModelMagic) return load_llmc_checkpoint(file.string());
-  if (n_head <= 0) n_head = n_head_from_config(file.parent_path() / "config.json");
   return load_hf_gpt2_safetensors(file.string(), n_head);
 }
 

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "examples/common/cache_settings.h"
@@ -28,7 +29,8 @@ constexpr const char* kDefaults = R"pb(
 )pb";
 
 // The model's shape from --init-from's weights; a size flag that says otherwise names the tensor and
-// both shapes. The head count: --heads, else the config.json beside the weights, else C / 64.
+// both shapes. The head count: --heads, else the config.json beside the weights, else C / 64 with a
+// warning (refused where 64 does not divide C).
 void take_shape_from(const io::BertShape& s, const TrainBertConfig& set, const std::string& path,
                      models::BertConfig* m) {
   auto shape2 = [](int64_t a, int64_t b) { return "[" + std::to_string(a) + ", " + std::to_string(b) + "]"; };
@@ -55,9 +57,23 @@ void take_shape_from(const io::BertShape& s, const TrainBertConfig& set, const s
   m->num_hidden_layers = s.num_hidden_layers, m->hidden_size = s.hidden_size;
   m->intermediate_size = s.intermediate_size, m->vocab_size = s.vocab_size;
   m->max_position_embeddings = s.max_position_embeddings, m->type_vocab_size = s.type_vocab_size;
-  m->num_attention_heads = set.has_num_attention_heads() ? set.num_attention_heads()
-                           : s.num_attention_heads > 0   ? s.num_attention_heads
-                                                         : std::max<int64_t>(1, s.hidden_size / 64);
+  if (set.has_num_attention_heads()) {
+    m->num_attention_heads = set.num_attention_heads();
+  } else if (s.num_attention_heads > 0) {
+    m->num_attention_heads = s.num_attention_heads;
+  } else {
+    // BERT's head size of 64 is the one guess that may be right, and only where it divides C.
+    STRATA_CHECK(s.hidden_size % 64 == 0, ValueError, where,
+                 "the head count is not in --heads or a config.json "
+                 "beside the weights, and the hidden size ",
+                 s.hidden_size,
+                 " is not a multiple of BERT's head size 64, so it cannot be guessed: pass --heads");
+    m->num_attention_heads = s.hidden_size / 64;
+    std::fprintf(stderr,
+                 "warning: %sthe head count is not in --heads or a config.json beside the weights; taking "
+                 "hidden / 64 = %ld (BERT's head size)\n",
+                 where.c_str(), long(m->num_attention_heads));
+  }
 }
 
 }  // namespace

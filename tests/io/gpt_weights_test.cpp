@@ -134,11 +134,20 @@ TEST(GptWeights, HfImportAcceptsKeysWithoutPrefixAndNeedsAHeadCount) {
   write_safetensors(path, bare, file.metadata);
   GptWeights w = load_hf_gpt2_safetensors(path, 4);
   expect_same_weights(w.state_dict, load_hf_gpt2_safetensors(fixture("gpt2_tiny.safetensors"), 4).state_dict);
-  // C = 20 has no default head count (C / 64 = 0); 5 heads of 4 also divide it.
+  // C = 20 is no multiple of GPT-2's head size 64, so nothing is guessed; 5 heads of 4 also divide it.
   std::string m = io_error_of([&] { load_hf_gpt2_safetensors(path); });
-  EXPECT_NE(m.find("n_head"), std::string::npos) << m;
+  EXPECT_NE(
+      m.find("n_embd 20 is not a multiple of GPT-2's head size 64, so it cannot be guessed: pass n_head"),
+      std::string::npos)
+      << m;
   EXPECT_EQ(load_hf_gpt2_safetensors(path, 5).shape.n_head, 5);
   EXPECT_THROW(load_hf_gpt2_safetensors(path, 3), IoError);
+  // A config.json beside the file says it.
+  const std::filesystem::path dir = temp_path("bare_with_config");
+  std::filesystem::create_directories(dir);
+  write_safetensors((dir / "model.safetensors").string(), bare, file.metadata);
+  std::ofstream(dir / "config.json") << "{\"n_head\": 5, \"n_embd\": 20}\n";
+  EXPECT_EQ(load_hf_gpt2_safetensors((dir / "model.safetensors").string()).shape.n_head, 5);
 }
 
 TEST(GptWeights, HfImportRejectsMissingMisshapedUnexpectedAndUntiedTensors) {
