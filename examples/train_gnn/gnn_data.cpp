@@ -1,6 +1,7 @@
 #include "examples/train_gnn/gnn_data.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -45,11 +46,10 @@ Tensor made_features(const std::string& spec, const Graph& g, uint64_t seed) {
   }
   if (kind.rfind("random:", 0) == 0) {
     int64_t D = 0;
-    try {
-      D = std::stoll(kind.substr(7));
-    } catch (const std::exception&) {
-    }
-    STRATA_CHECK(D > 0, ValueError, "--features '", spec, "': random:D needs a positive D");
+    const std::string digits = kind.substr(7);
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), D);
+    STRATA_CHECK(ec == std::errc() && end == digits.data() + digits.size() && D > 0, ValueError,
+                 "--features '", spec, "': random:D needs a positive whole number D");
     std::vector<float> v(shape_nbytes({N, D}, sizeof(float), "--features random:D") / sizeof(float));
     for (size_t i = 0; i < v.size(); i += 2) {  // Box-Muller on Philox words
       const float u1 = std::max(philox::to_uniform(uint32_t(philox::word(seed, 0, i))), 1e-7f);

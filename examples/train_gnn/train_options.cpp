@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "examples/common/cache_settings.h"
@@ -394,6 +395,12 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
                " is not in [1, 26]");
   STRATA_CHECK(c.dcsbm_nodes() >= 2 && c.dcsbm_classes() >= 2 && c.dcsbm_features() >= 0, ValueError,
                "--dcsbm-nodes and --dcsbm-classes must be at least 2, --dcsbm-features at least 0");
+  STRATA_CHECK(std::isfinite(c.dcsbm_degree()) && c.dcsbm_degree() > 0, ValueError, "--dcsbm-degree ",
+               c.dcsbm_degree(), " must be a positive number");
+  STRATA_CHECK(std::isfinite(c.dcsbm_mixing()) && c.dcsbm_mixing() >= 0 && c.dcsbm_mixing() <= 1, ValueError,
+               "--dcsbm-mixing ", c.dcsbm_mixing(), " is not in [0, 1]");
+  STRATA_CHECK(std::isfinite(c.dcsbm_signal()), ValueError, "--dcsbm-signal ", c.dcsbm_signal(),
+               " is not a number");
   if (set.has_feature_budget()) {
     out->feature_budget_bytes = parse_byte_size(c.feature_budget(), "--feature-budget");
     STRATA_CHECK(out->feature_budget_bytes > 0, ValueError, "--feature-budget '", c.feature_budget(),

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "examples/common/cache_settings.h"
@@ -141,6 +142,11 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
                " exceeds the model's block_size ", m.block_size);
   STRATA_CHECK(data.val_data().empty() || !data.train_data().empty(), ValueError,
                "--val-data needs --train-data");
+  STRATA_CHECK(c.sample_tokens() >= 0, ValueError, "--sample-tokens ", c.sample_tokens(), " is negative");
+  STRATA_CHECK(std::isfinite(c.temperature()) && c.temperature() >= 0, ValueError, "--temperature ",
+               c.temperature(), " must be a number of at least 0 (0: greedy)");
+  STRATA_CHECK(c.top_k() >= 0, ValueError, "--top-k ", c.top_k(),
+               " is negative (0 samples from every token)");
   return true;
 }
 
