@@ -159,6 +159,9 @@ int train_gpt(TrainOptions& o) {
   dist::ProcessGroup* pg = g_group.get();
   const int rank = pg ? pg->rank() : 0, world = pg ? pg->size() : 1;
   const bool lead = rank == 0;  // logs, evaluates, samples, writes checkpoints
+  STRATA_CHECK(!c.zero1() || world > 1, ValueError,
+               "--zero1 shards AdamW's state across ranks, and this run has one process: start it under "
+               "mpirun with 2 or more ranks, or drop --zero1");
   std::filesystem::create_directories(run.out_dir());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
