@@ -33,28 +33,28 @@ std::string folder_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+// Whether `path` exists (through symbolic links), its status in *st; IoError naming `what` when
+// it cannot be checked (anything but "no such file").
+bool existing(const std::string& path, const std::string& what, struct stat* st) {
+  STRATA_CHECK(!path.empty(), IoError, what, ": an empty output path");
+  if (::stat(path.c_str(), st) == 0) return true;
+  const int err = errno;
+  STRATA_CHECK(err == ENOENT, IoError, what, ": cannot check '", path, "' (", errno_text(err), ")");
+  return false;
+}
+
 }  // namespace
 
 void check_output_file(const std::string& path, const std::string& what) {
-  STRATA_CHECK(!path.empty(), IoError, what, ": an empty output path");
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    const int err = errno;
-    STRATA_CHECK(err == ENOENT, IoError, what, ": cannot check '", path, "' (", errno_text(err), ")");
-    return;
-  }
+  if (!existing(path, what, &st)) return;
   STRATA_CHECK(S_ISREG(st.st_mode), IoError, what, ": refusing to write '", path, "': it is a ",
                kind_of(st.st_mode), ", not a regular file");
 }
 
 void check_output_folder(const std::string& path, const std::string& what) {
-  STRATA_CHECK(!path.empty(), IoError, what, ": an empty output folder");
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    const int err = errno;
-    STRATA_CHECK(err == ENOENT, IoError, what, ": cannot check '", path, "' (", errno_text(err), ")");
-    return;
-  }
+  if (!existing(path, what, &st)) return;
   STRATA_CHECK(S_ISDIR(st.st_mode), IoError, what, ": refusing to write the folder '", path, "': it is a ",
                S_ISREG(st.st_mode) ? "regular file" : kind_of(st.st_mode), ", not a folder");
 }

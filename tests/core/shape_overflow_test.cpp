@@ -5,24 +5,20 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "strata/core/error.h"
 #include "strata/core/factory.h"
 #include "strata/core/shape.h"
 #include "strata/core/tensor.h"
+#include "support/error_of.h"
 
 namespace strata {
 namespace {
 
 template <class F>
 std::string shape_error(F&& f) {
-  try {
-    f();
-  } catch (const ShapeError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a ShapeError";
-  return "";
+  return testing::error_of<ShapeError>(std::forward<F>(f));
 }
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();

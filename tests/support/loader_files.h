@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "strata/core/error.h"
+#include "support/error_of.h"
 
 namespace strata::testing {
 
@@ -43,16 +45,7 @@ inline void write_file(const std::string& path, const std::string& bytes) {
 // What f() throws as an IoError, or "" (and a failure) when it returns or throws something else.
 template <class F>
 std::string io_error(F&& f) {
-  try {
-    f();
-  } catch (const IoError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected an IoError, got: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "expected an IoError";
-  return "";
+  return error_of<IoError>(std::forward<F>(f));
 }
 
 }  // namespace strata::testing
