@@ -44,13 +44,6 @@ Tensor ids_tensor(std::span<const int64_t> ids) {
   return t;
 }
 
-}  // namespace
-
-// Batches of this rank are numbered k = 0, 1, 2, ... from where the pipeline started; batch k is
-// global stream position start + k * world_size + rank. Workers claim k in order, at most
-// `prefetch` ahead of the consumer, and file the result under k; next() takes them in order.
-namespace {
-
 // What a ready sampled batch holds: its tensors, and about three 8-byte index entries per block edge.
 int64_t batch_bytes(const GraphMiniBatch& b) {
   auto bytes = [](const Tensor& t) { return t.defined() ? int64_t(t.nbytes()) : int64_t(0); };
@@ -62,6 +55,10 @@ int64_t batch_bytes(const GraphMiniBatch& b) {
 
 }  // namespace
 
+// Batches of this rank are numbered k = 0, 1, 2, ... from where the pipeline started; batch k is
+// global stream position start + k * world_size + rank. Workers claim k in order, at most
+// `prefetch` batches and `prefetch_bytes` ahead of the consumer, and file the result under k;
+// next() takes them in order.
 struct GraphBatchLoader::Pipeline {
   struct Result {
     GraphMiniBatch batch;
