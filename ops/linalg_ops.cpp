@@ -127,23 +127,22 @@ Tensor batch1(const Tensor& m) {
 Tensor transposed2d(const Tensor& m) {
   return detail::raw_view(m, {m.size(1), m.size(0)}, {m.stride(1), m.stride(0)}, m.storage_offset());
 }
-// [rows, O] = x2 [rows, K] @ w [O, K]^T + bias (the bias as the GEMM's C input), in dtype dt:
+// [rows, O] = x2 [rows, K] @ w [O, K]^T + bias (Backend::bmm_bias), in dtype dt:
 // linear's forward, and its forward_again with the same operands (so the same bits).
 Tensor biased_gemm(const Tensor& x2, const Tensor& w, const Tensor& bias, DType dt) {
   Device dev = x2.device();
   Backend& be = detail::kernels(dev);
   Tensor out = detail::alloc({x2.size(0), w.size(0)}, dt, dev);
-  double beta = 0.0;
-  if (bias.defined()) {
-    be.copy(out, detail::raw_expand(detail::raw_cast(bias, dt), out.shape()));
-    beta = 1.0;
-  }
-  be.bmm(batch1(out), batch1(x2), batch1(transposed2d(w)), 1.0, beta);
+  if (bias.defined())
+    be.bmm_bias(batch1(out), batch1(x2), batch1(transposed2d(w)),
+                detail::raw_contiguous(detail::raw_cast(bias, dt)));
+  else
+    be.bmm(batch1(out), batch1(x2), batch1(transposed2d(w)), 1.0, 0.0);
   return out;
 }
 }  // namespace
 
-// One op (one GEMM, bias as the GEMM's C input) instead of matmul + add: no transposed copy of
+// One op (one GEMM, bias added by the GEMM) instead of matmul + add: no transposed copy of
 // the weight gradient (dW = g^T x comes out in the weight's [out, in] layout, so AccumulateGrad
 // adopts it), no broadcast-add node, and the bias gradient is one column-sum GEMV.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {

@@ -52,7 +52,14 @@ void accumulate_dbias(Backend& be, const Tensor& db, const Tensor& dlogits, bool
          1.0, first ? 0.0 : 1.0);
 }
 
-int64_t rows_per_chunk(int64_t V, int64_t chunk_bytes, size_t esize) {
+// chunk_bytes 0: the device's default (see nn.h).
+int64_t rows_per_chunk(Device dev, int64_t V, int64_t chunk_bytes, size_t esize) {
+  if (chunk_bytes <= 0) {
+    chunk_bytes = int64_t(128) << 20;
+    if (dev.is_cuda())
+      chunk_bytes = std::clamp<int64_t>(int64_t(detail::kernels(dev).memory_capacity(dev.index) / 64),
+                                        chunk_bytes, int64_t(1) << 30);
+  }
   return std::max<int64_t>(1, chunk_bytes / std::max<int64_t>(1, V * int64_t(esize)));
 }
 
@@ -95,7 +102,7 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   Tensor t = detail::raw_contiguous(detail::raw_reshape(target, {N}));
   Tensor b1 = bias.defined() ? detail::raw_contiguous(detail::raw_cast(bias, dt)) : Tensor();
   Backend& be = detail::kernels(dev);
-  const int64_t R = rows_per_chunk(V, chunk_bytes, element_size(dt));
+  const int64_t R = rows_per_chunk(dev, V, chunk_bytes, element_size(dt));
 
   double scale = 1.0;
   if (reduction == Reduction::Mean) {
@@ -176,11 +183,18 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
     chunk_logits(be, logits, xc, w, b1);
     be.cross_entropy(detail::raw_view(loss_rows, {rows}, {1}, r0), lse_c, logits, t_c, ignore_index);
     if (!node) continue;
-    // d(scale * sum of row losses) / dlogits, in place of the logits.
-    be.cross_entropy_backward(logits, full({rows}, scale, TensorOptions(dt).device(dev)), logits, lse_c, t_c,
-                              ignore_index);
-    if (want_db) accumulate_dbias(be, db, logits, r0 == 0);
-    Tensor dl = detail::raw_cast(logits, gemm_dt);
+    // d(scale * sum of row losses) / dlogits: in place of the logits, then in the GEMMs' dtype;
+    // on CUDA under autocast (no bias) written in bf16 directly, the same bits in one pass.
+    Tensor dl;
+    const Tensor row_scale = full({rows}, scale, TensorOptions(dt).device(dev));
+    if (dev.is_cuda() && gemm_dt != dt && !want_db) {
+      dl = detail::alloc({rows, V}, gemm_dt, dev);
+      be.cross_entropy_backward(dl, row_scale, logits, lse_c, t_c, ignore_index);
+    } else {
+      be.cross_entropy_backward(logits, row_scale, logits, lse_c, t_c, ignore_index);
+      if (want_db) accumulate_dbias(be, db, logits, r0 == 0);
+      dl = detail::raw_cast(logits, gemm_dt);
+    }
     if (want_dx)
       be.bmm(as_batch1(detail::raw_view(dx, {rows, C}, {C, 1}, r0 * C)), as_batch1(dl), as_batch1(w), 1.0, 0.0);
     if (want_dw) be.bmm(as_batch1(dw), as_batch1(transposed(dl)), as_batch1(xc), 1.0, r0 == 0 ? 0.0 : 1.0);

@@ -70,6 +70,7 @@ class CudaBackend final : public Backend {
                    const EwParams& params) override;
   void reduce_rows(ReduceOp op, const Tensor& out, const Tensor& in, int64_t reduce_numel) override;
   void bmm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) override;
+  void bmm_bias(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) override;
   void softmax(const Tensor& out, const Tensor& in, bool log) override;
   void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out,
                         bool log) override;
@@ -136,6 +137,8 @@ class CudaBackend final : public Backend {
   Tensor empty(const Shape& shape, DType dtype, int device);
 
  private:
+  // A GEMM operand cuBLAS can read: `m`, or a contiguous copy when neither dim has unit stride.
+  Tensor gemm_operand(const Tensor& m, int device);
   void copy_same_device(const Tensor& dst, const Tensor& src);
   void copy_host_to_device(const Tensor& dst, const Tensor& src);
   void copy_device_to_host(const Tensor& dst, const Tensor& src);

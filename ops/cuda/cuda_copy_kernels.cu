@@ -1,5 +1,5 @@
 // Device copy and fill kernels: strided same-dtype moves, strided dtype conversion (exactly
-// the CPU's conversions), and fills.
+// the CPU's conversions; contiguous f32 <-> bf16/f16 by plain indexing), and fills.
 #include <cstring>
 
 #include "ops/common/dtype_dispatch.h"
@@ -35,6 +35,20 @@ __global__ void convert_kernel(StridedArgs<2> a) {
   }
 }
 
+// Contiguous conversions between f32 and a 16-bit float (autocast's casts): plain indexing, the
+// same conversions through float, which holds every value of either side exactly.
+__global__ void convert_float_dense_kernel(char* dst, DType to, int64_t to_size, const char* src, DType from,
+                                           int64_t from_size, int64_t n) {
+  STRATA_GRID_STRIDE(i, n) {
+    store_as<float>(dst + i * to_size, to, load_as<float>(src + i * from_size, from));
+  }
+}
+
+bool is_float_pair(DType a, DType b) {
+  const auto narrow = [](DType d) { return d == DType::bf16 || d == DType::f16; };
+  return (a == DType::f32 && narrow(b)) || (narrow(a) && b == DType::f32);
+}
+
 template <int Bytes>
 __global__ void fill_kernel(StridedArgs<1> a, RawElement<Bytes> v) {
   STRATA_GRID_STRIDE(i, a.numel) {
@@ -57,6 +71,10 @@ void launch_convert(const Tensor& dst, const Tensor& src) {
       case 4: move_kernel<4><<<grid, kThreads, 0, compute_stream()>>>(a); break;
       default: move_kernel<8><<<grid, kThreads, 0, compute_stream()>>>(a); break;
     }
+  } else if (is_float_pair(dst.dtype(), src.dtype()) && dst.is_contiguous() && src.is_contiguous()) {
+    convert_float_dense_kernel<<<grid, kThreads, 0, compute_stream()>>>(
+        static_cast<char*>(dst.data_ptr()), dst.dtype(), int64_t(dst.element_size()),
+        static_cast<const char*>(src.data_ptr()), src.dtype(), int64_t(src.element_size()), dst.numel());
   } else {
     convert_kernel<<<grid, kThreads, 0, compute_stream()>>>(a);
   }

@@ -2,7 +2,8 @@
 // inside ops::AllowTf32Guard; bf16/f16 with f32 compute, into a bf16/f16 result or, as autocast's
 // GEMMs and the CPU backend's, an f32 one), and cublasGemmStridedBatchedEx for
 // f64, batch-broadcast operands and shapes cuBLASLt has no algorithm for. Row-major products are computed as
-// the column-major transposed product: out^T = b^T a^T.
+// the column-major transposed product: out^T = b^T a^T. bmm_bias adds linear's bias in cuBLASLt's
+// epilogue.
 #include <cublas_v2.h>
 #include <cublasLt.h>
 
@@ -95,6 +96,7 @@ struct GemmProblem {
   DType in_dtype;  // A's and B's
   DType dtype;     // C's: in_dtype, or f32 for 16-bit operands
   double alpha, beta;
+  const void* bias = nullptr;  // [m] of C's dtype, added to every column in the epilogue
 };
 
 void ensure_handles(DeviceContext& ctx) {
@@ -117,6 +119,15 @@ bool gemm_lt(DeviceContext& ctx, const GemmProblem& p, const std::string& what) 
   STRATA_CUBLASLT_CHECK(cublasLtMatmulDescCreate(&op.d, compute_type(p.in_dtype), CUDA_R_32F), what);
   STRATA_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_TRANSA, &p.ta, sizeof(p.ta)), what);
   STRATA_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_TRANSB, &p.tb, sizeof(p.tb)), what);
+  if (p.bias) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    STRATA_CUBLASLT_CHECK(
+        cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
+        what);
+    STRATA_CUBLASLT_CHECK(
+        cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)),
+        what);
+  }
   auto layout = [&](LtLayout& l, cudaDataType_t ty, bool trans, int64_t rows, int64_t cols, int64_t ld,
                     int64_t stride) {
     // The stored matrix, before op(): op(X) is rows x cols, so X is cols x rows when transposed.
@@ -181,21 +192,38 @@ void gemm_cublas(DeviceContext& ctx, const GemmProblem& p, const std::string& wh
       what);
 }
 
-}  // namespace
-
-void CudaBackend::bmm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
+// Checks a product's shapes and dtypes; returns the device.
+int check_bmm(const Tensor& out, const Tensor& a, const Tensor& b) {
   STRATA_CHECK(a.dim() == 3 && b.dim() == 3 && out.dim() == 3, ShapeError, "bmm: expects 3-D tensors, got ", a.str(),
                " @ ", b.str(), " -> ", out.str());
   const int64_t B = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
   STRATA_CHECK(a.size(0) == B && b.size(0) == B && a.size(1) == M && b.size(1) == K && b.size(2) == N, ShapeError,
                "bmm: shapes ", shape_str(a.shape()), " @ ", shape_str(b.shape()), " -> ", shape_str(out.shape()));
   const int dev = check_on_device("bmm", {&out, &a, &b});
-  if (out.numel() == 0) return;
   const DType dt = out.dtype(), in_dt = a.dtype();
   // Same-type products, or 16-bit operands into an f32 result (autocast's GEMMs).
   const bool mixed = dt == DType::f32 && (in_dt == DType::bf16 || in_dt == DType::f16);
   STRATA_CHECK(is_floating(dt) && b.dtype() == in_dt && (in_dt == dt || mixed), TypeError,
                "bmm: not defined for ", a.str(), " @ ", b.str(), " -> ", out.str());
+  return dev;
+}
+
+}  // namespace
+
+// An operand cuBLAS can read (unit stride in one of its two dims): `m` itself, or a contiguous copy.
+Tensor CudaBackend::gemm_operand(const Tensor& m, int device) {
+  MatrixLayout l;
+  if (gemm_layout(m, &l)) return m;
+  Tensor c = empty(m.shape(), m.dtype(), device);
+  copy_same_device(c, m);
+  return c;
+}
+
+void CudaBackend::bmm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
+  const int dev = check_bmm(out, a, b);
+  if (out.numel() == 0) return;
+  const int64_t B = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
+  const DType dt = out.dtype(), in_dt = a.dtype();
   DeviceContext& ctx = context(dev);
   DeviceGuard guard(dev);
   if (K == 0) {  // BLAS semantics: out = beta * out (cuBLASLt rejects k = 0)
@@ -204,17 +232,9 @@ void CudaBackend::bmm(const Tensor& out, const Tensor& a, const Tensor& b, doubl
     return elementwise(EwOp::MulScalar, out, in, EwParams{beta, 0.0});
   }
   MatrixLayout la, lb, lo;
-  Tensor ac = a, bc = b;
-  if (!gemm_layout(ac, &la)) {
-    ac = empty(a.shape(), in_dt, dev);
-    copy_same_device(ac, a);
-    gemm_layout(ac, &la);
-  }
-  if (!gemm_layout(bc, &lb)) {
-    bc = empty(b.shape(), in_dt, dev);
-    copy_same_device(bc, b);
-    gemm_layout(bc, &lb);
-  }
+  const Tensor ac = gemm_operand(a, dev), bc = gemm_operand(b, dev);
+  gemm_layout(ac, &la);
+  gemm_layout(bc, &lb);
   Tensor oc = out;
   const bool out_ok = gemm_layout(out, &lo) && !lo.transposed && (B == 1 || out.stride(0) != 0);
   if (!out_ok) {
@@ -248,6 +268,51 @@ void CudaBackend::bmm(const Tensor& out, const Tensor& a, const Tensor& b, doubl
   const bool lt_ok = dt != DType::f64 && !broadcast && B <= INT32_MAX;
   if (!lt_ok || !gemm_lt(ctx, p, what)) gemm_cublas(ctx, p, what);
   if (!out_ok) copy_same_device(out, oc);
+}
+
+// One matrix, a row-major out and a contiguous bias of out's dtype: the bias is cuBLASLt's
+// epilogue (out^T's column vector), so out is written once. Anything else, or a problem the
+// heuristic has no biased algorithm for, takes the default (bias copied in, then beta = 1).
+void CudaBackend::bmm_bias(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
+  const int dev = check_bmm(out, a, b);
+  MatrixLayout lo;
+  const bool fits = out.size(0) == 1 && a.size(2) > 0 && out.numel() > 0 && out.dtype() != DType::f64 &&
+                    bias.defined() && bias.dim() == 1 && bias.size(0) == out.size(2) &&
+                    bias.dtype() == out.dtype() && bias.stride(0) == 1 && bias.device() == out.device() &&
+                    gemm_layout(out, &lo) && !lo.transposed;
+  if (fits) {
+    DeviceContext& ctx = context(dev);
+    DeviceGuard guard(dev);
+    MatrixLayout la, lb;
+    const Tensor ac = gemm_operand(a, dev), bc = gemm_operand(b, dev);
+    gemm_layout(ac, &la);
+    gemm_layout(bc, &lb);
+    ensure_handles(ctx);
+    GemmProblem p{lb.transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
+                  la.transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
+                  out.size(2),
+                  out.size(1),
+                  a.size(2),
+                  bc.data_ptr(),
+                  lb.ld,
+                  0,
+                  ac.data_ptr(),
+                  la.ld,
+                  0,
+                  out.data_ptr(),
+                  lo.ld,
+                  0,
+                  1,
+                  a.dtype(),
+                  out.dtype(),
+                  1.0,
+                  0.0,
+                  bias.data_ptr()};
+    if (gemm_lt(ctx, p,
+                detail::concat("bmm_bias ", a.str(), " @ ", b.str(), " + ", bias.str(), " -> ", out.str())))
+      return;
+  }
+  Backend::bmm_bias(out, a, b, bias);
 }
 
 }  // namespace strata::gpu

@@ -199,22 +199,38 @@ __global__ void cross_entropy_kernel(const T* x, const int64_t* t, T* loss, T* l
   }
 }
 
-template <class T>
-__global__ void cross_entropy_backward_kernel(T* d, const T* gloss, const T* x, const T* lse, const int64_t* t,
-                                              Rows s, int64_t ignore) {
+// The gradient's store: as T, or rounded to bf16/f16 bits for f32 logits (the host's rounding,
+// as a cast of the f32 result would round it).
+struct StoreSame {
+  template <class T>
+  __device__ T operator()(T v) const {
+    return v;
+  }
+};
+struct StoreBf16 {
+  __device__ uint16_t operator()(float v) const { return float_to_bf16(v); }
+};
+struct StoreF16 {
+  __device__ uint16_t operator()(float v) const { return float_to_f16(v); }
+};
+
+template <class T, class D, class Store>
+__global__ void cross_entropy_backward_kernel(D* d, const T* gloss, const T* x, const T* lse,
+                                              const int64_t* t, Rows s, int64_t ignore) {
+  const Store store;
   STRATA_FOR_ROWS(r, s.R) {
     const T* xr = x + r * s.C;
-    T* dr = d + r * s.C;
+    D* dr = d + r * s.C;
     const int64_t tr = t[r];
     if (tr == ignore) {
-      STRATA_FOR_COLS(i, s.C) dr[i] = T(0);
+      STRATA_FOR_COLS(i, s.C) dr[i] = store(T(0));
       continue;
     }
     const T g = gloss[r], l = lse[r];
     STRATA_FOR_COLS(i, s.C) {
       T v = g * T(m_exp(xr[i] - l));
       if (i == tr) v -= g;
-      dr[i] = v;
+      dr[i] = store(v);
     }
   }
 }
@@ -377,7 +393,11 @@ void CudaBackend::cross_entropy(const Tensor& loss, const Tensor& lse, const Ten
 void CudaBackend::cross_entropy_backward(const Tensor& gl, const Tensor& gloss, const Tensor& logits,
                                          const Tensor& lse, const Tensor& target, int64_t ignore_index) {
   cpu::check_row_kernel_input(logits, "cross_entropy_backward");
-  check_rows("cross_entropy_backward", {&gl, &gloss, &lse}, logits.dtype());
+  check_rows("cross_entropy_backward", {&gloss, &lse}, logits.dtype());
+  const bool narrow = logits.dtype() == DType::f32 && (gl.dtype() == DType::bf16 || gl.dtype() == DType::f16);
+  if (!narrow) check_rows("cross_entropy_backward", {&gl}, logits.dtype());
+  STRATA_CHECK(gl.is_contiguous(), TypeError, "cross_entropy_backward: expects a contiguous gradient, got ",
+               gl.str());
   check_rows("cross_entropy_backward", {&target}, DType::i64);
   const int dev = check_on_device("cross_entropy_backward", {&gl, &gloss, &logits, &lse, &target});
   const Rows s = rows_of(logits);
@@ -386,13 +406,21 @@ void CudaBackend::cross_entropy_backward(const Tensor& gl, const Tensor& gloss, 
   if (logits.numel() == 0) return;
   context(dev);
   DeviceGuard guard(dev);
-  by_dtype(logits, [&](auto v) {
-    using T = decltype(v);
-    cross_entropy_backward_kernel<T><<<row_grid(s.R), row_block_threads(s.C), 0, compute_stream()>>>(
-        static_cast<T*>(gl.data_ptr()), static_cast<const T*>(gloss.data_ptr()),
-        static_cast<const T*>(logits.data_ptr()), static_cast<const T*>(lse.data_ptr()),
-        static_cast<const int64_t*>(target.data_ptr()), s, ignore_index);
-  });
+  auto launch = [&](auto tv, auto dv, auto store) {
+    using T = decltype(tv);
+    using D = decltype(dv);
+    cross_entropy_backward_kernel<T, D, decltype(store)>
+        <<<row_grid(s.R), row_block_threads(s.C), 0, compute_stream()>>>(
+            static_cast<D*>(gl.data_ptr()), static_cast<const T*>(gloss.data_ptr()),
+            static_cast<const T*>(logits.data_ptr()), static_cast<const T*>(lse.data_ptr()),
+            static_cast<const int64_t*>(target.data_ptr()), s, ignore_index);
+  };
+  if (gl.dtype() == DType::bf16)
+    launch(float{}, uint16_t{}, StoreBf16{});
+  else if (gl.dtype() == DType::f16)
+    launch(float{}, uint16_t{}, StoreF16{});
+  else
+    by_dtype(logits, [&](auto v) { launch(v, v, StoreSame{}); });
   STRATA_CUDA_CHECK_LAUNCH("cross_entropy_backward ", logits.str());
 }
 

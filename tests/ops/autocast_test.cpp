@@ -116,5 +116,32 @@ TEST(CudaBackendAutocast, LinearAndLmHeadRunBf16GemmsMatchingTheCpu) {
   }
 }
 
+// The LM head's softmax gradient written straight in bf16 (one pass) has the bits of the f32
+// gradient cast to bf16 (two passes), rows with ignored targets included.
+TEST(CudaBackendAutocast, CrossEntropyGradientInBf16IsTheF32GradientRounded) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  manual_seed(11);
+  const Device dev = cuda(0);
+  const int64_t R = 37, V = 1000;
+  Tensor logits = ops::mul(ops::randn({R, V}), 4.0).to(dev);
+  std::vector<int64_t> tv;
+  for (int64_t i = 0; i < R; ++i) tv.push_back(i % 5 == 0 ? -100 : (i * 97) % V);
+  Tensor t = ops::from_vector(tv, {R}).to(dev);
+  Backend& be = backend_for(dev);
+  Tensor loss = Tensor::empty({R}, DType::f32, dev), lse = Tensor::empty({R}, DType::f32, dev);
+  be.cross_entropy(loss, lse, logits, t, -100);
+  Tensor g = full({R}, 0.25, TensorOptions(DType::f32).device(dev));
+  Tensor wide = Tensor::empty({R, V}, DType::f32, dev), narrow = Tensor::empty({R, V}, DType::bf16, dev);
+  be.cross_entropy_backward(wide, g, logits, lse, t, -100);
+  be.cross_entropy_backward(narrow, g, logits, lse, t, -100);
+  const std::vector<double> expected = wide.to(DType::bf16).to_double_vector(),
+                            got = narrow.to_double_vector();
+  ASSERT_EQ(got.size(), expected.size());
+  int64_t differing = 0, nonzero = 0;
+  for (size_t i = 0; i < got.size(); ++i) differing += got[i] != expected[i], nonzero += got[i] != 0.0;
+  EXPECT_EQ(differing, 0);
+  EXPECT_GT(nonzero, (R - 8) * V / 2);  // the gradient is not all zeros
+}
+
 }  // namespace
 }  // namespace strata

@@ -18,18 +18,19 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
 // The LM head and cross-entropy fused: loss of (x @ weight^T) against target without ever
 // holding the [N, V] logits: rows are processed in chunks of about `chunk_bytes` of logits. When
 // gradients are wanted, forward also forms dx and dweight chunk by chunk and saves those (for a
-// unit output gradient; backward scales them), so nothing is recomputed. The default chunk holds
-// ~650 rows of a 50304-word vocabulary: few read-modify-write passes over dweight, GEMMs with
-// enough rows. x: [..., C],
-// weight: [V, C], target: i64 [...].
+// unit output gradient; backward scales them), so nothing is recomputed. chunk_bytes 0 is the
+// device's default: 128 MiB on the host (~650 rows of a 50304-word vocabulary: few
+// read-modify-write passes over dweight, GEMMs with enough rows); on CUDA a 64th of the
+// device's memory, clamped to [128 MiB, 1 GiB] (~5,300 rows on an 80 GB card: fewer, fuller
+// GEMMs and fewer launches). x: [..., C], weight: [V, C], target: i64 [...].
 // Reduction Mean or Sum only.
 Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& target,
                             int64_t ignore_index = -100, Reduction reduction = Reduction::Mean,
-                            int64_t chunk_bytes = int64_t(128) << 20);
+                            int64_t chunk_bytes = 0);
 // The same with a bias [V] added to every row's logits (BERT's MLM decoder); bias gets a gradient.
 Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& target,
                             int64_t ignore_index = -100, Reduction reduction = Reduction::Mean,
-                            int64_t chunk_bytes = int64_t(128) << 20);
+                            int64_t chunk_bytes = 0);
 // Normalizes over the trailing dims of `normalized_shape`; weight and bias may be undefined.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);

@@ -147,6 +147,10 @@ class Backend {
   // Mixed precision (autocast): the CPU also takes bf16 a and b with an f32 out.
   virtual void bmm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha,
                    double beta) = 0;
+  // out[b] = op(a[b]) @ op(b[b]) + bias, the bias [cols] (out's dtype) added to every row:
+  // linear's forward. The default copies the bias into out and runs bmm with beta = 1; a backend
+  // may add it in the GEMM's epilogue instead (one pass over out, not three).
+  virtual void bmm_bias(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);
 
   // Row-wise kernels over contiguous [rows, cols] tensors.
   virtual void softmax(const Tensor& out, const Tensor& in, bool log) = 0;
@@ -164,7 +168,8 @@ class Backend {
   // loss[r] = lse[r] - logits[r, target[r]] (0 where target == ignore_index); lse saved.
   virtual void cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& logits,
                              const Tensor& target, int64_t ignore_index) = 0;
-  // grad_logits[r] = grad_loss[r] * (softmax(logits[r]) - onehot(target[r])).
+  // grad_logits[r] = grad_loss[r] * (softmax(logits[r]) - onehot(target[r])). CUDA also writes a
+  // bf16/f16 grad_logits for f32 logits (each element rounded once, as a cast would).
   virtual void cross_entropy_backward(const Tensor& grad_logits, const Tensor& grad_loss,
                                       const Tensor& logits, const Tensor& lse,
                                       const Tensor& target, int64_t ignore_index) = 0;
