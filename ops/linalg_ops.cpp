@@ -145,7 +145,7 @@ Tensor biased_gemm(const Tensor& x2, const Tensor& w, const Tensor& bias, DType 
 // One op (one GEMM, bias added by the GEMM) instead of matmul + add: no transposed copy of
 // the weight gradient (dW = g^T x comes out in the weight's [out, in] layout, so AccumulateGrad
 // adopts it), no broadcast-add node, and the bias gradient is one column-sum GEMV.
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias, AutocastResult result) {
   const char* op = "linear";
   Device dev = detail::common_device(op, {&x, &w, &bias});
   STRATA_CHECK(w.dim() == 2 && x.dim() >= 1 && x.size(-1) == w.size(1), ShapeError, "linear: input ",
@@ -161,9 +161,11 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   const bool amp =
       autocast_enabled() && dt == DType::f32 && (dev.is_cuda() || (STRATA_HAVE_DNNL && dev.is_host_memory()));
   const DType gemm_dt = amp ? DType::bf16 : dt;
+  // The result's dtype: f32, or the GEMM's 16-bit one when the caller takes it narrow.
+  const DType odt = amp && result == AutocastResult::Narrow ? gemm_dt : dt;
   Tensor x2 = detail::raw_cast(detail::raw_reshape(x, {x.dim() == 1 ? 1 : N, K}), gemm_dt);
   Tensor wc = detail::raw_cast(w, gemm_dt);
-  Tensor out = biased_gemm(x2, wc, bias, dt);
+  Tensor out = biased_gemm(x2, wc, bias, odt);
   detail::record(op, dev, 2.0 * double(N) * double(K) * double(O) + (bias.defined() ? double(N * O) : 0.0),
                  double(x.nbytes() + w.nbytes()), double(out.nbytes()));
   Shape os(x.shape().begin(), x.shape().end() - 1);
@@ -177,9 +179,9 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
       // Both GEMM operands are saved anyway: the output can be made again (op-level recompute,
       // a GEMM's worth of work; the planner weighs it). Same operands, same kernel, same bits.
       node->save(bias);  // a parameter (never moved), or undefined
-      node->forward_again = [dt, gemm_dt, K, O, os](OpNode& n) {
+      node->forward_again = [odt, gemm_dt, K, O, os](OpNode& n) {
         Tensor xv = detail::raw_cast(detail::raw_reshape(n.saved(0), {-1, K}), gemm_dt);
-        Tensor out = biased_gemm(xv, detail::raw_cast(n.saved(1), gemm_dt), n.saved(2), dt);
+        Tensor out = biased_gemm(xv, detail::raw_cast(n.saved(1), gemm_dt), n.saved(2), odt);
         detail::record("linear", xv.device(), 2.0 * double(xv.size(0)) * double(K) * double(O), double(xv.nbytes()),
                        double(out.nbytes()));
         return detail::raw_view(out, os, contiguous_strides(os), 0);
@@ -189,13 +191,16 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
                       bdt = bias.defined() ? bias.dtype() : dt](OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
       Device dev = g[0].device();
       Backend& be = detail::kernels(dev);
-      Tensor g2 = detail::raw_cast(detail::raw_reshape(g[0], {-1, O}), dt);
+      // g in f32, or bf16 for a narrow result (then no cast: the GEMMs take it as it is).
+      Tensor g2 = detail::raw_reshape(g[0], {-1, O});
+      if (g2.dtype() != gemm_dt) g2 = detail::raw_cast(g2, dt);
       const int64_t rows = g2.size(0);
       Tensor gg = detail::raw_cast(g2, gemm_dt);  // the GEMMs' copy of g (bf16 under autocast)
       Tensor gx, gw, gb;
       if (n.needs_grad(0)) {
         Tensor wv = detail::raw_cast(n.saved(1), gemm_dt);
-        Tensor dx = detail::alloc({rows, K}, dt, dev);
+        // dx straight in x's dtype when that is the GEMM's (x was a narrow result itself).
+        Tensor dx = detail::alloc({rows, K}, xdt == gemm_dt ? gemm_dt : dt, dev);
         be.bmm(batch1(dx), batch1(gg), batch1(wv), 1.0, 0.0);
         detail::record("linear_backward_input", dev, 2.0 * double(rows) * double(K) * double(O),
                        double(g2.nbytes() + wv.nbytes()), double(dx.nbytes()));
@@ -210,7 +215,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
         gw = detail::raw_cast(dw, wdt);
       }
       if (n.needs_grad(2)) {
-        Tensor ones = full({1, rows}, 1.0, TensorOptions(dt).device(dev));
+        // Column sums of g as it came (bf16 values are exact in the f32 sum).
+        Tensor ones = full({1, rows}, 1.0, TensorOptions(g2.dtype()).device(dev));
         Tensor db = detail::alloc({1, O}, dt, dev);
         be.bmm(batch1(db), batch1(ones), batch1(g2), 1.0, 0.0);
         detail::record("linear_backward_bias", dev, 2.0 * double(rows) * double(O), double(g2.nbytes()),

@@ -127,7 +127,8 @@ Tensor BertSelfAttention::forward(const Tensor& x, const Tensor& mask) {
   // against the 6 B T C^2 FLOPs of the projection, and cat's backward splits the gradient.
   Tensor w = ops::cat({query->weight, key->weight, value->weight}, 0);
   Tensor b = ops::cat({query->bias, key->bias, value->bias}, 0);
-  return ops::packed_self_attention(ops::linear(x, w, b), n_head_, mask, /*is_causal=*/false);
+  return ops::packed_self_attention(ops::linear(x, w, b, ops::AutocastResult::Narrow), n_head_, mask,
+                                    /*is_causal=*/false);
 }
 
 BertResidualOutput::BertResidualOutput(const BertConfig& c, int64_t in_features) {
@@ -167,7 +168,7 @@ Tensor BertLayer::forward(const Tensor& x, const Tensor& mask) {
   Tensor h;
   {
     nn::ModuleScope scope(*intermediate);
-    h = ops::gelu((*intermediate_dense)(a));
+    h = ops::gelu(intermediate_dense->forward(a, ops::AutocastResult::Narrow));  // bf16 under autocast
   }
   return output->call(&BertResidualOutput::forward, h, a);
 }

@@ -70,7 +70,9 @@ Tensor merge_heads(const Tensor& t) {
 
 Tensor CausalSelfAttention::forward(const Tensor& x) {
   // The heads are read from and written to the packed layouts in place (no split/merge copies).
-  Tensor y = ops::packed_self_attention((*c_attn)(x), n_head_, /*is_causal=*/true);
+  // Under autocast the projection stays bf16: attention reads it as it is (no cast either way).
+  Tensor y = ops::packed_self_attention(c_attn->forward(x, ops::AutocastResult::Narrow), n_head_,
+                                        /*is_causal=*/true);
   return (*resid_dropout)((*c_proj)(y));
 }
 
@@ -96,7 +98,11 @@ MLP::MLP(const GPTConfig& c) {
   dropout = register_module("dropout", std::make_shared<nn::Dropout>(c.dropout));
 }
 
-Tensor MLP::forward(const Tensor& x) { return (*dropout)((*c_proj)(ops::gelu((*c_fc)(x), "tanh"))); }
+// Under autocast c_fc's result and GELU stay bf16, as torch.autocast runs them: c_proj takes
+// GELU's output without a cast, and their gradients flow back in bf16.
+Tensor MLP::forward(const Tensor& x) {
+  return (*dropout)((*c_proj)(ops::gelu(c_fc->forward(x, ops::AutocastResult::Narrow), "tanh")));
+}
 
 Block::Block(const GPTConfig& c) {
   ln_1 = register_module("ln_1", std::make_shared<nn::LayerNorm>(nn::LayerNormOptions({c.n_embd}).bias(c.bias)));

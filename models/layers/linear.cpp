@@ -32,5 +32,9 @@ void Linear::reset_parameters() {
 }
 
 Tensor Linear::forward(const Tensor& x) { return ops::linear(x, weight, bias); }
+Tensor Linear::forward(const Tensor& x, ops::AutocastResult result) {
+  ModuleScope scope(*this);  // as operator() opens it for forward(x)
+  return ops::linear(x, weight, bias, result);
+}
 
 }  // namespace strata::nn

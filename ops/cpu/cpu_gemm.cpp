@@ -61,13 +61,14 @@ void CpuBackend::bmm(const Tensor& out, const Tensor& a, const Tensor& b, double
   }
   DType dt = out.dtype();
 #if STRATA_HAVE_DNNL
-  // bf16 operands, f32 result: mixed precision (autocast), products accumulated in f32.
-  if (dt == DType::f32 && a.dtype() == DType::bf16 && b.dtype() == DType::bf16) {
+  // bf16 operands, f32 result: mixed precision (autocast), products accumulated in f32. A bf16
+  // result (autocast's narrow linear) is that f32 product rounded once.
+  if ((dt == DType::f32 || dt == DType::bf16) && a.dtype() == DType::bf16 && b.dtype() == DType::bf16) {
     MatrixLayout la, lb, lo;
     Tensor ac = a, bc = b, oc = out;
     if (!blas_layout(ac, &la)) blas_layout(ac = contiguous_as(a, DType::bf16), &la);
     if (!blas_layout(bc, &lb)) blas_layout(bc = contiguous_as(b, DType::bf16), &lb);
-    const bool out_ok = blas_layout(out, &lo) && !lo.transposed;
+    const bool out_ok = dt == DType::f32 && blas_layout(out, &lo) && !lo.transposed;
     if (!out_ok) blas_layout(oc = contiguous_as(out, DType::f32), &lo);
     for (int64_t i = 0; i < B; ++i)
       gemm_bf16_f32(la.transposed, lb.transposed, M, N, K, float(alpha),

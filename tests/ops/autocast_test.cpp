@@ -82,6 +82,48 @@ TEST(Autocast, LinearAndLmHeadAreCloseToF32WithF32Results) {
   }
 }
 
+// A narrow linear (torch.autocast's) returns the GEMM's bf16 result: within a bf16 rounding of the
+// wide one (its bias is rounded to bf16 too), with gradients close to the wide one's and in the
+// inputs' dtypes; a GELU after it runs in bf16, and so does the gradient between them. Outside
+// autocast narrow and wide are the same bits.
+TEST(Autocast, NarrowLinearReturnsBf16WithinOneRoundingOfTheWideResult) {
+  if (!STRATA_HAVE_DNNL) GTEST_SKIP() << "built without oneDNN: autocast is a no-op";
+  manual_seed(9);
+  auto opts = TensorOptions().requires_grad(true);
+  Tensor x = ops::randn({3, 11, 40}, opts), w = ops::randn({24, 40}, opts), b = ops::randn({24}, opts);
+  Tensor w2 = ops::randn({8, 24}, opts);
+  auto run = [&](bool amp, ops::AutocastResult result) {
+    ops::AutocastGuard g(DType::bf16, amp);
+    Tensor h = ops::linear(x, w, b, result);
+    Tensor y = ops::linear(ops::gelu(h, "tanh"), w2);
+    Tensor loss = ops::sum(ops::mul(y, y));
+    std::vector<Tensor> out = autograd::grad({loss}, {x, w, b, w2});
+    out.insert(out.begin(), h);
+    return out;
+  };
+  const std::vector<Tensor> wide = run(true, ops::AutocastResult::Wide),
+                            narrow = run(true, ops::AutocastResult::Narrow);
+  ASSERT_EQ(wide[0].dtype(), DType::f32);
+  ASSERT_EQ(narrow[0].dtype(), DType::bf16);
+  const std::vector<double> hw = wide[0].to_double_vector(), hn = narrow[0].to_double_vector(),
+                            bias = b.to_double_vector();
+  int64_t rounded = 0;
+  for (size_t i = 0; i < hw.size(); ++i) {
+    const double bound = std::ldexp(std::abs(hw[i]) + std::abs(bias[i % 24]), -8) + 1e-6;
+    EXPECT_LE(std::abs(hn[i] - hw[i]), bound) << i;
+    rounded += hn[i] != hw[i];
+  }
+  EXPECT_GT(rounded, int64_t(hw.size() / 2));  // the narrow result really is bf16
+  for (size_t i = 1; i < wide.size(); ++i) {
+    EXPECT_EQ(narrow[i].dtype(), DType::f32) << "gradient " << i;
+    EXPECT_LT(nmse(narrow[i], wide[i]), 1e-3) << "gradient " << i;
+  }
+  const std::vector<Tensor> f32_wide = run(false, ops::AutocastResult::Wide),
+                            f32_narrow = run(false, ops::AutocastResult::Narrow);
+  for (size_t i = 0; i < f32_wide.size(); ++i)
+    EXPECT_EQ(f32_wide[i].to_double_vector(), f32_narrow[i].to_double_vector()) << i;
+}
+
 // On CUDA the same products run as cuBLASLt bf16 GEMMs with f32 results: every output and gradient
 // is close to the CPU's autocast ones (both round the same operands to bf16 and accumulate in f32,
 // in another order) and differs from the device's own f32 run (the operands were rounded).
@@ -113,6 +155,33 @@ TEST(CudaBackendAutocast, LinearAndLmHeadRunBf16GemmsMatchingTheCpu) {
     EXPECT_LT(nmse(cuda_bf16[i], cuda_f32[i]), 1e-3) << "output " << i;
     if (STRATA_HAVE_DNNL)
       EXPECT_LT(nmse(cuda_bf16[i], cpu_bf16[i]), 1e-7) << "output " << i << " against the CPU";
+  }
+}
+
+// A narrow linear on CUDA (cuBLASLt's bf16 result, bias in the epilogue) and a GELU on its bf16
+// output match the CPU's autocast run up to a bf16 rounding of a few elements.
+TEST(CudaBackendAutocast, NarrowLinearAndBf16GeluMatchTheCpu) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  if (!STRATA_HAVE_DNNL) GTEST_SKIP() << "built without oneDNN: no CPU autocast to compare with";
+  manual_seed(13);
+  Tensor x0 = ops::randn({4, 33, 64}), w0 = ops::randn({96, 64}), b0 = ops::randn({96}),
+         v0 = ops::randn({16, 96});
+  auto run = [&](Device dev) {
+    auto leaf = [&](const Tensor& t) { return t.to(dev).detach().set_requires_grad(true); };
+    Tensor x = leaf(x0), w = leaf(w0), b = leaf(b0), v = leaf(v0);
+    ops::AutocastGuard g(DType::bf16);
+    Tensor h = ops::gelu(ops::linear(x, w, b, ops::AutocastResult::Narrow), "tanh");
+    Tensor y = ops::linear(h, v);
+    std::vector<Tensor> out = autograd::grad({ops::sum(ops::mul(y, y))}, {x, w, b, v});
+    out.insert(out.begin(), {h, y});
+    for (Tensor& r : out) r = r.to(kCPU);
+    return out;
+  };
+  const std::vector<Tensor> gpu = run(cuda(0)), cpu = run(kCPU);
+  EXPECT_EQ(gpu[0].dtype(), DType::bf16);
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    EXPECT_EQ(gpu[i].dtype(), cpu[i].dtype()) << i;
+    EXPECT_LT(nmse(gpu[i], cpu[i]), 1e-5) << "output " << i;
   }
 }
 

@@ -12,9 +12,10 @@
 // scaled_dot_product_attention also runs in bf16 (the fused Tensor Core kernels, f32 softmax
 // statistics), as torch.autocast runs SDPA.
 // Everything else stays f32: parameters (the master weights), gradients, optimizer state,
-// activations, layer norm, softmax, attention on the host and the loss reductions. A node records whether it
-// ran under autocast, so its backward GEMMs use the same precision wherever backward runs.
-// On the host without oneDNN, and on the Meta device, the guard changes nothing.
+// activations (but a linear's result taken Narrow, below, and what is computed from it), layer norm, softmax,
+// attention on the host and the loss reductions. A node records whether it ran under autocast, so its
+// backward GEMMs use the same precision wherever backward runs. On the host without oneDNN, and on the Meta
+// device, the guard changes nothing.
 #pragma once
 
 #include "strata/core/dtype.h"
@@ -36,5 +37,11 @@ class AutocastGuard {
 // Whether autocast is on for this thread, and its GEMM dtype (bf16).
 bool autocast_enabled();
 DType autocast_dtype();
+
+// What linear returns under autocast: f32 (Wide, the default), or the GEMM's own 16-bit result
+// (Narrow, as torch.autocast's linear returns it, its bias rounded to bf16 too) for a consumer
+// that takes 16-bit input: GELU, attention, another linear. Narrow writes half the bytes, spares
+// the consumer's cast, and its gradient comes back in bf16. Outside autocast both are the same.
+enum class AutocastResult { Wide, Narrow };
 
 }  // namespace strata::ops

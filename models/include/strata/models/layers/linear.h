@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "strata/nn/module.h"
+#include "strata/ops/autocast.h"
 
 namespace strata::nn {
 
@@ -30,6 +31,9 @@ class Linear : public Module {
   Linear(int64_t in_features, int64_t out_features) : Linear(LinearOptions(in_features, out_features)) {}
   // x [..., in] -> [..., out].
   Tensor forward(const Tensor& x) override;
+  // The same; under autocast the result is bf16 with AutocastResult::Narrow (ops/autocast.h), for
+  // a consumer that takes 16-bit input (attention, GELU).
+  Tensor forward(const Tensor& x, ops::AutocastResult result);
   // torch.nn.Linear.reset_parameters: kaiming_uniform_(a=sqrt(5)) on the weight, which is
   // U(-1/sqrt(in), 1/sqrt(in)), then the bias from the same range; from the current Generator.
   void reset_parameters();
