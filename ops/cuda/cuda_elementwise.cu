@@ -3,8 +3,8 @@
 // CpuBackend::elementwise: f32 and f64 compute in themselves, bf16/f16 in f32, integers and
 // bool in i64 (only the integer-capable ops), comparisons write bool. The 16-bit and narrow
 // integer operands are converted while loading and storing instead of through temporaries;
-// the conversions are the CPU's, so the results are the same. Contiguous f32/f64 operands take a
-// plain, vectorized kernel (the same functor, so the same bits).
+// the conversions are the CPU's, so the results are the same. Contiguous, aligned operands of one
+// floating dtype take a plain, vectorized kernel (the same functor and conversions: the same bits).
 #include <cstdint>
 #include <type_traits>
 
@@ -35,13 +35,35 @@ __global__ void ew_kernel(StridedArgs<kOperands<OP>> a, T p0, T p1) {
   }
 }
 
-// Every operand contiguous and stored as T itself (f32 or f64), no comparison and no where: plain
-// indexing, V elements (16 bytes) per operand per load when every pointer is 16-byte aligned.
-template <EwOp OP, class T, int V>
-__global__ void ew_dense_kernel(T* out, const T* x, const T* y, int64_t n, T p0, T p1) {
+// How a dense kernel stores its operands: as the compute type itself, or as bf16/f16 bits
+// converted exactly as load_as / store_as convert them.
+template <class T>
+struct PlainStorage {
+  using Raw = T;
+  __device__ static T in(Raw v) { return v; }
+  __device__ static Raw out(T v) { return v; }
+};
+struct Bf16Storage {
+  using Raw = uint16_t;
+  __device__ static float in(Raw v) { return bf16_to_float(v); }
+  __device__ static Raw out(float v) { return float_to_bf16(v); }
+};
+struct F16Storage {
+  using Raw = uint16_t;
+  __device__ static float in(Raw v) { return f16_to_float(v); }
+  __device__ static Raw out(float v) { return float_to_f16(v); }
+};
+
+// Every operand contiguous, 16-byte aligned and of one floating dtype, no comparison and no
+// where: plain indexing, 16 bytes per operand per load (4 f32, 2 f64 or 8 bf16/f16 elements).
+template <EwOp OP, class T, class S>
+__global__ void ew_dense_kernel(typename S::Raw* out, const typename S::Raw* x, const typename S::Raw* y, int64_t n,
+                                T p0, T p1) {
   constexpr int N = kOperands<OP>;
-  struct alignas(sizeof(T) * V) Vec {
-    T v[V];
+  using Raw = typename S::Raw;
+  constexpr int V = 16 / int(sizeof(Raw));
+  struct alignas(16) Vec {
+    Raw v[V];
   };
   const int64_t nv = n / V;
   STRATA_GRID_STRIDE(j, nv) {
@@ -49,40 +71,50 @@ __global__ void ew_dense_kernel(T* out, const T* x, const T* y, int64_t n, T p0,
     Vec b{}, o;
     if constexpr (N > 2) b = reinterpret_cast<const Vec*>(y)[j];
 #pragma unroll
-    for (int k = 0; k < V; ++k) o.v[k] = common::ew_apply<OP, T>(a.v[k], N > 2 ? b.v[k] : T(0), T(0), p0, p1);
+    for (int k = 0; k < V; ++k)
+      o.v[k] = S::out(common::ew_apply<OP, T>(S::in(a.v[k]), N > 2 ? S::in(b.v[k]) : T(0), T(0), p0, p1));
     reinterpret_cast<Vec*>(out)[j] = o;
   }
   STRATA_GRID_STRIDE(i, n - nv * V) {
     const int64_t e = nv * V + i;
-    out[e] = common::ew_apply<OP, T>(x[e], N > 2 ? y[e] : T(0), T(0), p0, p1);
+    out[e] = S::out(common::ew_apply<OP, T>(S::in(x[e]), N > 2 ? S::in(y[e]) : T(0), T(0), p0, p1));
   }
 }
 
+template <EwOp OP, class T, class S>
+void launch_dense_as(const Tensor& out, std::span<const Tensor> in, const EwParams& prm) {
+  using Raw = typename S::Raw;
+  constexpr int V = 16 / int(sizeof(Raw));
+  const int64_t n = out.numel();
+  ew_dense_kernel<OP, T, S><<<grid_for((n + V - 1) / V), kThreads, 0, compute_stream()>>>(
+      static_cast<Raw*>(out.data_ptr()), static_cast<const Raw*>(in[0].data_ptr()),
+      kOperands<OP> > 2 ? static_cast<const Raw*>(in[1].data_ptr()) : nullptr, n, T(prm.p0), T(prm.p1));
+  STRATA_CUDA_CHECK_LAUNCH("elementwise ", ew_op_name(OP), " -> ", out.str());
+}
+
+// Returns false (the strided kernel runs instead) unless every operand fits the dense kernel.
 template <EwOp OP, class T>
 bool launch_dense(const Tensor& out, std::span<const Tensor> in, const EwParams& prm) {
   constexpr int N = kOperands<OP>;
   if constexpr (N > 3) {
     return false;
   } else {
-    const DType stored = sizeof(T) == 8 ? DType::f64 : DType::f32;
-    bool aligned = true;
+    const DType stored = out.dtype();
     for (int k = 0; k < N; ++k) {
       const Tensor& t = k == 0 ? out : in[size_t(k - 1)];
-      if (t.dtype() != stored || !t.is_contiguous() || t.numel() != out.numel()) return false;
-      aligned = aligned && reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+      if (t.dtype() != stored || !t.is_contiguous() || t.numel() != out.numel() ||
+          reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 != 0)
+        return false;
     }
-    T* o = static_cast<T*>(out.data_ptr());
-    const T* x = static_cast<const T*>(in[0].data_ptr());
-    const T* y = N > 2 ? static_cast<const T*>(in[1].data_ptr()) : nullptr;
-    const int64_t n = out.numel();
-    constexpr int kVec = 16 / int(sizeof(T));
-    if (aligned)
-      ew_dense_kernel<OP, T, kVec><<<grid_for((n + kVec - 1) / kVec), kThreads, 0, compute_stream()>>>(
-          o, x, y, n, T(prm.p0), T(prm.p1));
-    else
-      ew_dense_kernel<OP, T, 1>
-          <<<grid_for(n), kThreads, 0, compute_stream()>>>(o, x, y, n, T(prm.p0), T(prm.p1));
-    STRATA_CUDA_CHECK_LAUNCH("elementwise ", ew_op_name(OP), " -> ", out.str());
+    if constexpr (sizeof(T) == 8) {
+      if (stored != DType::f64) return false;
+      launch_dense_as<OP, T, PlainStorage<T>>(out, in, prm);
+    } else {
+      if (stored == DType::f32) launch_dense_as<OP, T, PlainStorage<T>>(out, in, prm);
+      else if (stored == DType::bf16) launch_dense_as<OP, T, Bf16Storage>(out, in, prm);
+      else if (stored == DType::f16) launch_dense_as<OP, T, F16Storage>(out, in, prm);
+      else return false;
+    }
     return true;
   }
 }
