@@ -57,8 +57,8 @@ struct F16Storage {
 // Every operand contiguous, 16-byte aligned and of one floating dtype, no comparison and no
 // where: plain indexing, 16 bytes per operand per load (4 f32, 2 f64 or 8 bf16/f16 elements).
 template <EwOp OP, class T, class S>
-__global__ void ew_dense_kernel(typename S::Raw* out, const typename S::Raw* x, const typename S::Raw* y, int64_t n,
-                                T p0, T p1) {
+__global__ void ew_dense_kernel(typename S::Raw* out, const typename S::Raw* x, const typename S::Raw* y,
+                                int64_t n, T p0, T p1) {
   constexpr int N = kOperands<OP>;
   using Raw = typename S::Raw;
   constexpr int V = 16 / int(sizeof(Raw));
@@ -110,10 +110,14 @@ bool launch_dense(const Tensor& out, std::span<const Tensor> in, const EwParams&
       if (stored != DType::f64) return false;
       launch_dense_as<OP, T, PlainStorage<T>>(out, in, prm);
     } else {
-      if (stored == DType::f32) launch_dense_as<OP, T, PlainStorage<T>>(out, in, prm);
-      else if (stored == DType::bf16) launch_dense_as<OP, T, Bf16Storage>(out, in, prm);
-      else if (stored == DType::f16) launch_dense_as<OP, T, F16Storage>(out, in, prm);
-      else return false;
+      if (stored == DType::f32)
+        launch_dense_as<OP, T, PlainStorage<T>>(out, in, prm);
+      else if (stored == DType::bf16)
+        launch_dense_as<OP, T, Bf16Storage>(out, in, prm);
+      else if (stored == DType::f16)
+        launch_dense_as<OP, T, F16Storage>(out, in, prm);
+      else
+        return false;
     }
     return true;
   }
