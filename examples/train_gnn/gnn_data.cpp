@@ -85,15 +85,17 @@ Graph undirected_simple(const Graph& g) {
 std::shared_ptr<io::GraphDataset> make_gnn_data(const TrainGnnConfig& c) {
   auto data = std::make_shared<io::GraphDataset>();
   const uint64_t seed = c.run().seed();
+  const int64_t max_nodes = c.has_max_nodes() ? c.max_nodes() : -1;
   if (!c.graph().empty()) {
-    *data =
-        io::load_graph_tool(c.graph(), {.label_property = c.random_labels() > 0 ? "" : c.label_property()});
+    *data = io::load_graph_tool(c.graph(), {.label_property = c.random_labels() > 0 ? "" : c.label_property(),
+                                            .max_nodes = max_nodes});
   } else if (!c.edge_list().empty()) {
     io::EdgeListOptions eo;
     eo.node_file = c.node_file();
+    eo.max_nodes = max_nodes;
     *data = io::load_edge_list(c.edge_list(), eo);
   } else if (!c.ogb().empty()) {
-    *data = io::load_ogb_raw(c.ogb());
+    *data = io::load_ogb_raw(c.ogb(), {.max_nodes = max_nodes});
   } else if (!c.planetoid().empty()) {
     const std::filesystem::path p(c.planetoid());
     *data = io::load_planetoid_raw(p.parent_path().string(), p.filename().string());

@@ -148,9 +148,10 @@ void check_link_options(const TrainGnnConfig& set, const GnnTrainOptions& o) {
   STRATA_CHECK(!c.kg().empty(), ValueError, "--task link needs --kg DIR (train.txt, valid.txt, test.txt)");
   STRATA_CHECK(c.encoder() == "rgcn" || c.encoder() == "none", ValueError, "--encoder '", c.encoder(),
                "' is not one of rgcn, none");
-  for (const char* field : {"model", "graph", "edge_list", "node_file", "ogb", "planetoid", "rmat_scale",
-                            "fanouts", "reorder", "typed_rmat_edges", "typed_rmat_classes", "target_accuracy",
-                            "random_labels", "save_data", "feature_store", "feature_file", "feature_budget"})
+  for (const char* field :
+       {"model", "graph", "edge_list", "node_file", "ogb", "planetoid", "max_nodes", "rmat_scale", "fanouts",
+        "reorder", "typed_rmat_edges", "typed_rmat_classes", "target_accuracy", "random_labels", "save_data",
+        "feature_store", "feature_file", "feature_budget"})
     STRATA_CHECK(!is_set(set, field), ValueError, flag_of(field),
                  " applies to --task node (--task link reads the --kg triples, a DistMult decoder over "
                  "--encoder rgcn|none)");
@@ -287,6 +288,9 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
   f.option(&flags, "node_file", "", "with --edge-list: 'id,label,f0,f1,...' lines");
   f.option(&flags, "ogb", "", "an OGB dataset folder in its raw layout (raw/, split/)");
   f.option(&flags, "planetoid", "", "DIR/NAME of Planetoid's raw NAME.content and NAME.cites");
+  f.option(&flags, "max_nodes", "",
+           "the most nodes a loaded graph may have (--graph, --edge-list, --ogb; default max(2^20, 8 x its "
+           "edges))");
   f.option(&flags, "dcsbm_nodes", "", "generated block model: nodes (default 3000)");
   f.option(&flags, "dcsbm_classes", "", "generated block model: planted classes (default 5)");
   f.option(&flags, "dcsbm_degree", "", "generated block model: mean degree (default 10)");
@@ -382,6 +386,10 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
   STRATA_CHECK(sources <= 1, ValueError,
                "give one of --graph, --edge-list, --ogb, --planetoid, --rmat-scale");
   STRATA_CHECK(c.node_file().empty() || !c.edge_list().empty(), ValueError, "--node-file needs --edge-list");
+  STRATA_CHECK(!set.has_max_nodes() ||
+                   (c.max_nodes() >= 1 && sources == 1 && c.rmat_scale() == 0 && c.planetoid().empty()),
+               ValueError, "--max-nodes ", c.max_nodes(),
+               " applies to a loaded graph (--graph, --edge-list, --ogb) and must be at least 1");
   STRATA_CHECK(out->fanouts.empty() || int64_t(out->fanouts.size()) == c.layers(), ValueError,
                "--fanouts has ", out->fanouts.size(), " entries for ", c.layers(), " layers");
   STRATA_CHECK(c.run().batch_size() > 0, ValueError, "--batch-size must be positive");

@@ -22,6 +22,7 @@ DecompressedReader::DecompressedReader(std::string path) : path_(std::move(path)
   STRATA_CHECK(::stat(path_.c_str(), &st) == 0, IoError, "cannot open '", path_, "' (", std::strerror(errno),
                ")");
   STRATA_CHECK(S_ISREG(st.st_mode), IoError, "'", path_, "' is not a regular file");
+  file_bytes_ = uint64_t(st.st_size);
   gz_ = ::gzopen(path_.c_str(), "rb");
   STRATA_CHECK(gz_ != nullptr, IoError, "cannot open '", path_, "' (", std::strerror(errno), ")");
   ::gzbuffer(handle(gz_), 1 << 18);
@@ -44,6 +45,16 @@ size_t DecompressedReader::read(char* dst, size_t capacity) {
   }
   offset_ += uint64_t(n);
   return size_t(n);
+}
+
+uint64_t DecompressedReader::max_remaining() const {
+  if (::gzdirect(handle(gz_)) == 1) return file_bytes_ > offset_ ? file_bytes_ - offset_ : 0;
+  // gzoffset counts the compressed bytes zlib has taken in, some of them still buffered (at most
+  // the 2^18 set by gzbuffer) and not yet inflated.
+  const int64_t taken = int64_t(::gzoffset(handle(gz_)));
+  const uint64_t unread =
+      file_bytes_ - std::min<uint64_t>(file_bytes_, uint64_t(std::max<int64_t>(taken, 0)));
+  return (unread + (uint64_t(1) << 18)) * 1032 + (uint64_t(1) << 20);
 }
 
 std::string read_decompressed(const std::string& path) {

@@ -24,14 +24,20 @@ class DecompressedReader {
   size_t read(char* dst, size_t capacity);
   // Bytes returned so far (the decompressed offset).
   uint64_t offset() const { return offset_; }
+  // At least the bytes still to come: exact for a file that is not gzip'd, else what the unread
+  // compressed bytes could inflate to (deflate's ratio is at most 1032:1). A count read from the
+  // file is checked against it before anything is sized by it.
+  uint64_t max_remaining() const;
 
  private:
   std::string path_;
   void* gz_ = nullptr;  // gzFile
   uint64_t offset_ = 0;
+  uint64_t file_bytes_ = 0;
 };
 
-// All of `path`'s (decompressed) bytes.
+// All of `path`'s (decompressed) bytes, for small files; a format whose counts size what it
+// allocates streams through DecompressedReader instead.
 std::string read_decompressed(const std::string& path);
 
 }  // namespace strata::io

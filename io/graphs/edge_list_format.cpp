@@ -168,6 +168,9 @@ GraphDataset load_edge_list(const std::string& path, const EdgeListOptions& opti
   int64_t n = typed_counts             ? type_offsets.back()
               : options.num_nodes >= 0 ? options.num_nodes
                                        : std::max(max_id, rows.max_id) + 1;
+  if (!typed_counts && options.num_nodes < 0)  // a count the caller gave is the caller's
+    check_node_count(n, 2 * int64_t(src.size()) + int64_t(rows.ids.size()), options.max_nodes,
+                     detail::concat("load_edge_list('", path, "'): the largest node id, ", n - 1, ","));
 
   GraphDataset data;
   size_t e = src.size();

@@ -8,6 +8,20 @@
 
 namespace strata::io {
 
+void check_node_count(int64_t n, int64_t described, int64_t max_nodes, const std::string& what) {
+  STRATA_CHECK(n <= kMaxGraphNodes, IoError, what, " implies ", n,
+               " nodes, above the largest graph loaded (2^30)");
+  if (max_nodes >= 0) {
+    STRATA_CHECK(n <= max_nodes, IoError, what, " implies ", n, " nodes, above --max-nodes ", max_nodes);
+    return;
+  }
+  const int64_t cap = std::max<int64_t>(int64_t(1) << 20, 4 * std::max<int64_t>(described, 0));
+  STRATA_CHECK(
+      n <= cap, IoError, what, " implies ", n, " nodes, but the file's rows name at most ", described,
+      ": the rest would be isolated nodes it says nothing about. Without --max-nodes at most ", cap,
+      " nodes are taken (max(2^20, 4 x that)); set --max-nodes ", n, " if the graph is meant to be so");
+}
+
 Tensor bool_tensor(const std::vector<uint8_t>& flags) {
   Tensor t = Tensor::empty({int64_t(flags.size())}, DType::boolean);
   if (!flags.empty()) std::memcpy(t.data_ptr(), flags.data(), flags.size());

@@ -15,6 +15,14 @@ namespace strata::io {
 // 2^30 nodes, about ten times ogbn-papers100M.
 constexpr int64_t kMaxGraphNodes = int64_t(1) << 30;
 
+// The node count a file implies (its largest id + 1, or a count it states), checked before
+// anything is sized by it. The file's rows name at most `described` distinct nodes (two per edge,
+// one per node row); nodes beyond them would be isolated and described by nothing. A count above
+// max(2^20, 4 x described) is refused (a 13-byte edge list "0 1073741823" asked for 8 GiB), naming
+// `what` and the flag that raises the cap, unless `max_nodes` (>= 0: train_gnn's --max-nodes)
+// allows it; never above kMaxGraphNodes.
+void check_node_count(int64_t n, int64_t described, int64_t max_nodes, const std::string& what);
+
 // A new contiguous CPU tensor of `shape` holding `values` (numel must match).
 template <class T>
 Tensor host_tensor(const std::vector<T>& values, const Shape& shape) {

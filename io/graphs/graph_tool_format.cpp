@@ -92,26 +92,39 @@ DType tensor_dtype(uint8_t t) {
   }
 }
 
-// A bounds-checked cursor over the file's bytes in the file's byte order.
+// A bounds-checked cursor over the file's bytes in the file's byte order, streamed: it holds
+// the bytes asked for and not yet consumed, never the whole (decompressed) file, so a gzip'd
+// file's header is checked before the rest is inflated, and what it holds grows only with what
+// the file really contains. A pointer from take() is valid until the next take().
 class GtCursor {
  public:
-  GtCursor(const std::string& path, const std::string& bytes) : path_(path), bytes_(bytes) {}
+  explicit GtCursor(DecompressedReader& reader) : reader_(reader) {}
 
   uint64_t offset() const { return pos_; }
-  uint64_t remaining() const { return bytes_.size() - pos_; }
+  // At least the bytes still to come (exact when the file is not gzip'd).
+  uint64_t max_remaining() const { return held() + reader_.max_remaining(); }
+  // Whether `bytes` more bytes are there to take (reading as needed).
+  bool has(uint64_t bytes) { return fill(bytes); }
+  // The bytes left, counted up to `limit` (reading as needed).
+  uint64_t left_up_to(uint64_t limit) {
+    fill(limit);
+    return std::min(held(), limit);
+  }
   void set_big_endian(bool big) { big_endian_ = big; }
 
   [[noreturn]] void fail_at(uint64_t offset, const std::string& what) const {
-    throw IoError(detail::concat("'", path_, "' at byte offset ", offset, ": ", what));
+    throw IoError(detail::concat("'", reader_.path(), "' at byte offset ", offset, ": ", what));
   }
-  void need(uint64_t bytes, const std::string& what) const {
-    if (bytes > remaining())
+  void need(uint64_t bytes, const std::string& what) {
+    if (bytes <= held()) return;  // the common case: no bound to compute (gzoffset seeks)
+    if (bytes > max_remaining() || !fill(bytes))
       fail_at(pos_, detail::concat("truncated: ", what, " needs ", bytes, " bytes but the file ends after ",
-                                   remaining()));
+                                   bytes > max_remaining() ? max_remaining() : held()));
   }
   const char* take(uint64_t bytes, const std::string& what) {
     need(bytes, what);
-    const char* p = bytes_.data() + pos_;
+    const char* p = buffer_.data() + head_;
+    head_ += bytes;
     pos_ += bytes;
     return p;
   }
@@ -129,9 +142,9 @@ class GtCursor {
   uint64_t count(uint64_t unit, const std::string& what) {
     uint64_t at = pos_;
     uint64_t n = uint(8, what);
-    if (unit > 0 && n > remaining() / unit)
-      fail_at(at, detail::concat(what, " ", n, " needs ", n, " x ", unit, " bytes but only ", remaining(),
-                                 " remain"));
+    if (unit > 0 && n > held() / unit && n > max_remaining() / unit)
+      fail_at(at, detail::concat(what, " ", n, " needs ", n, " x ", unit, " bytes but at most ",
+                                 max_remaining(), " remain"));
     return n;
   }
   std::string string(const std::string& what) {
@@ -176,9 +189,31 @@ class GtCursor {
     return negative ? -v : v;
   }
 
-  const std::string& path_;
-  const std::string& bytes_;
-  uint64_t pos_ = 0;
+  uint64_t held() const { return buffer_.size() - head_; }
+  // Reads until `bytes` are held; false when the file ends first. The buffer grows by at most
+  // 16 MiB a read, so a count the file does not back costs no more memory than the file holds.
+  bool fill(uint64_t bytes) {
+    if (held() >= bytes) return true;
+    if (head_ > 0) {  // drop what was consumed
+      buffer_.erase(0, head_);
+      head_ = 0;
+    }
+    while (held() < bytes) {
+      const size_t used = buffer_.size();
+      const size_t step = size_t(
+          std::min<uint64_t>(std::max<uint64_t>(bytes - held(), uint64_t(1) << 16), uint64_t(16) << 20));
+      buffer_.resize(used + step);
+      const size_t n = reader_.read(buffer_.data() + used, step);
+      buffer_.resize(used + n);
+      if (n == 0) return false;
+    }
+    return true;
+  }
+
+  DecompressedReader& reader_;
+  std::string buffer_;  // bytes read and not yet dropped; the next to take is at head_
+  size_t head_ = 0;
+  uint64_t pos_ = 0;  // the file offset of buffer_[head_]
   bool big_endian_ = false;
 };
 
@@ -304,11 +339,11 @@ void set_features(const std::string& path, const Tensor& t, const PropertyValues
 }  // namespace
 
 GraphDataset load_graph_tool(const std::string& path, const GraphToolOptions& options, GraphToolInfo* info) {
-  const std::string bytes = read_decompressed(path);
-  GtCursor in(path, bytes);
-  if (in.remaining() < 8 || std::memcmp(bytes.data(), kMagic, 6) != 0)
+  DecompressedReader reader(path);
+  GtCursor in(reader);
+  // The magic first: a gzip'd file that is not a .gt file is refused after its first bytes.
+  if (!in.has(8) || std::memcmp(in.take(6, "magic"), kMagic, 6) != 0)
     in.fail_at(0, "bad magic: not a graph-tool .gt file (expected e2 9b be 20 67 74)");
-  in.take(6, "magic");
   uint8_t version = uint8_t(*in.take(1, "version"));
   if (version != 1) in.fail_at(6, detail::concat("unsupported .gt version ", int(version), " (expected 1)"));
   uint8_t big = uint8_t(*in.take(1, "endianness"));
@@ -343,6 +378,9 @@ GraphDataset load_graph_tool(const std::string& path, const GraphToolOptions& op
   }
   uint64_t e = src.size();
   meta.file_edges = int64_t(e);
+  // Before the properties (N values each) and the graph are sized by N.
+  check_node_count(int64_t(n), 2 * int64_t(e), options.max_nodes,
+                   detail::concat("load_graph_tool('", path, "'): the vertex count ", n));
 
   GraphDataset data;
   uint64_t num_props = in.count(1 + 8 + 1, "property count");  // key byte, name length, type byte
@@ -377,8 +415,9 @@ GraphDataset load_graph_tool(const std::string& path, const GraphToolOptions& op
       if (t.defined()) data.edge_properties[p.name] = meta.directed ? t : repeat_rows_twice(t);
     }
   }
-  if (in.remaining() > 0)
-    in.fail_at(in.offset(), detail::concat(in.remaining(), " unexpected bytes after the last property"));
+  if (const uint64_t extra = in.left_up_to(uint64_t(1) << 20); extra > 0)
+    in.fail_at(in.offset(), detail::concat(extra == uint64_t(1) << 20 ? "at least " : "", extra,
+                                           " unexpected bytes after the last property"));
   auto named = [&](const std::string& name) {
     for (const PropertyValues& p : vertex_props)
       if (p.name == name) return true;

@@ -196,6 +196,8 @@ GraphDataset load_ogb_raw(const std::string& dir, const OgbRawOptions& options) 
       throw IoError(detail::concat(find_table(raw + "/num-edge-list"), ": edge count ", listed, " but ",
                                    edge_path, " holds ", e, " edges"));
   }
+  check_node_count(n, 2 * e, options.max_nodes,
+                   detail::concat(find_table(raw + "/num-node-list"), ": the node count ", n));
   std::vector<int64_t> src(static_cast<size_t>(e)), dst(static_cast<size_t>(e));
   const int64_t* pairs = edges.values.data<int64_t>();
   for (int64_t i = 0; i < e; ++i) {

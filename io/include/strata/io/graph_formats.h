@@ -57,6 +57,9 @@ struct GraphToolOptions {
   // A numeric vertex property (scalar or fixed-length vector) copied into `features` as f32
   // [N, F]. Empty: no features.
   std::string feature_property{};
+  // The most vertices taken; -1: max(2^20, 8 x the edges), so that a gzip'd file of zeros
+  // declaring a billion vertices is refused before they are allocated (train_gnn --max-nodes).
+  int64_t max_nodes = -1;
 };
 
 struct GraphToolProperty {
@@ -102,6 +105,10 @@ struct EdgeListOptions {
   // is not an integer, names mapped to class ids in sorted order. Features become f32 [N, F],
   // zero for nodes the file does not list (they get label -1).
   std::string node_file{};
+  // The most nodes the largest id may imply (num_nodes unset); -1: max(2^20, 4 x (2 x the edges +
+  // the node rows)), so that an id of 10^9 in a few bytes is refused before it is allocated for
+  // (train_gnn --max-nodes).
+  int64_t max_nodes = -1;
 };
 
 GraphDataset load_edge_list(const std::string& path, const EdgeListOptions& options = {});
@@ -128,6 +135,8 @@ struct OgbRawOptions {
   // OGB's add_inverse_edge (master.csv): false for ogbn-arxiv, ogbn-mag and ogbn-papers100M,
   // true for ogbn-products and ogbn-proteins.
   bool add_inverse_edges = false;
+  // The most nodes num-node-list may state; -1: max(2^20, 8 x the edges) (train_gnn --max-nodes).
+  int64_t max_nodes = -1;
 };
 
 GraphDataset load_ogb_raw(const std::string& dir, const OgbRawOptions& options = {});
