@@ -31,6 +31,7 @@
 #include <cstring>
 
 #include "io/features/loader_threads.h"
+#include "io/features/mapped_copy.h"
 #include "io/features/row_cache.h"
 #include "io/graphs/npy_file.h"
 #include "strata/core/error.h"
@@ -179,10 +180,19 @@ void MappedFeatureStore::copy_task(std::span<const int64_t> ids, int64_t begin, 
     m.advise(ids, std::min(rows, begin + ahead), std::min(rows, end + ahead));
   }
   const int64_t reads_before = drive_reads_of_this_thread();
-  if (m.base != nullptr)
-    FeatureStore::copy_task(ids, begin, end, out);
-  else
+  if (m.base != nullptr) {
+    const int64_t fault = copy_mapped_rows(m.base, m.length, m.rows(), ids, begin, end, row_bytes(), out);
+    if (fault >= 0) {  // the file shrank under the mapping: the error pread gives, not a SIGBUS
+      struct stat st {};
+      ::fstat(m.fd, &st);
+      const int64_t row = (fault - int64_t(m.layout.data_offset)) / row_bytes();
+      throw IoError(detail::concat("'", m.path, "' is truncated: row ", row, " at byte offset ",
+                                   m.layout.data_offset + uint64_t(row) * uint64_t(row_bytes()), " needs ",
+                                   row_bytes(), " bytes but the file now ends at byte offset ", st.st_size));
+    }
+  } else {
     m.read_rows(ids, begin, end, out);
+  }
   m.drive_reads.fetch_add(drive_reads_of_this_thread() - reads_before);
 }
 

@@ -308,6 +308,35 @@ TEST(MappedFeatureStore, TruncatedOrCorruptFilesThrowNamingTheFileAndTheOffset) 
   }
 }
 
+// A mapped file that shrinks after it was opened: a row past the new end, which used to end the
+// process with SIGBUS, is the same IoError the pread path gives; rows still there are copied, and
+// the store keeps working for them afterwards.
+TEST(MappedFeatureStore, AFileTruncatedUnderTheMappingIsAnErrorNotASigbus) {
+  TempDir dir;
+  const Tensor table = random_rows(2000, 6, DType::f32, 3);  // 48,000 bytes of rows: 12 pages
+  const std::string path = dir.file("mapped.npy");
+  write_feature_file(path, table);
+  MappedFeatureStore store(path, {.num_threads = 2, .rows_per_task = 4});
+  ASSERT_TRUE(store.maps_rows());
+  fs::resize_file(path, 128 + 100 * 6 * 4);  // the rows after row 99 are gone (their pages too)
+  const std::vector<int64_t> fine{0, 99, 12};
+  expect_rows(store.gather(id_tensor(fine)), table, fine, kCPU);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      store.gather(id_tensor({1, 2, 1500, 3}));
+      ADD_FAILURE() << "no error for a row past the end";
+    } catch (const IoError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(path), std::string::npos) << what;
+      EXPECT_NE(what.find("row 1500 at byte offset " + std::to_string(128 + 1500 * 6 * 4)), std::string::npos)
+          << what;
+      EXPECT_NE(what.find("now ends at byte offset " + std::to_string(128 + 100 * 6 * 4)), std::string::npos)
+          << what;
+    }
+  }
+  expect_rows(store.gather(id_tensor(fine)), table, fine, kCPU);
+}
+
 TEST(FeatureFileWriter, RefusesAWrongRowCountAndLeavesNothingBehind) {
   TempDir dir;
   const std::string path = dir.file("partial.npy");
