@@ -7,6 +7,7 @@
 #include <string>
 
 #include "strata/ops.h"
+#include "support/error_of.h"
 #include "tests/dist/dist_test_util.h"
 
 using namespace strata;
@@ -15,14 +16,8 @@ using strata::dist::testing::run_ranks;
 
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+// The message of the strata::Error fn() throws (a test failure when it throws none).
+std::string error_of(const std::function<void()>& fn) { return strata::testing::error_of<Error>(fn); }
 
 }  // namespace
 

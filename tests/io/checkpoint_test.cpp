@@ -14,6 +14,7 @@
 #include "strata/core/crc32c.h"
 #include "strata/ops.h"
 #include "strata/optim.h"
+#include "support/error_of.h"
 
 using namespace strata;
 using namespace strata::io;
@@ -96,15 +97,7 @@ void expect_same_state(const CheckpointState& a, const CheckpointState& b) {
   expect_same_dict(a.optimizer, b.optimizer);
 }
 
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const IoError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an IoError";
-  return "";
-}
+std::string message_of(const std::function<void()>& fn) { return strata::testing::error_of<IoError>(fn); }
 
 std::string file_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -1,3 +1,5 @@
+#include "strata/io/gpt_weights.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,10 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "strata/io/gpt_weights.h"
 #include "strata/io/safetensors.h"
 #include "strata/models/gpt.h"
 #include "strata/ops.h"
+#include "support/error_of.h"
 
 using namespace strata;
 using namespace strata::io;
@@ -94,15 +96,7 @@ void expect_matches_golden(const nn::StateDict& sd, bool bf16) {
   EXPECT_EQ(sd.at("lm_head.weight").impl(), sd.at("transformer.wte.weight").impl());
 }
 
-std::string io_error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const IoError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an IoError";
-  return "";
-}
+std::string io_error_of(const std::function<void()>& fn) { return strata::testing::error_of<IoError>(fn); }
 
 }  // namespace
 

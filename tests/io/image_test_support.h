@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "strata/core/error.h"
+#include "support/error_of.h"
 
 namespace strata::test {
 
@@ -46,15 +47,10 @@ inline void write_bytes(const std::string& path, const std::vector<uint8_t>& byt
   out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
 }
 
-// What f() throws as a strata::Error, or "" when it returns.
+// What f() throws as a strata::Error (a test failure when it returns).
 template <class F>
 std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return strata::testing::error_of<Error>(f);
 }
 
 }  // namespace strata::test

@@ -1,5 +1,7 @@
 // Module: registration, PyTorch names and order, state_dict round trips and strict-load
 // errors, train/eval, zero_grad, in-place to(), and the scope every forward runs in.
+#include "strata/nn/module.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,9 +13,9 @@
 #include "strata/autograd/saved_tensor.h"
 #include "strata/autograd/scope.h"
 #include "strata/core/allocator.h"
-#include "strata/nn/module.h"
 #include "strata/ops.h"
 #include "strata/optim/sgd.h"
+#include "support/error_of.h"
 
 using namespace strata;
 
@@ -84,14 +86,10 @@ class TinyGPT : public nn::Module {
   std::shared_ptr<Affine> ln_f;
 };
 
+// The message of the strata::Error fn() throws (a test failure when it throws none).
 template <class Fn>
 std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
+  return strata::testing::error_of<Error>(fn);
 }
 
 const std::vector<std::string> kTinyGptParams = {

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "strata/strata.h"
+#include "support/error_of.h"
 
 using namespace strata;
 
@@ -19,14 +20,8 @@ std::vector<int64_t> vec(const Tensor& t) { return t.to(kCPU).to_vector<int64_t>
 // 5 nodes; node 4 isolated; edge 5 duplicates edge 1; edge 3 is a self loop.
 Graph small() { return Graph::from_edges(5, ids({0, 2, 3, 1, 1, 2}), ids({1, 1, 0, 1, 3, 1})); }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+// The message of the strata::Error f() throws (a test failure when it throws none).
+std::string error_of(const std::function<void()>& f) { return strata::testing::error_of<Error>(f); }
 
 }  // namespace
 

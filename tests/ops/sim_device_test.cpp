@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "strata/strata.h"
+#include "support/error_of.h"
 
 using namespace strata;
 
@@ -23,14 +24,8 @@ class CapacityGuard {
   int index_;
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+// The message of the strata::Error f() throws (a test failure when it throws none).
+std::string error_of(const std::function<void()>& f) { return strata::testing::error_of<Error>(f); }
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include "strata/ops.h"
 #include "strata/optim/adamw.h"
 #include "strata/optim/sgd.h"
+#include "support/error_of.h"
 
 using namespace strata;
 
@@ -36,14 +37,10 @@ void set_grads(std::vector<Tensor>& ps, uint64_t seed) {
   for (Tensor& p : ps) p.set_grad(ops::randn(p.shape(), p.dtype()));
 }
 
+// The message of the strata::Error fn() throws (a test failure when it throws none).
 template <class Fn>
 std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
+  return strata::testing::error_of<Error>(fn);
 }
 
 TEST(Optimizer, ZeroGradDropsOrZeroFillsGradients) {
