@@ -3,7 +3,8 @@
 graph, features (one-hot node ids), split, model, optimizer and epochs, over several seeds.
 
 Usage (after `STRATA_GRAPH_DATA=1 tools/setup.sh` fetched data/graphs and the build):
-  torchvenv/bin/python tools/bench/gnn_accuracy.py --train-gnn build/examples/train_gnn/train_gnn
+  # $TORCH_PYTHON: a Python with PyPI's torch and torch-geometric (docs/benchmarks.md says how)
+  $TORCH_PYTHON tools/bench/gnn_accuracy.py --train-gnn build/examples/train_gnn/train_gnn
 
 For each graph (polblogs: 2 classes, football: 12 conferences), model (gcn, gat) and seed,
 train_gnn trains 200 full-graph epochs, evaluating every epoch, and writes its prepared dataset

@@ -3,7 +3,8 @@
 the same run, 2 threads, on the same graph, features (d=128), labels and split.
 
 Usage (after the build and `STRATA_GRAPH_DATA=1 tools/setup.sh` for the graph-tool files):
-  torchvenv/bin/python tools/bench/gnn_bench.py --train-gnn build/examples/train_gnn/train_gnn
+  # $TORCH_PYTHON: a Python with PyPI's torch and torch-geometric (docs/benchmarks.md says how)
+  $TORCH_PYTHON tools/bench/gnn_bench.py --train-gnn build/examples/train_gnn/train_gnn
 
 Graphs: cond-mat-2005 and pgp-strong-2009 (graph-tool collection, made undirected, random labels),
 R-MAT with 1M (scale 16, edge factor 16) and 10M (scale 19, edge factor 19) directed edges.

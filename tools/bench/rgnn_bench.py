@@ -3,11 +3,12 @@
 PyTorch Geometric's layers on the same graphs, one layer, in = out = d, full graph, inference and
 training, 2 threads, in the same run.
 
-  torchvenv/bin/python tools/bench/rgnn_bench.py               # the table (20-30 min on 2 idle cores)
-  torchvenv/bin/python tools/bench/rgnn_bench.py --quick       # UMLS, d=32, about a minute
-  torchvenv/bin/python tools/bench/rgnn_bench.py --graphs umls --dims 64
-  torchvenv/bin/python tools/bench/rgnn_bench.py --largest     # largest typed R-MAT that trains (~1 h)
-  torchvenv/bin/python tools/bench/rgnn_bench.py --from-json out.json --stat min  # a table again
+  # $TORCH_PYTHON: a Python with PyPI's torch and torch-geometric (docs/benchmarks.md says how)
+  $TORCH_PYTHON tools/bench/rgnn_bench.py               # the table (20-30 min on 2 idle cores)
+  $TORCH_PYTHON tools/bench/rgnn_bench.py --quick       # UMLS, d=32, about a minute
+  $TORCH_PYTHON tools/bench/rgnn_bench.py --graphs umls --dims 64
+  $TORCH_PYTHON tools/bench/rgnn_bench.py --largest     # largest typed R-MAT that trains (~1 h)
+  $TORCH_PYTHON tools/bench/rgnn_bench.py --from-json out.json --stat min  # a table again
 
 Graphs: PyKEEN's Nations, Kinships and UMLS training triples with reverse relations
 (`STRATA_KG_DATA=1 tools/setup.sh`), and the typed R-MAT shaped like ogbn-mag (`rmat-2M`: --edges 2M of

@@ -5,7 +5,8 @@ update Strata's side runs), printing one `RESULT {json}` line with the fields st
 prints: the median ms of the timed iterations, setup_peak_rss_mb (reading the graph) and peak_rss_mb
 (the iterations; the peak is reset in between through /proc/self/clear_refs), or "status": "oom".
 
-  torchvenv/bin/python tools/bench/rgnn_pyg.py /tmp/g.safetensors --layer hgt --dim 64 --mode train
+  # $TORCH_PYTHON: a Python with PyPI's torch and torch-geometric (docs/benchmarks.md says how)
+  $TORCH_PYTHON tools/bench/rgnn_pyg.py /tmp/g.safetensors --layer hgt --dim 64 --mode train
 
 Layers as PyG 2.8.1 runs them without pyg-lib, torch-scatter and torch-sparse: RGCNConv loops over
 the relations, aggregating x per relation and then transforming it (aggregate-first); FastRGCNConv and
