@@ -84,6 +84,16 @@ struct MappedFeatureStore::Mapping {
     }
   }
 
+  // The error for row `row` of a file that has shrunk since it was opened (read with pread, or
+  // faulted on in the mapping): the file, the row's offset and where the file now ends.
+  IoError truncated(int64_t row) const {
+    struct stat st {};
+    ::fstat(fd, &st);
+    return IoError(detail::concat("'", path, "' is truncated: row ", row, " at byte offset ",
+                                  layout.data_offset + uint64_t(row) * uint64_t(row_bytes()), " needs ",
+                                  row_bytes(), " bytes but the file now ends at byte offset ", st.st_size));
+  }
+
   // Reads rows ids[begin, end) into `out`; IoError naming the file and the offset when the file
   // has shrunk since it was opened or a read fails.
   void read_rows(std::span<const int64_t> ids, int64_t begin, int64_t end, char* out) const {
@@ -96,13 +106,7 @@ struct MappedFeatureStore::Mapping {
         if (n < 0 && errno == EINTR) continue;
         STRATA_CHECK(n >= 0, IoError, "reading row ", ids[size_t(i)], " of '", path,
                      "' failed at byte offset ", at + done, " (", std::strerror(errno), ")");
-        if (n == 0) {
-          struct stat st {};
-          ::fstat(fd, &st);
-          throw IoError(detail::concat("'", path, "' is truncated: row ", ids[size_t(i)], " at byte offset ",
-                                       at, " needs ", r, " bytes but the file now ends at byte offset ",
-                                       st.st_size));
-        }
+        if (n == 0) throw truncated(ids[size_t(i)]);
         done += uint64_t(n);
       }
       cache->offer(ids[size_t(i)], out);
@@ -182,14 +186,8 @@ void MappedFeatureStore::copy_task(std::span<const int64_t> ids, int64_t begin, 
   const int64_t reads_before = drive_reads_of_this_thread();
   if (m.base != nullptr) {
     const int64_t fault = copy_mapped_rows(m.base, m.length, m.rows(), ids, begin, end, row_bytes(), out);
-    if (fault >= 0) {  // the file shrank under the mapping: the error pread gives, not a SIGBUS
-      struct stat st {};
-      ::fstat(m.fd, &st);
-      const int64_t row = (fault - int64_t(m.layout.data_offset)) / row_bytes();
-      throw IoError(detail::concat("'", m.path, "' is truncated: row ", row, " at byte offset ",
-                                   m.layout.data_offset + uint64_t(row) * uint64_t(row_bytes()), " needs ",
-                                   row_bytes(), " bytes but the file now ends at byte offset ", st.st_size));
-    }
+    // The file shrank under the mapping: the error pread gives, not a SIGBUS.
+    if (fault >= 0) throw m.truncated((fault - int64_t(m.layout.data_offset)) / row_bytes());
   } else {
     m.read_rows(ids, begin, end, out);
   }

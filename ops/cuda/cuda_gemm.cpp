@@ -208,6 +208,37 @@ int check_bmm(const Tensor& out, const Tensor& a, const Tensor& b) {
   return dev;
 }
 
+// out = alpha a @ b + beta out (+ bias) as cuBLAS's column-major problem, for operands it can read
+// (gemm_operand) and a row-major out: out^T (N x M) = op(b^T) (N x K) @ op(a^T) (K x M).
+GemmProblem column_major_problem(const Tensor& out, const Tensor& a, const Tensor& b, double alpha,
+                                 double beta, const void* bias = nullptr) {
+  MatrixLayout la, lb, lo;
+  gemm_layout(a, &la);
+  gemm_layout(b, &lb);
+  gemm_layout(out, &lo);
+  const int64_t B = out.size(0);
+  return GemmProblem{lb.transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
+                     la.transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
+                     out.size(2),
+                     out.size(1),
+                     a.size(2),
+                     b.data_ptr(),
+                     lb.ld,
+                     B > 1 ? b.stride(0) : 0,
+                     a.data_ptr(),
+                     la.ld,
+                     B > 1 ? a.stride(0) : 0,
+                     out.data_ptr(),
+                     lo.ld,
+                     B > 1 ? out.stride(0) : 0,
+                     B,
+                     a.dtype(),
+                     out.dtype(),
+                     alpha,
+                     beta,
+                     bias};
+}
+
 }  // namespace
 
 // An operand cuBLAS can read (unit stride in one of its two dims): `m` itself, or a contiguous copy.
@@ -222,8 +253,8 @@ Tensor CudaBackend::gemm_operand(const Tensor& m, int device) {
 void CudaBackend::bmm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
   const int dev = check_bmm(out, a, b);
   if (out.numel() == 0) return;
-  const int64_t B = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
-  const DType dt = out.dtype(), in_dt = a.dtype();
+  const int64_t B = out.size(0), K = a.size(2);
+  const DType dt = out.dtype();
   DeviceContext& ctx = context(dev);
   DeviceGuard guard(dev);
   if (K == 0) {  // BLAS semantics: out = beta * out (cuBLASLt rejects k = 0)
@@ -231,38 +262,16 @@ void CudaBackend::bmm(const Tensor& out, const Tensor& a, const Tensor& b, doubl
     const Tensor in[1] = {out};
     return elementwise(EwOp::MulScalar, out, in, EwParams{beta, 0.0});
   }
-  MatrixLayout la, lb, lo;
+  MatrixLayout lo;
   const Tensor ac = gemm_operand(a, dev), bc = gemm_operand(b, dev);
-  gemm_layout(ac, &la);
-  gemm_layout(bc, &lb);
   Tensor oc = out;
   const bool out_ok = gemm_layout(out, &lo) && !lo.transposed && (B == 1 || out.stride(0) != 0);
   if (!out_ok) {
     oc = empty(out.shape(), dt, dev);
     if (beta != 0.0) copy_same_device(oc, out);
-    gemm_layout(oc, &lo);
   }
   ensure_handles(ctx);
-  // Column-major view: out^T (N x M) = op(b^T) (N x K) @ op(a^T) (K x M).
-  GemmProblem p{lb.transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
-                la.transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
-                N,
-                M,
-                K,
-                bc.data_ptr(),
-                lb.ld,
-                B > 1 ? bc.stride(0) : 0,
-                ac.data_ptr(),
-                la.ld,
-                B > 1 ? ac.stride(0) : 0,
-                oc.data_ptr(),
-                lo.ld,
-                B > 1 ? oc.stride(0) : 0,
-                B,
-                in_dt,
-                dt,
-                alpha,
-                beta};
+  const GemmProblem p = column_major_problem(oc, ac, bc, alpha, beta);
   const std::string what = detail::concat("bmm ", a.str(), " @ ", b.str(), " -> ", out.str());
   const bool broadcast = B > 1 && (p.stride_a == 0 || p.stride_b == 0);
   const bool lt_ok = dt != DType::f64 && !broadcast && B <= INT32_MAX;
@@ -283,31 +292,9 @@ void CudaBackend::bmm_bias(const Tensor& out, const Tensor& a, const Tensor& b, 
   if (fits) {
     DeviceContext& ctx = context(dev);
     DeviceGuard guard(dev);
-    MatrixLayout la, lb;
     const Tensor ac = gemm_operand(a, dev), bc = gemm_operand(b, dev);
-    gemm_layout(ac, &la);
-    gemm_layout(bc, &lb);
     ensure_handles(ctx);
-    GemmProblem p{lb.transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
-                  la.transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
-                  out.size(2),
-                  out.size(1),
-                  a.size(2),
-                  bc.data_ptr(),
-                  lb.ld,
-                  0,
-                  ac.data_ptr(),
-                  la.ld,
-                  0,
-                  out.data_ptr(),
-                  lo.ld,
-                  0,
-                  1,
-                  a.dtype(),
-                  out.dtype(),
-                  1.0,
-                  0.0,
-                  bias.data_ptr()};
+    const GemmProblem p = column_major_problem(out, ac, bc, 1.0, 0.0, bias.data_ptr());
     if (gemm_lt(ctx, p,
                 detail::concat("bmm_bias ", a.str(), " @ ", b.str(), " + ", bias.str(), " -> ", out.str())))
       return;
