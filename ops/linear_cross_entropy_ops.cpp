@@ -181,17 +181,21 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
     Tensor logits = detail::alloc({rows, V}, dt, dev);
     Tensor lse_c = detail::raw_view(lse, {rows}, {1}, r0), t_c = detail::raw_view(t, {rows}, {1}, r0);
     chunk_logits(be, logits, xc, w, b1);
-    be.cross_entropy(detail::raw_view(loss_rows, {rows}, {1}, r0), lse_c, logits, t_c, ignore_index);
-    if (!node) continue;
-    // d(scale * sum of row losses) / dlogits: in place of the logits, then in the GEMMs' dtype;
-    // on CUDA under autocast (no bias) written in bf16 directly, the same bits in one pass.
+    const Tensor loss_c = detail::raw_view(loss_rows, {rows}, {1}, r0);
+    if (!node) {
+      be.cross_entropy(loss_c, lse_c, logits, t_c, ignore_index);
+      continue;
+    }
+    // The loss and d(scale * sum of row losses) / dlogits together: in place of the logits, then
+    // in the GEMMs' dtype; on CUDA under autocast (no bias) written in bf16 directly, the same
+    // bits in one pass.
     Tensor dl;
     const Tensor row_scale = full({rows}, scale, TensorOptions(dt).device(dev));
     if (dev.is_cuda() && gemm_dt != dt && !want_db) {
       dl = detail::alloc({rows, V}, gemm_dt, dev);
-      be.cross_entropy_backward(dl, row_scale, logits, lse_c, t_c, ignore_index);
+      be.cross_entropy_with_grad(loss_c, lse_c, dl, row_scale, logits, t_c, ignore_index);
     } else {
-      be.cross_entropy_backward(logits, row_scale, logits, lse_c, t_c, ignore_index);
+      be.cross_entropy_with_grad(loss_c, lse_c, logits, row_scale, logits, t_c, ignore_index);
       if (want_db) accumulate_dbias(be, db, logits, r0 == 0);
       dl = detail::raw_cast(logits, gemm_dt);
     }

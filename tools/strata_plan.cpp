@@ -2,9 +2,11 @@
 // prints each policy's predicted step time and peaks, the chosen plan per block or per tensor,
 // and draws every policy's activation memory over the step as an SVG.
 //
-//   strata_plan --model gpt2-xl --batch 8 --seq 1024 --hardware tools/hardware/h100-sxm-pcie5-1xgen4.textproto
+//   strata_plan --model gpt2-xl --batch 8 --seq 1024 --hardware
+//   tools/hardware/h100-sxm-pcie5-1xgen4.textproto
 //               --budget 50% --svg gpt2xl.svg --save-plan gpt2xl.plan
-//   strata_plan --model gpt2-xl ... --budget 50%,25% --markdown    (the relative-throughput rows in docs/benchmarks.md)
+//   strata_plan --model gpt2-xl ... --budget 50%,25% --markdown    (the relative-throughput rows in
+//   docs/benchmarks.md)
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>

@@ -84,6 +84,9 @@ class CudaBackend final : public Backend {
   void cross_entropy_backward(const Tensor& grad_logits, const Tensor& grad_loss,
                               const Tensor& logits, const Tensor& lse, const Tensor& target,
                               int64_t ignore_index) override;
+  void cross_entropy_with_grad(const Tensor& loss, const Tensor& lse, const Tensor& grad_logits,
+                               const Tensor& grad_loss, const Tensor& logits, const Tensor& target,
+                               int64_t ignore_index) override;
   void index_select(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) override;
   void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override;
   void gather(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) override;

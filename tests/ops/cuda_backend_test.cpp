@@ -428,7 +428,9 @@ TEST(CudaBackend, SoftmaxForwardAndBackwardMatchTheCpu) {
 TEST(CudaBackend, LayerNormForwardAndBackwardMatchTheCpu) {
   SKIP_WITHOUT_CUDA_DEVICE();
   for (DType dt : {DType::f32, DType::f64}) {
-    for (auto [R, C] : {std::pair<int64_t, int64_t>{6, 10}, {4, 1000}, {700, 33}}) {
+    // A warp per row up to 1024 columns (tiles of 4 to 32 per lane), a block per row above; 3000
+    // rows make 47 chunks of weight/bias partials.
+    for (auto [R, C] : {std::pair<int64_t, int64_t>{6, 10}, {4, 1000}, {700, 33}, {3000, 768}, {5, 1500}}) {
       for (bool affine : {false, true}) {
         const std::string what = std::string("layer_norm ") + dtype_name(dt) + " [" + std::to_string(R) + ", " +
                                  std::to_string(C) + "]" + (affine ? " affine" : "");
@@ -480,6 +482,56 @@ TEST(CudaBackend, CrossEntropyForwardAndBackwardMatchTheCpu) {
       expect_close(dxg, dx, dt == DType::f64 ? 1e-11 : 1e-5, 1e-7, what + " backward");
     }
   }
+}
+
+// The fused kernel (one read of each row for loss, lse and gradient) against the CPU's two
+// kernels; its gradient has the backward kernel's bits for the lse it wrote, in place (the LM
+// head overwrites its logits) and in bf16 as well. V = 50257 runs many tiles per thread, so the
+// running max is rescaled along the row.
+TEST(CudaBackend, CrossEntropyWithGradMatchesTheCpuAndTheBackwardKernelsBits) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const int64_t ignore = -100;
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (int64_t V : {int64_t(10), int64_t(1000), int64_t(50257)}) {
+      const int64_t R = 9;
+      std::vector<int64_t> t(static_cast<size_t>(R));
+      for (int64_t r = 0; r < R; ++r) t[size_t(r)] = r % 4 == 3 ? ignore : (r * 37) % V;
+      Tensor target = ops::from_vector(t, {R});
+      // A rising ramp on top of the noise: each tile's max exceeds the last one's.
+      Tensor ramp = ops::mul(ops::arange(0, double(V), 1, TensorOptions(dt)), 8.0 / double(V));
+      Tensor x = ops::add(random_cpu({R, V}, dt, 84, 3.0), ramp), gl = random_cpu({R}, dt, 85, 1.0);
+      Tensor loss = cpu_empty({R}, dt), lse = cpu_empty({R}, dt), dx = cpu_empty({R, V}, dt);
+      host().cross_entropy_with_grad(loss, lse, dx, gl, x, target, ignore);
+      const Tensor xg = to_gpu(x), tg = to_gpu(target), glg = to_gpu(gl);
+      Tensor lossg = gpu_empty({R}, dt), lseg = gpu_empty({R}, dt), dxg = gpu_empty({R, V}, dt);
+      gpu().cross_entropy_with_grad(lossg, lseg, dxg, glg, xg, tg, ignore);
+      const std::string what =
+          std::string("cross_entropy_with_grad ") + dtype_name(dt) + " V=" + std::to_string(V);
+      const double rtol = dt == DType::f64 ? 1e-12 : 1e-5;
+      expect_close(lossg, loss, rtol, 1e-6, what);
+      expect_close(lseg, lse, rtol, 1e-6, what + " lse");
+      expect_close(dxg, dx, dt == DType::f64 ? 1e-11 : 1e-5, 1e-7, what + " gradient");
+      Tensor twice = gpu_empty({R, V}, dt);
+      gpu().cross_entropy_backward(twice, glg, xg, lseg, tg, ignore);
+      expect_same(dxg, twice, what + ": the backward kernel's bits");
+      Tensor inplace = to_gpu(x), loss2 = gpu_empty({R}, dt), lse2 = gpu_empty({R}, dt);
+      gpu().cross_entropy_with_grad(loss2, lse2, inplace, glg, inplace, tg, ignore);
+      expect_same(inplace, dxg, what + ": in place");
+      expect_same(loss2, lossg, what + ": loss in place");
+      if (dt == DType::f32) {
+        Tensor narrow = Tensor::empty({R, V}, DType::bf16, xg.device());
+        gpu().cross_entropy_with_grad(loss2, lse2, narrow, glg, xg, tg, ignore);
+        expect_same(narrow, dxg.to(DType::bf16), what + ": bf16");
+      }
+    }
+  }
+  Tensor x = to_gpu(random_cpu({2, 5}, DType::f32, 86));
+  Tensor target = to_gpu(ops::from_vector(std::vector<int64_t>{1, 5}, {2}));
+  Tensor loss = gpu_empty({2}, DType::f32), lse = gpu_empty({2}, DType::f32),
+         g = gpu_empty({2, 5}, DType::f32);
+  EXPECT_THROW(
+      gpu().cross_entropy_with_grad(loss, lse, g, to_gpu(random_cpu({2}, DType::f32, 87)), x, target, -100),
+      IndexError);
 }
 
 TEST(CudaBackend, CrossEntropyRejectsATargetOutOfRange) {

@@ -173,6 +173,13 @@ class Backend {
   virtual void cross_entropy_backward(const Tensor& grad_logits, const Tensor& grad_loss,
                                       const Tensor& logits, const Tensor& lse,
                                       const Tensor& target, int64_t ignore_index) = 0;
+  // Both at once, for a loss whose gradient is wanted right away (the fused LM head): loss and
+  // lse as cross_entropy, then grad_logits as cross_entropy_backward with that lse. grad_logits
+  // may be logits itself (overwritten in place). The default calls the two; CUDA reads each row
+  // from memory once for both.
+  virtual void cross_entropy_with_grad(const Tensor& loss, const Tensor& lse, const Tensor& grad_logits,
+                                       const Tensor& grad_loss, const Tensor& logits, const Tensor& target,
+                                       int64_t ignore_index);
 
   // Indexing, on contiguous tensors viewed as [outer, dim, inner]; index is i64.
   virtual void index_select(const Tensor& out, const Tensor& in, int64_t dim,
