@@ -1,5 +1,6 @@
 #include "strata/ops/autocast.h"
 
+#include "strata/config.h"
 #include "strata/core/error.h"
 
 namespace strata::ops {
@@ -23,5 +24,9 @@ AutocastGuard::~AutocastGuard() {
 
 bool autocast_enabled() { return tl_enabled; }
 DType autocast_dtype() { return tl_dtype; }
+
+bool autocast_applies(Device dev, DType dt) {
+  return tl_enabled && dt == DType::f32 && (dev.is_cuda() || (STRATA_HAVE_DNNL && dev.is_host_memory()));
+}
 
 }  // namespace strata::ops

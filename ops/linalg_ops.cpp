@@ -1,7 +1,6 @@
 // matmul / bmm / linear: batch dims broadcast, reduced to the Backend's 3-D bmm.
 #include "ops/dispatch.h"
 #include "ops/op_node.h"
-#include "strata/config.h"
 #include "strata/ops/autocast.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
@@ -158,8 +157,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias, AutocastResu
   STRATA_CHECK(is_floating(dt), TypeError, "linear: needs floating tensors, got ", x.str(), " and ", w.str());
   const int64_t K = w.size(1), O = w.size(0), N = x.numel() / std::max<int64_t>(K, 1);
   // Under autocast the GEMM operands are bf16 (the f32 weight is the master copy).
-  const bool amp =
-      autocast_enabled() && dt == DType::f32 && (dev.is_cuda() || (STRATA_HAVE_DNNL && dev.is_host_memory()));
+  const bool amp = autocast_applies(dev, dt);
   const DType gemm_dt = amp ? DType::bf16 : dt;
   // The result's dtype: f32, or the GEMM's 16-bit one when the caller takes it narrow.
   const DType odt = amp && result == AutocastResult::Narrow ? gemm_dt : dt;

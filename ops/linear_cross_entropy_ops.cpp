@@ -4,10 +4,9 @@
 
 #include "ops/dispatch.h"
 #include "ops/op_node.h"
-#include "strata/config.h"
-#include "strata/ops/autocast.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/autograd/saved_tensor.h"
+#include "strata/ops/autocast.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
 #include "strata/ops/nn.h"
@@ -94,8 +93,7 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   const int64_t C = weight.size(1), V = weight.size(0), N = target.numel();
   const DType dt = promote_types(x.dtype(), weight.dtype()) == DType::f64 ? DType::f64 : DType::f32;
   // Under autocast the GEMM operands are bf16; logits, the softmax and the sums stay f32.
-  const bool amp =
-      autocast_enabled() && dt == DType::f32 && (dev.is_cuda() || (STRATA_HAVE_DNNL && dev.is_host_memory()));
+  const bool amp = autocast_applies(dev, dt);
   const DType gemm_dt = amp ? DType::bf16 : dt;
   Tensor x2 = detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(x, {N, C}), gemm_dt));
   Tensor w = detail::raw_contiguous(detail::raw_cast(weight, gemm_dt));

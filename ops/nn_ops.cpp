@@ -134,9 +134,23 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
   return out;
 }
 
+namespace {
+// layer_norm's kernel over [R, C] rows in dtype dt; out in `odt` (dt, or autocast's 16-bit dtype):
+// written by the kernel where it takes a 16-bit output beside f32 rows (CUDA), else the f32 rows
+// rounded once by a cast, the same bits.
+Tensor layer_norm_rows(const Tensor& xr, const Tensor& wr, const Tensor& br, const Tensor& mu,
+                       const Tensor& rs, double eps, DType dt, DType odt) {
+  const Device dev = xr.device();
+  const bool direct = odt == dt || dev.is_cuda();
+  Tensor y = detail::alloc(xr.shape(), direct ? odt : dt, dev);
+  detail::kernels(dev).layer_norm(y, mu, rs, xr, wr, br, eps);
+  return detail::raw_cast(y, odt);
+}
+}  // namespace
+
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
-                  double eps) {
-  detail::common_device("layer_norm", {&x, &weight, &bias});
+                  double eps, AutocastResult result) {
+  Device dev = detail::common_device("layer_norm", {&x, &weight, &bias});
   const int64_t k = int64_t(normalized_shape.size());
   STRATA_CHECK(k >= 1 && x.dim() >= k &&
                    Shape(x.shape().end() - k, x.shape().end()) == normalized_shape,
@@ -147,15 +161,18 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                  shape_str(p->shape()), " must be ", shape_str(normalized_shape));
   const int64_t C = shape_numel(normalized_shape), R = x.numel() / std::max<int64_t>(C, 1);
   DType dt = row_dtype(x.dtype());
+  // The result's dtype: x's, or autocast's 16-bit one when the caller takes it narrow.
+  const DType odt = result == AutocastResult::Narrow && x.dtype() == dt && autocast_applies(dev, dt)
+                        ? autocast_dtype()
+                        : x.dtype();
   auto rows = [&](const Tensor& t, Shape s) {
     return t.defined() ? detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(t, s), dt)) : Tensor();
   };
   Tensor xr = rows(x, {R, C}), wr = rows(weight, {C}), br = rows(bias, {C});
-  Tensor y = detail::alloc({R, C}, dt, x.device());
-  Tensor mu = detail::alloc({R}, dt, x.device()), rs = detail::alloc({R}, dt, x.device());
-  detail::kernels(x.device()).layer_norm(y, mu, rs, xr, wr, br, eps);
-  detail::record("layer_norm", x.device(), 8.0 * double(x.numel()), double(x.nbytes()), double(x.nbytes()));
-  Tensor out = detail::raw_cast(detail::raw_reshape(y, x.shape()), x.dtype());
+  Tensor mu = detail::alloc({R}, dt, dev), rs = detail::alloc({R}, dt, dev);
+  Tensor y = layer_norm_rows(xr, wr, br, mu, rs, eps, dt, odt);
+  detail::record("layer_norm", dev, 8.0 * double(x.numel()), double(x.nbytes()), double(y.nbytes()));
+  Tensor out = detail::raw_cast(detail::raw_reshape(y, x.shape()), odt);
   if (auto node = make_node("LayerNormBackward", {x, weight, bias})) {
     node->save(x);
     node->save(weight);
@@ -164,17 +181,16 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     node->save(bias);  // a parameter (never moved): only for forward_again
     // The output again from the saved input (a memory-bound row pass, the same kernel and bits),
     // so the cache can drop it: op-level recompute, like GELU's.
-    node->forward_again = [R, C, eps, dt, shape = x.shape(), xdt = x.dtype()](OpNode& n) {
+    node->forward_again = [R, C, eps, dt, odt, shape = x.shape()](OpNode& n) {
       Tensor xv = n.saved(0), wv = n.saved(1), bv = n.saved(4);
       auto rows = [&](const Tensor& t, Shape s) {
         return t.defined() ? detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(t, s), dt)) : Tensor();
       };
       Device dev = xv.device();
-      Tensor y2 = detail::alloc({R, C}, dt, dev);
       Tensor mu2 = detail::alloc({R}, dt, dev), rs2 = detail::alloc({R}, dt, dev);
-      detail::kernels(dev).layer_norm(y2, mu2, rs2, rows(xv, {R, C}), rows(wv, {C}), rows(bv, {C}), eps);
-      detail::record("layer_norm", dev, 8.0 * double(R * C), double(xv.nbytes()), double(xv.nbytes()));
-      return detail::raw_cast(detail::raw_reshape(y2, shape), xdt);
+      Tensor y2 = layer_norm_rows(rows(xv, {R, C}), rows(wv, {C}), rows(bv, {C}), mu2, rs2, eps, dt, odt);
+      detail::record("layer_norm", dev, 8.0 * double(R * C), double(xv.nbytes()), double(y2.nbytes()));
+      return detail::raw_reshape(y2, shape);
     };
     node->backward = [R, C, ns = normalized_shape](OpNode& n, std::vector<Tensor>& g) -> std::vector<Tensor> {
       Tensor xv = n.saved(0), wv = n.saved(1);
@@ -183,15 +199,21 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
         return t.defined() ? detail::raw_contiguous(detail::raw_cast(detail::raw_reshape(t, s), dt)) : Tensor();
       };
       Device dev = xv.device();
+      // A narrow result's bf16 gradient: CUDA's kernel reads it as it is (the same values a cast
+      // to f32 would give); elsewhere it is cast.
+      const bool narrow_g =
+          dev.is_cuda() && dt == DType::f32 && (g[0].dtype() == DType::bf16 || g[0].dtype() == DType::f16);
+      Tensor gy = narrow_g ? detail::raw_contiguous(detail::raw_reshape(g[0], {R, C})) : rows(g[0], {R, C});
       Tensor gx = n.needs_grad(0) ? detail::alloc({R, C}, dt, dev) : Tensor();
       Tensor gw = n.needs_grad(1) ? detail::alloc({C}, dt, dev) : Tensor();
       Tensor gb = n.needs_grad(2) ? detail::alloc({C}, dt, dev) : Tensor();
-      detail::kernels(dev).layer_norm_backward(gx, gw, gb, rows(g[0], {R, C}), rows(xv, {R, C}), n.saved(2),
-                                               n.saved(3), rows(wv, {C}));
+      detail::kernels(dev).layer_norm_backward(gx, gw, gb, gy, rows(xv, {R, C}), n.saved(2), n.saved(3),
+                                               rows(wv, {C}));
       // Reads dy and x, writes dx (the parameter gradients are C-sized): a memory-bound row pass
       // as long as the forward's, which the planner's cost model must see.
       const double rc = double(R * C) * double(element_size(dt));
-      detail::record("layer_norm_backward", dev, 10.0 * double(R * C), 2.0 * rc, gx.defined() ? rc : 0.0);
+      detail::record("layer_norm_backward", dev, 10.0 * double(R * C), double(gy.nbytes()) + rc,
+                     gx.defined() ? rc : 0.0);
       auto back = [&](const Tensor& t, const Tensor& like) {
         return t.defined() ? detail::raw_cast(detail::raw_reshape(t, like.shape()), like.dtype()) : Tensor();
       };

@@ -112,9 +112,11 @@ Block::Block(const GPTConfig& c) {
   mark_as_block();
 }
 
+// Under autocast ln_1's and ln_2's results are bf16: each feeds only a linear (c_attn, c_fc),
+// which would round them to bf16 anyway.
 Tensor Block::forward(const Tensor& x) {
-  Tensor h = ops::add(x, (*attn)((*ln_1)(x)));
-  return ops::add(h, (*mlp)((*ln_2)(h)));
+  Tensor h = ops::add(x, (*attn)(ln_1->forward(x, ops::AutocastResult::Narrow)));
+  return ops::add(h, (*mlp)(ln_2->forward(h, ops::AutocastResult::Narrow)));
 }
 
 Tensor Block::forward_cached(const Tensor& x, Tensor& k_cache, Tensor& v_cache, int64_t pos) {

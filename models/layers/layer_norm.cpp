@@ -27,5 +27,9 @@ void LayerNorm::reset_parameters() {
 Tensor LayerNorm::forward(const Tensor& x) {
   return ops::layer_norm(x, options_.normalized_shape(), weight, bias, options_.eps());
 }
+Tensor LayerNorm::forward(const Tensor& x, ops::AutocastResult result) {
+  ModuleScope scope(*this);  // as operator() opens it for forward(x)
+  return ops::layer_norm(x, options_.normalized_shape(), weight, bias, options_.eps(), result);
+}
 
 }  // namespace strata::nn

@@ -18,13 +18,14 @@ namespace {
 
 using namespace row_util;
 
-template <class T>
-__global__ void layer_norm_kernel(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, Rows s,
+template <class T, class O, class Conv>
+__global__ void layer_norm_kernel(const T* x, const T* w, const T* b, O* y, T* mean, T* rstd, Rows s,
                                   double eps) {
   __shared__ double acc[32];
+  const Conv cv;
   STRATA_FOR_ROWS(r, s.R) {
     const T* xr = x + r * s.C;
-    T* yr = y + r * s.C;
+    O* yr = y + r * s.C;
     double sum = 0;
     STRATA_FOR_COLS(i, s.C) sum += double(xr[i]);
     const double mu = block_sum(sum, acc) / double(s.C);
@@ -41,24 +42,25 @@ __global__ void layer_norm_kernel(const T* x, const T* w, const T* b, T* y, T* m
     const T m = T(mu), sc = T(rs);
     STRATA_FOR_COLS(i, s.C) {
       const T n = (xr[i] - m) * sc;
-      yr[i] = (w ? n * w[i] : n) + (b ? b[i] : T(0));
+      yr[i] = cv.store((w ? n * w[i] : n) + (b ? b[i] : T(0)));
     }
   }
 }
 
-template <class T>
-__global__ void layer_norm_backward_x_kernel(T* dx, const T* g, const T* x, const T* mean, const T* rstd,
+template <class T, class G, class Conv>
+__global__ void layer_norm_backward_x_kernel(T* dx, const G* g, const T* x, const T* mean, const T* rstd,
                                              const T* w, Rows s) {
   __shared__ double acc[32];
+  const Conv cv;
   STRATA_FOR_ROWS(r, s.R) {
     const T* xr = x + r * s.C;
-    const T* gr = g + r * s.C;
+    const G* gr = g + r * s.C;
     T* dr = dx + r * s.C;
     const T m = mean[r], rs = rstd[r];
     // dx = rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat))
     double s1 = 0, s2 = 0;
     STRATA_FOR_COLS(i, s.C) {
-      const double gw = double(gr[i]) * (w ? double(w[i]) : 1.0);
+      const double gw = double(cv.load(gr[i])) * (w ? double(w[i]) : 1.0);
       const double xh = double((xr[i] - m) * rs);
       s1 += gw;
       s2 += gw * xh;
@@ -66,7 +68,7 @@ __global__ void layer_norm_backward_x_kernel(T* dx, const T* g, const T* x, cons
     const T a = T(block_sum(s1, acc) / double(s.C));
     const T c = T(block_sum(s2, acc) / double(s.C));
     STRATA_FOR_COLS(i, s.C) {
-      const T gw = gr[i] * (w ? w[i] : T(1));
+      const T gw = cv.load(gr[i]) * (w ? w[i] : T(1));
       const T xh = (xr[i] - m) * rs;
       dr[i] = rs * (gw - a - xh * c);
     }
@@ -75,8 +77,8 @@ __global__ void layer_norm_backward_x_kernel(T* dx, const T* g, const T* x, cons
 
 // Weight/bias gradients, stage 1: column sums over one fixed chunk of rows, in row order; the
 // partials are laid out [C, chunks], so stage 2 reads each column's partials contiguously.
-template <class T>
-__global__ void layer_norm_backward_wb_partial(const T* g, const T* x, const T* mean, const T* rstd, Rows s,
+template <class T, class G, class Conv>
+__global__ void layer_norm_backward_wb_partial(const G* g, const T* x, const T* mean, const T* rstd, Rows s,
                                                int64_t rows_per_chunk, int64_t chunks, double* pw,
                                                double* pb) {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -84,10 +86,11 @@ __global__ void layer_norm_backward_wb_partial(const T* g, const T* x, const T* 
   const int64_t chunk = blockIdx.y;
   const int64_t r0 = chunk * rows_per_chunk;
   const int64_t r1 = r0 + rows_per_chunk < s.R ? r0 + rows_per_chunk : s.R;
+  const Conv cv;
   double sw = 0, sb = 0;
 #pragma unroll 8
   for (int64_t r = r0; r < r1; ++r) {
-    const double gv = double(g[r * s.C + c]);
+    const double gv = double(cv.load(g[r * s.C + c]));
     sw += gv * (double(x[r * s.C + c]) - double(mean[r])) * double(rstd[r]);
     sb += gv;
   }
@@ -122,14 +125,15 @@ __global__ void layer_norm_backward_wb_finish(const double* pw, const double* pb
 // keeps the bits reproducible.
 __device__ __forceinline__ double warp_allsum(double v) { return __shfl_sync(0xffffffffu, warp_sum(v), 0); }
 
-template <class T, int N>
-__global__ void layer_norm_warp_kernel(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, Rows s,
+template <class T, int N, class O, class Conv>
+__global__ void layer_norm_warp_kernel(const T* x, const T* w, const T* b, O* y, T* mean, T* rstd, Rows s,
                                        double eps) {
+  const Conv cv;
   const int lane = threadIdx.x & 31;
   const int64_t warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
   for (int64_t r = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; r < s.R; r += warps) {
     const T* xr = x + r * s.C;
-    T* yr = y + r * s.C;
+    O* yr = y + r * s.C;
     T v[N];
     double sum = 0;
 #pragma unroll
@@ -157,20 +161,21 @@ __global__ void layer_norm_warp_kernel(const T* x, const T* w, const T* b, T* y,
       const int64_t i = lane + 32 * k;
       if (i < s.C) {
         const T n = (v[k] - m) * sc;
-        yr[i] = (w ? n * w[i] : n) + (b ? b[i] : T(0));
+        yr[i] = cv.store((w ? n * w[i] : n) + (b ? b[i] : T(0)));
       }
     }
   }
 }
 
-template <class T, int N>
-__global__ void layer_norm_backward_x_warp_kernel(T* dx, const T* g, const T* x, const T* mean, const T* rstd,
+template <class T, int N, class G, class Conv>
+__global__ void layer_norm_backward_x_warp_kernel(T* dx, const G* g, const T* x, const T* mean, const T* rstd,
                                                   const T* w, Rows s) {
+  const Conv cv;
   const int lane = threadIdx.x & 31;
   const int64_t warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
   for (int64_t r = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; r < s.R; r += warps) {
     const T* xr = x + r * s.C;
-    const T* gr = g + r * s.C;
+    const G* gr = g + r * s.C;
     T* dr = dx + r * s.C;
     const T m = mean[r], rs = rstd[r];
     T gw[N], xh[N];
@@ -180,7 +185,7 @@ __global__ void layer_norm_backward_x_warp_kernel(T* dx, const T* g, const T* x,
       const int64_t i = lane + 32 * k;
       gw[k] = xh[k] = T(0);
       if (i < s.C) {
-        const T gv = gr[i], xv = xr[i], wv = w ? w[i] : T(1);
+        const T gv = cv.load(gr[i]), xv = xr[i], wv = w ? w[i] : T(1);
         gw[k] = gv * wv;
         xh[k] = (xv - m) * rs;
         const double gwd = double(gv) * (w ? double(wv) : 1.0);
@@ -225,52 +230,64 @@ unsigned warp_row_grid(int64_t R) { return grid_for(R, kLnWarpBlock / 32); }
 
 void CudaBackend::layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
                              const Tensor& w, const Tensor& b, double eps) {
-  cpu::check_row_kernel_input(x, "layer_norm");
-  check_rows("layer_norm", {&out, &mean, &rstd, &w, &b}, x.dtype());
-  const int dev = check_on_device("layer_norm", {&out, &mean, &rstd, &x, &w, &b});
+  const char* op = "layer_norm";
+  cpu::check_row_kernel_input(x, op);
+  check_rows(op, {&mean, &rstd, &w, &b}, x.dtype());
+  if (!narrow_beside(out, x)) check_rows(op, {&out}, x.dtype());
+  STRATA_CHECK(out.is_contiguous(), TypeError, op, ": expects a contiguous output, got ", out.str());
+  const int dev = check_on_device(op, {&out, &mean, &rstd, &x, &w, &b});
   const Rows s = rows_of(x);
-  check_numel("layer_norm", {&out}, x.numel());
-  check_numel("layer_norm", {&mean, &rstd}, s.R);
-  check_numel("layer_norm", {&w, &b}, s.C);
+  check_numel(op, {&out}, x.numel());
+  check_numel(op, {&mean, &rstd}, s.R);
+  check_numel(op, {&w, &b}, s.C);
   if (x.numel() == 0) return;
   context(dev);
   DeviceGuard guard(dev);
-  by_dtype(x, [&](auto v) {
-    using T = decltype(v);
+  by_row_and_element_dtype(x, out, [&](auto tv, auto ov, auto conv) {
+    using T = decltype(tv);
+    using O = decltype(ov);
+    using Conv = decltype(conv);
     const T* xp = static_cast<const T*>(x.data_ptr());
-    T *yp = static_cast<T*>(out.data_ptr()), *mp = static_cast<T*>(mean.data_ptr());
-    T* rp = static_cast<T*>(rstd.data_ptr());
+    O* yp = static_cast<O*>(out.data_ptr());
+    T *mp = static_cast<T*>(mean.data_ptr()), *rp = static_cast<T*>(rstd.data_ptr());
     if (const int n = warp_tile(s.C)) {
       with_warp_tile(n, [&](auto tile) {
-        layer_norm_warp_kernel<T, decltype(tile)::value>
+        layer_norm_warp_kernel<T, decltype(tile)::value, O, Conv>
             <<<warp_row_grid(s.R), kLnWarpBlock, 0, compute_stream()>>>(
                 xp, ptr_or_null<T>(w), ptr_or_null<T>(b), yp, mp, rp, s, eps);
       });
     } else {
-      layer_norm_kernel<T><<<row_grid(s.R), row_block_threads(s.C), 0, compute_stream()>>>(
+      layer_norm_kernel<T, O, Conv><<<row_grid(s.R), row_block_threads(s.C), 0, compute_stream()>>>(
           xp, ptr_or_null<T>(w), ptr_or_null<T>(b), yp, mp, rp, s, eps);
     }
   });
-  STRATA_CUDA_CHECK_LAUNCH("layer_norm ", x.str());
+  STRATA_CUDA_CHECK_LAUNCH(op, " ", x.str());
 }
 
 void CudaBackend::layer_norm_backward(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& gy,
                                       const Tensor& x, const Tensor& mean, const Tensor& rstd,
                                       const Tensor& w) {
-  cpu::check_row_kernel_input(x, "layer_norm_backward");
-  cpu::check_row_kernel_input(gy, "layer_norm_backward");
-  check_rows("layer_norm_backward", {&gx, &gw, &gb, &mean, &rstd, &w}, x.dtype());
-  const int dev = check_on_device("layer_norm_backward", {&gx, &gw, &gb, &gy, &x, &mean, &rstd, &w});
+  const char* op = "layer_norm_backward";
+  cpu::check_row_kernel_input(x, op);
+  check_rows(op, {&gx, &gw, &gb, &mean, &rstd, &w}, x.dtype());
+  if (!narrow_beside(gy, x)) {
+    cpu::check_row_kernel_input(gy, op);
+    check_rows(op, {&gy}, x.dtype());
+  }
+  STRATA_CHECK(gy.is_contiguous(), TypeError, op, ": expects a contiguous gradient, got ", gy.str());
+  const int dev = check_on_device(op, {&gx, &gw, &gb, &gy, &x, &mean, &rstd, &w});
   const Rows s = rows_of(x);
-  check_numel("layer_norm_backward", {&gx, &gy}, x.numel());
-  check_numel("layer_norm_backward", {&mean, &rstd}, s.R);
-  check_numel("layer_norm_backward", {&w, &gw, &gb}, s.C);
+  check_numel(op, {&gx, &gy}, x.numel());
+  check_numel(op, {&mean, &rstd}, s.R);
+  check_numel(op, {&w, &gw, &gb}, s.C);
   if (x.numel() == 0) return;
   context(dev);
   DeviceGuard guard(dev);
-  by_dtype(x, [&](auto v) {
-    using T = decltype(v);
-    const T* g = static_cast<const T*>(gy.data_ptr());
+  by_row_and_element_dtype(x, gy, [&](auto tv, auto gv, auto conv) {
+    using T = decltype(tv);
+    using G = decltype(gv);
+    using Conv = decltype(conv);
+    const G* g = static_cast<const G*>(gy.data_ptr());
     const T* xp = static_cast<const T*>(x.data_ptr());
     const T* mp = static_cast<const T*>(mean.data_ptr());
     const T* rp = static_cast<const T*>(rstd.data_ptr());
@@ -278,15 +295,16 @@ void CudaBackend::layer_norm_backward(const Tensor& gx, const Tensor& gw, const 
       T* dxp = static_cast<T*>(gx.data_ptr());
       if (const int n = warp_tile(s.C)) {
         with_warp_tile(n, [&](auto tile) {
-          layer_norm_backward_x_warp_kernel<T, decltype(tile)::value>
+          layer_norm_backward_x_warp_kernel<T, decltype(tile)::value, G, Conv>
               <<<warp_row_grid(s.R), kLnWarpBlock, 0, compute_stream()>>>(dxp, g, xp, mp, rp,
                                                                           ptr_or_null<T>(w), s);
         });
       } else {
-        layer_norm_backward_x_kernel<T><<<row_grid(s.R), row_block_threads(s.C), 0, compute_stream()>>>(
-            dxp, g, xp, mp, rp, ptr_or_null<T>(w), s);
+        layer_norm_backward_x_kernel<T, G, Conv>
+            <<<row_grid(s.R), row_block_threads(s.C), 0, compute_stream()>>>(dxp, g, xp, mp, rp,
+                                                                             ptr_or_null<T>(w), s);
       }
-      STRATA_CUDA_CHECK_LAUNCH("layer_norm_backward ", x.str());
+      STRATA_CUDA_CHECK_LAUNCH(op, " ", x.str());
     }
     if (gw.defined() || gb.defined()) {
       // Fixed chunking (a function of R only) keeps the column sums reproducible.
@@ -295,13 +313,13 @@ void CudaBackend::layer_norm_backward(const Tensor& gx, const Tensor& gw, const 
       Tensor pw = gw.defined() ? empty({s.C, chunks}, DType::f64, dev) : Tensor();
       Tensor pb = gb.defined() ? empty({s.C, chunks}, DType::f64, dev) : Tensor();
       const dim3 grid(unsigned((s.C + kThreads - 1) / kThreads), unsigned(chunks));
-      layer_norm_backward_wb_partial<T><<<grid, kThreads, 0, compute_stream()>>>(
+      layer_norm_backward_wb_partial<T, G, Conv><<<grid, kThreads, 0, compute_stream()>>>(
           g, xp, mp, rp, s, rows_per_chunk, chunks, mut_or_null<double>(pw), mut_or_null<double>(pb));
-      STRATA_CUDA_CHECK_LAUNCH("layer_norm_backward weight/bias of ", x.str());
+      STRATA_CUDA_CHECK_LAUNCH(op, " weight/bias of ", x.str());
       layer_norm_backward_wb_finish<T><<<grid_for(s.C, kThreads / 32), kThreads, 0, compute_stream()>>>(
           ptr_or_null<double>(pw), ptr_or_null<double>(pb), chunks, s.C, mut_or_null<T>(gw),
           mut_or_null<T>(gb));
-      STRATA_CUDA_CHECK_LAUNCH("layer_norm_backward weight/bias of ", x.str());
+      STRATA_CUDA_CHECK_LAUNCH(op, " weight/bias of ", x.str());
     }
   });
 }

@@ -92,38 +92,23 @@ __global__ void cross_entropy_kernel(const T* x, const int64_t* t, T* loss, T* l
   }
 }
 
-// The gradient's store: as T, or rounded to bf16/f16 bits for f32 logits (the host's rounding,
-// as a cast of the f32 result would round it).
-struct StoreSame {
-  template <class T>
-  __device__ T operator()(T v) const {
-    return v;
-  }
-};
-struct StoreBf16 {
-  __device__ uint16_t operator()(float v) const { return float_to_bf16(v); }
-};
-struct StoreF16 {
-  __device__ uint16_t operator()(float v) const { return float_to_f16(v); }
-};
-
-template <class T, class D, class Store>
+template <class T, class D, class Conv>
 __global__ void cross_entropy_backward_kernel(D* d, const T* gloss, const T* x, const T* lse,
                                               const int64_t* t, Rows s, int64_t ignore) {
-  const Store store;
+  const Conv cv;
   STRATA_FOR_ROWS(r, s.R) {
     const T* xr = x + r * s.C;
     D* dr = d + r * s.C;
     const int64_t tr = t[r];
     if (tr == ignore) {
-      STRATA_FOR_COLS(i, s.C) dr[i] = store(T(0));
+      STRATA_FOR_COLS(i, s.C) dr[i] = cv.store(T(0));
       continue;
     }
     const T g = gloss[r], l = lse[r];
     STRATA_FOR_COLS(i, s.C) {
       T v = g * T(m_exp(xr[i] - l));
       if (i == tr) v -= g;
-      dr[i] = store(v);
+      dr[i] = cv.store(v);
     }
   }
 }
@@ -136,13 +121,13 @@ __global__ void cross_entropy_backward_kernel(D* d, const T* gloss, const T* x, 
 // the same lse, so the gradient has that kernel's bits for a given lse.
 constexpr int kCeThreads = 1024, kCeTile = 8;
 
-template <class T, class D, class Store>
+template <class T, class D, class Conv>
 __global__ void __launch_bounds__(kCeThreads)
     cross_entropy_with_grad_kernel(T* loss, T* lse, D* d, const T* gloss, const T* x, const int64_t* t,
                                    Rows s, int64_t ignore, int64_t* bad) {
   __shared__ double acc[32];
   __shared__ T red[32];
-  const Store store;
+  const Conv cv;
   const T ninf = -std::numeric_limits<T>::infinity();
   STRATA_FOR_ROWS(r, s.R) {
     const T* xr = x + r * s.C;
@@ -188,14 +173,14 @@ __global__ void __launch_bounds__(kCeThreads)
     }
     __syncthreads();  // xr[tr] is read before d (which may be x) is written
     if (tr == ignore) {
-      STRATA_FOR_COLS(i, s.C) dr[i] = store(T(0));
+      STRATA_FOR_COLS(i, s.C) dr[i] = cv.store(T(0));
       continue;
     }
     const T g = gloss[r], lt = T(l);
     STRATA_FOR_COLS(i, s.C) {
       T v = g * T(m_exp(xr[i] - lt));
       if (i == tr) v -= g;
-      dr[i] = store(v);
+      dr[i] = cv.store(v);
     }
   }
 }
@@ -256,25 +241,13 @@ Rows check_cross_entropy_grad(const char* op, const Tensor& gl, const Tensor& gl
                               const Tensor& lse, const Tensor& target) {
   cpu::check_row_kernel_input(logits, op);
   check_rows(op, {&gloss, &lse}, logits.dtype());
-  const bool narrow = logits.dtype() == DType::f32 && (gl.dtype() == DType::bf16 || gl.dtype() == DType::f16);
-  if (!narrow) check_rows(op, {&gl}, logits.dtype());
+  if (!narrow_beside(gl, logits)) check_rows(op, {&gl}, logits.dtype());
   STRATA_CHECK(gl.is_contiguous(), TypeError, op, ": expects a contiguous gradient, got ", gl.str());
   check_rows(op, {&target}, DType::i64);
   const Rows s = rows_of(logits);
   check_numel(op, {&gl}, logits.numel());
   check_numel(op, {&gloss, &lse, &target}, s.R);
   return s;
-}
-
-// Runs launch(T{}, D{}, Store{}) for the gradient's element type D (the logits' T, or bf16/f16 bits).
-template <class F>
-void by_grad_dtype(const Tensor& gl, const Tensor& logits, F launch) {
-  if (gl.dtype() == DType::bf16)
-    launch(float{}, uint16_t{}, StoreBf16{});
-  else if (gl.dtype() == DType::f16)
-    launch(float{}, uint16_t{}, StoreF16{});
-  else
-    by_dtype(logits, [&](auto v) { launch(v, v, StoreSame{}); });
 }
 
 void throw_if_target_out_of_range(DeviceErrorSlot& bad, const char* op, const Tensor& logits, int64_t V) {
@@ -310,10 +283,10 @@ void CudaBackend::cross_entropy_backward(const Tensor& gl, const Tensor& gloss, 
   if (logits.numel() == 0) return;
   context(dev);
   DeviceGuard guard(dev);
-  by_grad_dtype(gl, logits, [&](auto tv, auto dv, auto store) {
+  by_row_and_element_dtype(logits, gl, [&](auto tv, auto dv, auto conv) {
     using T = decltype(tv);
     using D = decltype(dv);
-    cross_entropy_backward_kernel<T, D, decltype(store)>
+    cross_entropy_backward_kernel<T, D, decltype(conv)>
         <<<row_grid(s.R), row_block_threads(s.C), 0, compute_stream()>>>(
             static_cast<D*>(gl.data_ptr()), static_cast<const T*>(gloss.data_ptr()),
             static_cast<const T*>(logits.data_ptr()), static_cast<const T*>(lse.data_ptr()),
@@ -336,10 +309,10 @@ void CudaBackend::cross_entropy_with_grad(const Tensor& loss, const Tensor& lse,
   STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), op, ": SM count");
   const unsigned grid = unsigned(std::min<int64_t>(s.R, std::max(sms, 1)));
   DeviceErrorSlot bad(*this, dev);
-  by_grad_dtype(gl, logits, [&](auto tv, auto dv, auto store) {
+  by_row_and_element_dtype(logits, gl, [&](auto tv, auto dv, auto conv) {
     using T = decltype(tv);
     using D = decltype(dv);
-    cross_entropy_with_grad_kernel<T, D, decltype(store)><<<grid, kCeThreads, 0, compute_stream()>>>(
+    cross_entropy_with_grad_kernel<T, D, decltype(conv)><<<grid, kCeThreads, 0, compute_stream()>>>(
         static_cast<T*>(loss.data_ptr()), static_cast<T*>(lse.data_ptr()), static_cast<D*>(gl.data_ptr()),
         static_cast<const T*>(gloss.data_ptr()), static_cast<const T*>(logits.data_ptr()),
         static_cast<const int64_t*>(target.data_ptr()), s, ignore_index, bad.ptr());

@@ -67,4 +67,43 @@ inline void check_numel(const char* op, std::initializer_list<const Tensor*> ts,
       STRATA_CHECK(t->numel() == n, ShapeError, op, ": ", t->str(), " should hold ", n, " elements");
 }
 
+// A tensor's elements beside f32/f64 rows, as the kernels' compute type T: T itself, or the bits
+// of bf16/f16 beside f32 rows, loaded exactly and stored rounded once (the host's rounding, as a
+// cast of the f32 value would round it).
+struct SameElement {
+  template <class T>
+  __device__ T load(T v) const {
+    return v;
+  }
+  template <class T>
+  __device__ T store(T v) const {
+    return v;
+  }
+};
+struct Bf16Element {
+  __device__ float load(uint16_t v) const { return bf16_to_float(v); }
+  __device__ uint16_t store(float v) const { return float_to_bf16(v); }
+};
+struct F16Element {
+  __device__ float load(uint16_t v) const { return f16_to_float(v); }
+  __device__ uint16_t store(float v) const { return float_to_f16(v); }
+};
+
+// Runs f(T{}, E{}, Conv{}) for f32/f64 rows and a tensor `other` whose elements are T, or bf16/f16
+// beside f32 rows (E uint16_t).
+template <class F>
+void by_row_and_element_dtype(const Tensor& rows, const Tensor& other, F f) {
+  if (other.dtype() == DType::bf16)
+    f(float{}, uint16_t{}, Bf16Element{});
+  else if (other.dtype() == DType::f16)
+    f(float{}, uint16_t{}, F16Element{});
+  else
+    by_dtype(rows, [&](auto v) { f(v, v, SameElement{}); });
+}
+
+// Whether t may hold a row kernel's 16-bit elements beside `rows`: bf16/f16 beside f32.
+inline bool narrow_beside(const Tensor& t, const Tensor& rows) {
+  return t.defined() && rows.dtype() == DType::f32 && (t.dtype() == DType::bf16 || t.dtype() == DType::f16);
+}
+
 }  // namespace strata::gpu::row_util

@@ -158,6 +158,49 @@ TEST(CudaBackendAutocast, LinearAndLmHeadRunBf16GemmsMatchingTheCpu) {
   }
 }
 
+// layer_norm taken Narrow under autocast: the wide result rounded to bf16, and its gradients
+// those of the wide result through an explicit bf16 round trip (the cast's gradient is rounded
+// too), bit for bit, on `dev`. Returns {narrow y, dx, dw, db}.
+std::vector<Tensor> check_narrow_layer_norm(Device dev) {
+  manual_seed(17);
+  Tensor x0 = ops::mul(ops::randn({5, 7, 96}), 3.0), w0 = ops::randn({96}), b0 = ops::randn({96}),
+         r0 = ops::randn({5, 7, 96});
+  auto leaf = [&](const Tensor& t) { return t.to(dev).detach().set_requires_grad(true); };
+  Tensor r = r0.to(dev);
+  auto run = [&](bool narrow) {
+    Tensor x = leaf(x0), w = leaf(w0), b = leaf(b0);
+    ops::AutocastGuard amp(DType::bf16);
+    Tensor y = narrow ? ops::layer_norm(x, {96}, w, b, 1e-5, ops::AutocastResult::Narrow)
+                      : ops::layer_norm(x, {96}, w, b, 1e-5).to(DType::bf16);
+    std::vector<Tensor> out = autograd::grad({ops::sum(ops::mul(y.to(DType::f32), r))}, {x, w, b});
+    out.insert(out.begin(), y);
+    for (Tensor& t : out) t = t.to(kCPU);
+    return out;
+  };
+  const std::vector<Tensor> narrow = run(true), wide = run(false);
+  EXPECT_EQ(narrow[0].dtype(), DType::bf16);
+  for (size_t i = 0; i < narrow.size(); ++i) {
+    EXPECT_EQ(narrow[i].dtype(), wide[i].dtype()) << i;
+    EXPECT_EQ(narrow[i].to_double_vector(), wide[i].to_double_vector())
+        << "output " << i << " on " << dev.str();
+  }
+  return narrow;
+}
+
+TEST(Autocast, NarrowLayerNormIsTheWideResultRoundedWithTheSameGradients) {
+  if (!STRATA_HAVE_DNNL) GTEST_SKIP() << "built without oneDNN: autocast is a no-op";
+  check_narrow_layer_norm(kCPU);
+}
+
+// On CUDA the kernel writes bf16 and reads the bf16 gradient directly: the same bits as the
+// cast path there, and the CPU's results within rounding.
+TEST(CudaBackendAutocast, NarrowLayerNormWritesBf16AndReadsBf16GradientsDirectly) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  if (!STRATA_HAVE_DNNL) GTEST_SKIP() << "built without oneDNN: no CPU autocast to compare with";
+  const std::vector<Tensor> gpu = check_narrow_layer_norm(cuda(0)), cpu = check_narrow_layer_norm(kCPU);
+  for (size_t i = 0; i < gpu.size(); ++i) EXPECT_LT(nmse(gpu[i], cpu[i]), 1e-5) << "output " << i;
+}
+
 // A narrow linear on CUDA (cuBLASLt's bf16 result, bias in the epilogue) and a GELU on its bf16
 // output match the CPU's autocast run up to a bf16 rounding of a few elements.
 TEST(CudaBackendAutocast, NarrowLinearAndBf16GeluMatchTheCpu) {

@@ -18,6 +18,7 @@
 // device, the guard changes nothing.
 #pragma once
 
+#include "strata/core/device.h"
 #include "strata/core/dtype.h"
 
 namespace strata::ops {
@@ -37,10 +38,14 @@ class AutocastGuard {
 // Whether autocast is on for this thread, and its GEMM dtype (bf16).
 bool autocast_enabled();
 DType autocast_dtype();
+// Whether autocast changes an op of promoted dtype `dt` on `dev`: it is on, dt is f32, and the
+// device multiplies 16-bit operands (CUDA, or the host and sim with oneDNN; not Meta).
+bool autocast_applies(Device dev, DType dt);
 
 // What linear returns under autocast: f32 (Wide, the default), or the GEMM's own 16-bit result
 // (Narrow, as torch.autocast's linear returns it, its bias rounded to bf16 too) for a consumer
-// that takes 16-bit input: GELU, attention, another linear. Narrow writes half the bytes, spares
+// that takes 16-bit input: GELU, attention, another linear (layer_norm takes it too, for a
+// linear that is its only consumer). Narrow writes half the bytes, spares
 // the consumer's cast, and its gradient comes back in bf16. Outside autocast both are the same.
 enum class AutocastResult { Wide, Narrow };
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "strata/core/tensor.h"
+#include "strata/ops/autocast.h"
 
 namespace strata::ops {
 
@@ -32,8 +33,12 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
                             int64_t ignore_index = -100, Reduction reduction = Reduction::Mean,
                             int64_t chunk_bytes = 0);
 // Normalizes over the trailing dims of `normalized_shape`; weight and bias may be undefined.
+// Under autocast an f32 result taken AutocastResult::Narrow is bf16 (the f32 result rounded once;
+// CUDA writes it so directly), for a linear that is its only consumer: the linear's cast and its
+// f32 copy go, and the gradient comes back in bf16 (as torch.autocast's cast returns it).
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
-                  const Tensor& bias = Tensor(), double eps = 1e-5);
+                  const Tensor& bias = Tensor(), double eps = 1e-5,
+                  AutocastResult result = AutocastResult::Wide);
 // Rows of weight [V, C] picked by i64 indices of any shape: result [..., C].
 Tensor embedding(const Tensor& weight, const Tensor& indices);
 // Inverted dropout from the current Generator; the mask is not saved: backward regenerates it

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "strata/nn/module.h"
+#include "strata/ops/autocast.h"
 
 namespace strata::nn {
 
@@ -32,6 +33,9 @@ class LayerNorm : public Module {
   explicit LayerNorm(const LayerNormOptions& options);
   explicit LayerNorm(int64_t normalized_size) : LayerNorm(LayerNormOptions({normalized_size})) {}
   Tensor forward(const Tensor& x) override;
+  // The same; under autocast the result is bf16 with AutocastResult::Narrow (ops/nn.h), for a
+  // linear that is its only consumer.
+  Tensor forward(const Tensor& x, ops::AutocastResult result);
   // weight = 1, bias = 0 (torch.nn.LayerNorm.reset_parameters).
   void reset_parameters();
   const LayerNormOptions& options() const { return options_; }
