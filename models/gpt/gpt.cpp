@@ -70,11 +70,10 @@ Tensor merge_heads(const Tensor& t) {
 
 Tensor CausalSelfAttention::forward(const Tensor& x) {
   // The heads are read from and written to the packed layouts in place (no split/merge copies).
-  // Under autocast the projection stays bf16: attention reads it as it is (no cast either way);
-  // the output projection's result is bf16 as well, for the residual add.
+  // Under autocast the projection stays bf16: attention reads it as it is (no cast either way).
   Tensor y = ops::packed_self_attention(c_attn->forward(x, ops::AutocastResult::Narrow), n_head_,
                                         /*is_causal=*/true);
-  return (*resid_dropout)(c_proj->forward(y, ops::AutocastResult::Narrow));
+  return (*resid_dropout)((*c_proj)(y));
 }
 
 Tensor CausalSelfAttention::forward_cached(const Tensor& x, Tensor& k_cache, Tensor& v_cache, int64_t pos) {
@@ -100,11 +99,9 @@ MLP::MLP(const GPTConfig& c) {
 }
 
 // Under autocast c_fc's result and GELU stay bf16, as torch.autocast runs them: c_proj takes
-// GELU's output without a cast, and their gradients flow back in bf16. c_proj's own result is
-// bf16 too (as torch.autocast's linear returns it): the residual add reads it and returns f32.
+// GELU's output without a cast, and their gradients flow back in bf16.
 Tensor MLP::forward(const Tensor& x) {
-  return (*dropout)(c_proj->forward(ops::gelu(c_fc->forward(x, ops::AutocastResult::Narrow), "tanh"),
-                                    ops::AutocastResult::Narrow));
+  return (*dropout)((*c_proj)(ops::gelu(c_fc->forward(x, ops::AutocastResult::Narrow), "tanh")));
 }
 
 Block::Block(const GPTConfig& c) {
