@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <iterator>
 #include <map>
@@ -9,6 +10,7 @@
 #include <unordered_map>
 
 #include "strata/core/error.h"
+#include "strata/core/out_of_memory.h"
 
 namespace strata {
 
@@ -17,11 +19,16 @@ size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 // Blocks of 64 KiB and more start on a page: the tensor cache writes and reads them with
 // O_DIRECT straight from and into tensor memory (no staging copy), which needs 4 KiB alignment.
-void* system_alloc(size_t bytes) {
+// nullptr when the system refuses (or the size cannot be rounded without overflow).
+void* try_system_alloc(size_t bytes) {
   const size_t align = bytes >= (size_t(64) << 10) ? size_t(4096) : kAllocAlignment;
-  void* p = std::aligned_alloc(align, round_up(bytes, align));
-  STRATA_CHECK(p != nullptr, Error, "CPU allocator: out of memory allocating ", bytes, " bytes");
-  return p;
+  if (bytes > SIZE_MAX - align) return nullptr;
+  return std::aligned_alloc(align, round_up(bytes, align));
+}
+
+[[noreturn]] void throw_host_out_of_memory(size_t bytes, MemoryCategory category, const MemoryStats& stats) {
+  throw OutOfMemoryError(
+      out_of_memory_message("cpu", bytes, category, stats.snapshot(), 0, " (the system refused it)"));
 }
 // STRATA_CPU_CACHE_HIGH_WATER (bytes, with an optional K, M, G or T suffix), else half the
 // physical memory.
@@ -46,7 +53,8 @@ size_t default_high_water() {
 
 void* CpuAllocator::allocate(size_t bytes, MemoryCategory category) {
   if (bytes == 0) return nullptr;
-  void* p = system_alloc(bytes);
+  void* p = try_system_alloc(bytes);
+  if (!p) throw_host_out_of_memory(bytes, category, stats_);
   stats_.on_alloc(category, int64_t(bytes));
   stats_.on_reserve(int64_t(bytes));
   return p;
@@ -84,6 +92,7 @@ CachingCpuAllocator::~CachingCpuAllocator() { empty_cache(); }
 
 void* CachingCpuAllocator::allocate(size_t bytes, MemoryCategory category) {
   if (bytes == 0) return nullptr;
+  if (bytes > SIZE_MAX / 2) throw_host_out_of_memory(bytes, category, stats_);  // its size class would wrap
   size_t want = Impl::size_class(bytes);
   void* p = nullptr;
   {
@@ -100,7 +109,12 @@ void* CachingCpuAllocator::allocate(size_t bytes, MemoryCategory category) {
       std::lock_guard<std::mutex> lk(impl_->mu);
       release_for(want);
     }
-    p = system_alloc(want);
+    p = try_system_alloc(want);
+    if (!p) {  // every cached block back to the system, then once more
+      empty_cache();
+      p = try_system_alloc(want);
+    }
+    if (!p) throw_host_out_of_memory(bytes, category, stats_);
     std::lock_guard<std::mutex> lk(impl_->mu);
     impl_->block_size[p] = want;
     impl_->held_bytes += want;

@@ -1,6 +1,7 @@
 #include "strata/core/tensor.h"
 
 #include "strata/core/backend.h"
+#include "strata/core/error.h"
 
 namespace strata {
 
@@ -54,7 +55,13 @@ Tensor Tensor::from_storage(Storage storage, Shape shape, Shape strides, int64_t
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   const size_t nbytes = shape_nbytes(shape, strata::element_size(dtype), "empty");
   Allocator* alloc = &allocator_for(device);
-  auto storage = std::make_shared<StorageImpl>(nbytes, device, alloc, MemoryCategoryGuard::current());
+  std::shared_ptr<StorageImpl> storage;
+  try {
+    storage = std::make_shared<StorageImpl>(nbytes, device, alloc, MemoryCategoryGuard::current());
+  } catch (const OutOfMemoryError& e) {  // the allocator's message, and the tensor it was for
+    throw OutOfMemoryError(std::string(e.what()) + "; the request: a " + shape_str(shape) + " " +
+                           dtype_name(dtype) + " tensor");
+  }
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), shape, contiguous_strides(shape),
                                              0, dtype));
 }

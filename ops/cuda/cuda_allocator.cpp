@@ -8,9 +8,12 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <unordered_map>
 
 #include "ops/cuda/cuda_check.h"
+#include "strata/core/error.h"
+#include "strata/core/out_of_memory.h"
 
 namespace strata::gpu {
 
@@ -85,7 +88,7 @@ struct CudaCachingAllocator::Impl {
     }
   }
 
-  Block* new_segment(size_t size, bool small, size_t requested) {
+  Block* new_segment(size_t size, bool small, size_t requested, MemoryCategory category) {
     const size_t seg = segment_size(size);
     DeviceGuard guard(device);
     void* p = nullptr;
@@ -94,6 +97,16 @@ struct CudaCachingAllocator::Impl {
       (void)cudaGetLastError();
       release_free_segments_locked(true);
       e = cudaMalloc(&p, seg);
+    }
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      size_t free_bytes = 0, total_bytes = 0;
+      (void)cudaMemGetInfo(&free_bytes, &total_bytes);
+      (void)cudaGetLastError();
+      throw OutOfMemoryError(out_of_memory_message(
+          "cuda:" + std::to_string(device), requested, category, stats->snapshot(), total_bytes,
+          detail::concat(" (a ", seg, "-byte segment; ", stats->snapshot().reserved, " bytes reserved, ",
+                         free_bytes, " free on the device)")));
     }
     if (e != cudaSuccess) {
       MemorySnapshot s = stats->snapshot();
@@ -150,7 +163,7 @@ void* CudaCachingAllocator::allocate(size_t bytes, MemoryCategory category) {
     b = *it;
     pool.erase(it);
   } else {
-    b = impl_->new_segment(size, small, bytes);
+    b = impl_->new_segment(size, small, bytes, category);
   }
   impl_->maybe_split(b, size);
   b->allocated = true;

@@ -5,6 +5,7 @@
 
 #include "strata/core/byte_size.h"
 #include "strata/core/error.h"
+#include "strata/core/out_of_memory.h"
 
 namespace strata::simulated {
 
@@ -84,16 +85,8 @@ void SimAllocator::release_cached_locked() {
 }
 
 std::string SimAllocator::out_of_memory_message(size_t bytes, MemoryCategory category) const {
-  const MemorySnapshot m = stats_.snapshot();
-  std::string in_use;
-  for (size_t c = 0; c < kNumMemoryCategories; ++c) {
-    if (m.current[c] == 0) continue;
-    if (!in_use.empty()) in_use += ", ";
-    in_use += std::string(memory_category_name(MemoryCategory(c))) + " " + format_bytes(double(m.current[c]));
-  }
-  return "sim:" + std::to_string(device_) + " out of memory: cannot allocate " + format_bytes(double(bytes)) +
-         " for " + memory_category_name(category) + "; capacity " + format_bytes(double(capacity_)) + ", " +
-         format_bytes(double(m.total_current)) + " in use (" + (in_use.empty() ? "nothing" : in_use) + ")";
+  return strata::out_of_memory_message("sim:" + std::to_string(device_), bytes, category, stats_.snapshot(),
+                                       capacity_);
 }
 
 }  // namespace strata::simulated

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "strata/ops.h"
 
@@ -94,4 +95,34 @@ TEST(MemoryStats, SavedTensorsAreAccountedAsSavedActivationsUntilReleased) {
   z.backward();  // releases every saved tensor
   EXPECT_EQ(saved() - before, 0);
   EXPECT_EQ(y.storage()->category(), MemoryCategory::Temporary);
+}
+
+// A request the system refuses is an OutOfMemoryError naming the device, the size, the category,
+// what is in use and the tensor it was for, and the allocator keeps working. (AddressSanitizer's
+// allocator aborts on such a request instead of returning null, so the check is skipped there.)
+TEST(CachingCpuAllocator, ARefusedRequestIsAnOutOfMemoryErrorNamingItsTensor) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer aborts on allocations it cannot serve";
+#else
+  const Shape huge{int64_t(1) << 50};  // 4 PiB of f32: more than any address space holds
+  Tensor held = ops::zeros({1000});    // something in use for the message to list
+  std::string msg;
+  try {
+    MemoryCategoryGuard g(MemoryCategory::SavedActivation);
+    Tensor t = Tensor::empty(huge, DType::f32, kCPU);
+    ADD_FAILURE() << "a 4 PiB tensor was allocated";
+  } catch (const OutOfMemoryError& e) {
+    msg = e.what();
+  }
+  for (const char* part : {"cpu out of memory: cannot allocate ", " for saved_activations; ", " in use (",
+                           "(the system refused it)", "the request: a [1125899906842624] f32 tensor"})
+    EXPECT_NE(msg.find(part), std::string::npos) << "missing \"" << part << "\" in: " << msg;
+  EXPECT_EQ(msg.find("capacity"), std::string::npos) << msg;  // the host has no capacity of its own
+  CachingCpuAllocator a;
+  EXPECT_THROW(a.allocate(size_t(1) << 62, MemoryCategory::Temporary), OutOfMemoryError);
+  EXPECT_THROW(a.allocate(SIZE_MAX, MemoryCategory::Temporary), OutOfMemoryError);  // no rounding overflow
+  void* p = a.allocate(4096, MemoryCategory::Temporary);
+  EXPECT_NE(p, nullptr);
+  a.deallocate(p, 4096, MemoryCategory::Temporary);
+#endif
 }
