@@ -72,7 +72,7 @@ endif()
 strata_layer(memory SOURCES memory memory/tiers memory/planner INCLUDES memory/include USES ops)
 strata_layer(models SOURCES models models/layers models/gpt models/bert models/resnet models/gnn
              INCLUDES models/include USES memory)
-strata_layer(io SOURCES io io/images io/graphs io/features INCLUDES io/include USES memory)
+strata_layer(io SOURCES io io/images io/graphs io/features io/text INCLUDES io/include USES memory)
 if(TARGET strata_memory AND STRATA_HAVE_URING)
   target_link_libraries(strata_memory PRIVATE PkgConfig::URING)
 endif()
@@ -101,8 +101,17 @@ if(TARGET strata_memory)
   strata_layer_protos(memory memory)  # the cache's plans
   strata_layer_protos(memory memory/planner)  # hardware profiles, step traces
 endif()
+# ICU's common library (libicu-dev): Unicode categories, White_Space, NFD and lower-casing for
+# io/text's BERT tokenizer. Linked by its path, as OpenBLAS, so that the exported static library
+# names no imported target a consumer would have to find.
+find_path(STRATA_ICU_INCLUDE_DIR unicode/uchar.h)
+find_library(STRATA_ICU_UC_LIBRARY icuuc)
+if(NOT STRATA_ICU_INCLUDE_DIR OR NOT STRATA_ICU_UC_LIBRARY)
+  message(FATAL_ERROR "ICU not found: apt-get install libicu-dev (tools/setup.sh)")
+endif()
 if(TARGET strata_io)
   target_link_libraries(strata_io PRIVATE nlohmann_json::nlohmann_json PNG::PNG JPEG::JPEG ZLIB::ZLIB)
+  target_include_directories(strata_io SYSTEM PRIVATE ${STRATA_ICU_INCLUDE_DIR})
   strata_layer_protos(io io)  # the checkpoint index
 endif()
 
@@ -173,6 +182,7 @@ foreach(kind SHARED STATIC)
   endif()
   if(TARGET strata_io)
     target_link_libraries(${tgt} PRIVATE PNG::PNG JPEG::JPEG ZLIB::ZLIB)  # io/images decoders, io/graphs .gz
+    target_link_libraries(${tgt} PRIVATE ${STRATA_ICU_UC_LIBRARY})  # io/text: Unicode for the BERT tokenizer
   endif()
   if(TARGET strata_io OR TARGET strata_memory)
     target_link_libraries(${tgt} PRIVATE protobuf::libprotobuf)  # checkpoint index, cache plans

@@ -20,6 +20,7 @@ packages=(
   nlohmann-json3-dev        # golden fixtures, benchmark reports
   libcli11-dev              # trainer command lines
   libpng-dev libjpeg-dev    # io/images: PNG and JPEG image folders
+  libicu-dev                # io/text: Unicode categories and NFD for BERT's WordPiece tokenizer
   python3-pip               # fetches cuDNN's header-only frontend (below)
 )
 

@@ -1,7 +1,10 @@
 // strata_text_to_shards: turns a text file into llm.c-format token shards (train/val) with
-// the byte-level tokenizer or GPT-2 BPE.
+// the byte-level tokenizer, GPT-2 BPE or BERT's WordPiece.
 //   strata_text_to_shards --input corpus.txt --out-dir data/ [--tokenizer gpt2 --vocab v.json
 //                         --merges m.txt] [--val-fraction 0.1] [--shard-tokens 100000000] [--overwrite]
+//   strata_text_to_shards ... --tokenizer bert --vocab vocab.txt|model_dir [--lowercase|--no-lowercase]
+// With bert, a model folder as --vocab reads its vocab.txt and tokenizer_config.json's do_lower_case
+// and strip_accents; a vocab.txt alone is lower-cased unless --no-lowercase says otherwise.
 // A folder that already holds shards is refused (a later glob would read old and new together);
 // --overwrite replaces the whole set: the new shards are written under hidden names first, and the
 // old ones are removed only once every new one is complete.
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "strata/core/error.h"
+#include "strata/io/text/wordpiece.h"
 #include "strata/io/token_shards.h"
 #include "strata/io/tokenizer.h"
 
@@ -52,8 +56,15 @@ int main(int argc, char** argv) {
   int64_t shard_tokens = 100'000'000;
   app.add_option("--input", input, "text file")->required();
   app.add_option("--out-dir", out_dir, "output directory")->required();
-  app.add_option("--tokenizer", tokenizer, "byte or gpt2")->check(CLI::IsMember({"byte", "gpt2"}));
-  app.add_option("--vocab", vocab, "GPT-2 vocab.json (with --tokenizer gpt2)");
+  app.add_option("--tokenizer", tokenizer, "byte, gpt2 or bert")
+      ->check(CLI::IsMember({"byte", "gpt2", "bert"}));
+  app.add_option(
+      "--vocab", vocab,
+      "GPT-2 vocab.json (--tokenizer gpt2); BERT vocab.txt or Hugging Face model folder (--tokenizer bert)");
+  bool lowercase = true;
+  CLI::Option* lowercase_flag = app.add_flag(
+      "--lowercase,!--no-lowercase", lowercase,
+      "--tokenizer bert: lower-case and strip accents (default, or the folder's tokenizer_config.json)");
   app.add_option("--merges", merges, "GPT-2 merges.txt (with --tokenizer gpt2)");
   app.add_option("--val-fraction", val_fraction, "fraction of tokens (at the end) for validation")
       ->check(CLI::Range(0.0, 0.9));
@@ -80,6 +91,15 @@ int main(int argc, char** argv) {
     if (tokenizer == "gpt2") {
       if (vocab.empty() || merges.empty()) throw strata::ValueError("--tokenizer gpt2 needs --vocab and --merges");
       tok = strata::io::Gpt2Tokenizer::from_files(vocab, merges);
+    } else if (tokenizer == "bert") {
+      if (vocab.empty())
+        throw strata::ValueError("--tokenizer bert needs --vocab (vocab.txt or a model folder)");
+      const bool folder = std::filesystem::is_directory(vocab);
+      strata::io::WordPieceOptions options =
+          folder ? strata::io::read_hf_wordpiece_options(vocab) : strata::io::WordPieceOptions{};
+      if (lowercase_flag->count() > 0)
+        options.basic = strata::io::BasicTokenizerOptions{lowercase, std::nullopt};
+      tok = strata::io::WordPieceTokenizer::from_vocab_file(folder ? vocab + "/vocab.txt" : vocab, options);
     } else {
       tok = std::make_unique<strata::io::ByteTokenizer>();
     }
@@ -114,7 +134,8 @@ int main(int argc, char** argv) {
     for (const fs::path& old_shard : old_shards) fs::remove(old_shard);
     for (const auto& [hidden, final_name] : staged) fs::rename(hidden, final_name);
     if (!old_shards.empty()) std::printf("replaced the %zu shards that were there\n", old_shards.size());
-    std::printf("%s: %zu bytes -> %zu tokens (vocab %d)\n", input.c_str(), text.size(), ids.size(), tok->vocab_size());
+    std::printf("%s: %zu bytes -> %zu tokens (vocab %d)\n", input.c_str(), text.size(), ids.size(),
+                tok->vocab_size());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata_text_to_shards: %s\n", e.what());
     return 1;
