@@ -2,10 +2,10 @@
 
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
+#include "io/text/unicode_chars.h"
 #include "strata/core/error.h"
 
 namespace strata::io {
@@ -27,19 +27,6 @@ std::string ByteTokenizer::decode(const std::vector<int32_t>& tokens) const {
 }
 
 namespace {
-
-void append_utf8(std::string& s, uint32_t cp) {
-  if (cp < 0x80) {
-    s.push_back(char(cp));
-  } else if (cp < 0x800) {
-    s.push_back(char(0xC0 | (cp >> 6)));
-    s.push_back(char(0x80 | (cp & 0x3F)));
-  } else {
-    s.push_back(char(0xE0 | (cp >> 12)));
-    s.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-    s.push_back(char(0x80 | (cp & 0x3F)));
-  }
-}
 
 // Length of the UTF-8 sequence starting with byte c (1 for invalid lead bytes).
 size_t utf8_len(unsigned char c) {
@@ -121,7 +108,7 @@ std::unique_ptr<Gpt2Tokenizer> Gpt2Tokenizer::from_files(const std::string& voca
   for (uint32_t b = 0; b < 256; ++b) {
     bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
     uint32_t cp = printable ? b : 256 + extra++;
-    append_utf8(t->byte_to_unicode_[b], cp);
+    text::append_utf8(t->byte_to_unicode_[b], char32_t(cp));
     t->unicode_to_byte_[t->byte_to_unicode_[b]] = uint8_t(b);
   }
   std::ifstream vf(vocab_json);

@@ -60,6 +60,23 @@ __global__ void softmax_backward_kernel(T* dx, const T* g, const T* y, Rows s, b
   }
 }
 
+// Row r's lse and loss (lse - x[target]; 0 for an ignored target), by one thread. A target
+// outside [0, C) is flagged in bad = {1, target} for the host to raise.
+template <class T>
+__device__ __forceinline__ void write_row_loss(T* loss, T* lse, const T* xr, int64_t r, int64_t tr, double l,
+                                               int64_t C, int64_t ignore, int64_t* bad) {
+  lse[r] = T(l);
+  if (tr == ignore) {
+    loss[r] = T(0);
+  } else if (tr < 0 || tr >= C) {
+    bad[0] = 1;
+    bad[1] = tr;
+    loss[r] = T(0);
+  } else {
+    loss[r] = T(l - double(xr[tr]));
+  }
+}
+
 template <class T>
 __global__ void cross_entropy_kernel(const T* x, const int64_t* t, T* loss, T* lse, Rows s, int64_t ignore,
                                      int64_t* bad) {
@@ -76,19 +93,7 @@ __global__ void cross_entropy_kernel(const T* x, const int64_t* t, T* loss, T* l
       STRATA_FOR_COLS(i, s.C) sum += ::exp(double(xr[i] - m));
       l = double(m) + ::log(block_sum(sum, acc));
     }
-    if (threadIdx.x == 0) {
-      lse[r] = T(l);
-      const int64_t tr = t[r];
-      if (tr == ignore) {
-        loss[r] = T(0);
-      } else if (tr < 0 || tr >= s.C) {
-        bad[0] = 1;
-        bad[1] = tr;
-        loss[r] = T(0);
-      } else {
-        loss[r] = T(l - double(xr[tr]));
-      }
-    }
+    if (threadIdx.x == 0) write_row_loss(loss, lse, xr, r, t[r], l, s.C, ignore, bad);
   }
 }
 
@@ -159,18 +164,7 @@ __global__ void __launch_bounds__(kCeThreads)
       l += ::log(block_sum(part, acc));
     }
     const int64_t tr = t[r];
-    if (threadIdx.x == 0) {
-      lse[r] = T(l);
-      if (tr == ignore) {
-        loss[r] = T(0);
-      } else if (tr < 0 || tr >= s.C) {
-        bad[0] = 1;
-        bad[1] = tr;
-        loss[r] = T(0);
-      } else {
-        loss[r] = T(l - double(xr[tr]));
-      }
-    }
+    if (threadIdx.x == 0) write_row_loss(loss, lse, xr, r, tr, l, s.C, ignore, bad);
     __syncthreads();  // xr[tr] is read before d (which may be x) is written
     if (tr == ignore) {
       STRATA_FOR_COLS(i, s.C) dr[i] = cv.store(T(0));

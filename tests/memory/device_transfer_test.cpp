@@ -304,7 +304,8 @@ TEST_F(StandInGpuTest, DirectPathMovesDeviceChunksThroughDeviceStagingBuffers) {
 TEST_F(StandInGpuTest, DirectPathWhereGdsCannotRunIsStagedUnderAutoAndAnErrorUnderDirect) {
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
   std::string why;
-  if (cufile_available(&why)) GTEST_SKIP() << "GPUDirect Storage works on this machine: needs a GPU session";
+  if (cufile_available(&why))
+    GTEST_SKIP() << "GPUDirect Storage works here: this check is for machines without it";
   auto dir = std::filesystem::temp_directory_path() / ("strata_gpu_gds_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   TensorCacheOptions o;

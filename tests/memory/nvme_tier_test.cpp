@@ -211,12 +211,12 @@ TEST(NvmeTier, AWriteStopsEarlyWhenCancelled) {
   EXPECT_TRUE(w.cancelled);
 }
 
-// GPUDirect Storage is loaded at run time: without libcufile (this machine) the engine is
+// GPUDirect Storage is loaded at run time: without libcufile (no GPU driver installed) the engine is
 // refused with the reason, never a link error or a crash.
 TEST(NvmeTier, TheCuFileEngineSaysWhyItIsUnavailable) {
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
   std::string why;
-  if (cufile_available(&why)) GTEST_SKIP() << "libcufile present: needs a GPU session";
+  if (cufile_available(&why)) GTEST_SKIP() << "libcufile present: this check is for machines without it";
   EXPECT_FALSE(why.empty());
   NvmeTier tier(spill_dir(), 1 << 20);
   try {
