@@ -4,12 +4,17 @@
 #include <cstdio>
 #include <sstream>
 
+#include "strata/core/backend.h"
 #include "strata/core/error.h"
 #include "strata/core/output_path.h"
 
 namespace strata {
 
 Profiler::Profiler() : t0_(Clock::now()) {}
+
+void Profiler::settle() const {
+  if (!wait_for_.is_cpu()) backend_for(wait_for_).synchronize(wait_for_.index);
+}
 
 double Profiler::now_us() const { return std::chrono::duration<double, std::micro>(Clock::now() - t0_).count(); }
 
@@ -26,6 +31,7 @@ void Profiler::event(const std::string& name, int track, double ts_us, double du
 }
 
 void Profiler::on_op(const OpRecord& r) {
+  settle();
   const double t = now_us();
   const double dur = t - last_us_;
   const double bytes = r.cost.bytes_read + r.cost.bytes_written;
@@ -41,6 +47,7 @@ void Profiler::on_op(const OpRecord& r) {
 }
 
 void Profiler::on_node_begin(const std::string& node) {
+  settle();
   const double t = now_us();
   if (!in_node_ && t > last_us_) add(phase_, "autograd engine", (t - last_us_) * 1e-6, 0, 0);
   in_node_ = true;
@@ -51,6 +58,7 @@ void Profiler::on_node_begin(const std::string& node) {
 }
 
 void Profiler::on_node_end() {
+  settle();
   const double t = now_us();
   add(phase_, node_, (t - node_start_us_) * 1e-6, node_flops_, node_bytes_);
   event(node_, 1, node_start_us_, t - node_start_us_);
@@ -59,12 +67,14 @@ void Profiler::on_node_end() {
 }
 
 void Profiler::phase(const std::string& name) {
+  settle();
   end_phase();
   phase_ = name;
   phase_start_us_ = last_us_ = now_us();
 }
 
 void Profiler::end_phase() {
+  settle();
   if (phase_.empty()) return;
   const double t = now_us();
   // Time after the phase's last op (e.g. the optimizer's update loops) is the phase's own.

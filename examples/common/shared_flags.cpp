@@ -27,9 +27,9 @@ void add_run_flags(ConfigFlags& f, RunConfig* run) {
 
 void add_profile_flag(ConfigFlags& f, RunConfig* run) {
   f.flag(run, "profile", "",
-         "time every op kind (forward ops, backward nodes, optimizer) from step 3 on; prints a table at the "
-         "end and "
-         "writes <out-dir>/profile_trace.json (chrome://tracing)");
+         "time every op kind (forward ops, backward nodes, optimizer) from step 3 on, on a GPU each op "
+         "waiting for its kernels; prints a table at the end and writes <out-dir>/profile_trace.json "
+         "(chrome://tracing)");
 }
 
 void add_lr_schedule_flags(ConfigFlags& f, LrScheduleConfig* schedule) {

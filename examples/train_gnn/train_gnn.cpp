@@ -211,6 +211,7 @@ int train_gnn(GnnTrainOptions o) {
   int64_t steps_run = 0, best_step = -1, epoch = 0;
   Scores last, best;
   Profiler prof;
+  prof.wait_for(device);  // on CUDA each op is charged its kernels' time
   memory::CacheSettings cache_settings = o.cache;
   cache_settings.device = device;
   examples::CacheReport tcache(cache_settings, /*print=*/true);

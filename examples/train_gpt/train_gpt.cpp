@@ -284,6 +284,7 @@ int train_gpt(TrainOptions& o) {
     return go;
   };
   Profiler prof;  // --profile: steps after the first two
+  prof.wait_for(device);  // on CUDA each op is charged its kernels' time
   // Every saved activation goes through the tensor cache (--cache-policy, --memory-budget).
   memory::CacheSettings cache_settings = o.cache;
   cache_settings.device = device;

@@ -221,6 +221,7 @@ int train_resnet(ResNetTrainOptions o) {
   int64_t steps_run = 0, reached_step = -1;
   Accuracy last_val;
   Profiler prof;
+  prof.wait_for(device);  // on CUDA each op is charged its kernels' time
   memory::CacheSettings cache_settings = o.cache;
   cache_settings.device = device;
   examples::CacheReport tcache(cache_settings, /*print=*/true);

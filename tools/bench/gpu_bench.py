@@ -317,6 +317,11 @@ class Bench:
             if rc != 0 or not t:
                 self.failures.append(f"graphs: train_gnn --model {m} failed (exit {rc}), see logs/graphs_{m}_strata.log")
                 continue
+            if self.a.profile and not q:  # one profiled step apart: profiling serializes the step it times
+                prof_cmd = [c for c in cmd if c not in ("--save-data", data)]  # the same generated graph
+                prof_cmd[prof_cmd.index("--max-steps") + 1] = "3"
+                _, pout, _ = self.run(f"graphs_{m}_strata_profile", prof_cmd + ["--profile"], 600)
+                self.strata_profile(f"graphs_{m}_strata", pout)
             ref = None
             if self.pyg_ok and not q:
                 rc2, out2, _ = self.run(f"graphs_{m}_pyg", [self.a.python, os.path.join(HERE, "gnn_pyg.py"), data, m,
@@ -337,14 +342,16 @@ class Bench:
                                             gfile, "--iters", "0"], 600)
             for model in ("rgcn", "rgat", "hgt"):
                 tag = f"rgnn_{model}_{size}"
-                rc, _, res = self.run(tag + "_strata", [self.bin("tools/bench/strata_rgnn_bench"), "--graph-file", gfile,
+                rc, out, res = self.run(tag + "_strata", [self.bin("tools/bench/strata_rgnn_bench"), "--graph-file", gfile,
                                                         "--model", model, "--dim", "64", "--mode", "train",
                                                         "--materialization", "compact" if model != "rgcn" else
                                                         "aggregate_first", "--reorder", "auto", "--iters",
-                                                        str(self.a.steps), "--warmup", "2", "--device", self.a.device], 600)
+                                                        str(self.a.steps), "--warmup", "2", "--device", self.a.device,
+                                                        "--profile", "1" if self.a.profile else "0"], 600)
                 if rc != 0 or not res or res.get("status") != "ok":
                     self.failures.append(f"rgnn: {model} at {size} failed, see logs/{tag}_strata.log")
                     continue
+                self.strata_profile(tag + "_strata", out)
                 ref = None
                 if self.pyg_ok and not q:
                     _, _, r = self.run(tag + "_pyg", [self.a.python, os.path.join(HERE, "rgnn_pyg.py"), gfile, "--layer",

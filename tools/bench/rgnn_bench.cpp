@@ -53,6 +53,7 @@ struct Args {
   std::string model = "rgcn", mode = "infer", materialization = "auto", reorder = "auto", device = "cpu";
   int64_t edges = 1'000'000, dim = 64, heads = 1;
   int iters = 5, warmup = 1, threads = 2;
+  int profile = 0;  // profiled training steps after the timed ones
   uint64_t seed = 0;
   bool check = false;
 };
@@ -304,6 +305,12 @@ int run(const Args& a, std::string* graph_json) {
       nn::materialization_name(plan.strategy).c_str(), plan.reorder ? "true" : "false",
       (long long)layer.module->num_parameters(), graph_s, prep_ms, st.median_ms, st.min_ms,
       st.times_ms.c_str(), loss, check, setup_peak, setup_rss, peak_rss_mb(), peak_reset ? "true" : "false");
+  if (train && a.profile > 0) {
+    std::fflush(stdout);
+    profile_steps(
+        a.profile, *opt, [&] { return ops::sum(ops::mul(layer.forward(g, x), seed)); }, /*trace=*/"",
+        /*zero_grad_phase=*/true, dev);
+  }
   return 0;
 }
 
@@ -329,6 +336,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_option("--iters", a.iters, "timed iterations (0: build and save the graph only)");
   app.add_option("--warmup", a.warmup, "untimed iterations first");
+  app.add_option("--profile", a.profile,
+                 "train: profile this many steps after the timed ones (per-op table)");
   app.add_option("--threads", a.threads, "OpenMP threads");
   app.add_option("--device", a.device,
                  "cpu (default), cuda, cuda:N, sim: where the layer, the graph and x live");

@@ -88,39 +88,16 @@ inline StepTimes summarize(const std::vector<double>& times) {
   return s;
 }
 
-// Forwards every op report to a Profiler after waiting for the device, so that on an asynchronous
-// device (CUDA) each op's time is the time its kernels took rather than their launch's.
-class DeviceTimedProfiler final : public OpObserver {
- public:
-  DeviceTimedProfiler(Profiler* prof, Device device) : prof_(prof), device_(device) {}
-  void on_op(const OpRecord& r) override {
-    backend_for(device_).synchronize(device_.index);
-    prof_->on_op(r);
-  }
-  void on_node_begin(const std::string& node) override {
-    backend_for(device_).synchronize(device_.index);
-    prof_->on_node_begin(node);
-  }
-  void on_node_end() override {
-    backend_for(device_).synchronize(device_.index);
-    prof_->on_node_end();
-  }
-
- private:
-  Profiler* prof_;
-  Device device_;
-};
-
 // `n` profiled steps, each in the phases zero_grad (unless `zero_grad_phase` is false: then it
 // counts as forward), forward (+ loss), backward and optimizer; then prints the table and, unless
 // `trace` is empty, writes the chrome trace there. On a device other than the CPU every op waits
-// for the device (DeviceTimedProfiler): the times are device times, the step serialized.
+// for the device (Profiler::wait_for): the times are device times, the step serialized.
 template <class Loss>
 void profile_steps(int n, optim::Optimizer& opt, Loss loss_of, const std::string& trace,
                    bool zero_grad_phase = true, Device device = kCPU) {
   Profiler prof;
-  DeviceTimedProfiler timed(&prof, device);
-  OpObserverGuard g(device.is_cpu() ? static_cast<OpObserver*>(&prof) : &timed);
+  prof.wait_for(device);
+  OpObserverGuard g(&prof);
   for (int i = 0; i < n; ++i) {
     prof.phase(zero_grad_phase ? "zero_grad" : "forward");
     opt.zero_grad(/*set_to_none=*/true);

@@ -17,6 +17,9 @@
 // op's dispatch and autograd bookkeeping. In backward each node (e.g. "MatmulBackward") is timed
 // from its start to its end, and the time between nodes is the engine's ("autograd engine").
 // Phases time everything, so work no op reports (the optimizer's update loops) still shows.
+// On an asynchronous device (CUDA) a kernel's launch returns before it runs: wait_for(device)
+// makes every event wait for that device first, so each op is charged the time its kernels took
+// (the step runs serialized, without the overlap of launches and kernels).
 // Single-threaded use: one Profiler observes the thread that installed it.
 #pragma once
 
@@ -26,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/core/device.h"
 #include "strata/core/op_observer.h"
 
 namespace strata {
@@ -40,6 +44,8 @@ class Profiler final : public OpObserver {
   };
 
   Profiler();
+  // Every later event first waits for `device`'s queued work (nothing for the CPU).
+  void wait_for(Device device) { wait_for_ = device; }
   void on_op(const OpRecord& record) override;
   void on_node_begin(const std::string& node) override;
   void on_node_end() override;
@@ -62,6 +68,7 @@ class Profiler final : public OpObserver {
  private:
   using Clock = std::chrono::steady_clock;
   double now_us() const;
+  void settle() const;  // waits for wait_for_'s device
   void add(const std::string& phase, const std::string& kind, double seconds, double flops, double bytes);
   void event(const std::string& name, int track, double ts_us, double dur_us);
 
@@ -81,6 +88,7 @@ class Profiler final : public OpObserver {
   std::string node_;
   double node_start_us_ = 0, node_flops_ = 0, node_bytes_ = 0;
   int64_t steps_ = 0;
+  Device wait_for_ = kCPU;
   static constexpr size_t kMaxEvents = 2'000'000;
 };
 
