@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <vector>
 
 #include "strata/core/backend.h"
 #include "strata/core/crc32c.h"
@@ -19,6 +20,14 @@ uint64_t Backend::memory_capacity(int) {
 }
 
 uint32_t Backend::crc32c_of(const void* ptr, size_t bytes, int) { return crc32c(ptr, bytes); }
+
+void Backend::arange(const Tensor& dst, double start, double step) {
+  std::vector<double> v(static_cast<size_t>(dst.numel()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = start + double(i) * step;
+  const Shape shape{int64_t(v.size())};
+  copy(dst, Tensor::from_storage(std::make_shared<StorageImpl>(v.data(), v.size() * sizeof(double), kCPU, nullptr),
+                                 shape, contiguous_strides(shape), 0, DType::f64));
+}
 
 void Backend::attention(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                         const Tensor&, bool, double) {

@@ -40,9 +40,9 @@ Tensor ones(const Shape& shape, TensorOptions o) { return full(shape, 1.0, o); }
 Tensor arange(double start, double end, double step, TensorOptions o) {
   STRATA_CHECK(step != 0, ValueError, "arange: step must be nonzero");
   int64_t n = std::max<int64_t>(0, int64_t(std::ceil((end - start) / step)));
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = start + double(i) * step;
-  return from_vector(v, {n}, o);
+  Tensor t = alloc({n}, o.dtype_, o.device_);
+  if (n > 0 && !o.device_.is_meta()) kernels(o.device_).arange(t, start, step);  // on the device itself
+  return finish(t, o);
 }
 
 Tensor arange(int64_t end, TensorOptions o) { return arange(0.0, double(end), 1.0, o); }

@@ -166,7 +166,7 @@ Tensor HGTConv::forward(const Graph& g, const Tensor& x) {
     std::vector<int64_t> src_types;
     for (const Relation& r : relations_) src_types.push_back(r.src_type);
     const Tensor st = ops::from_vector(src_types, {R}).to(x.device());
-    const Tensor rel_of_row = segment_of_rows(row_off, x.device());
+    const Tensor rel_of_row = compact ? sp.relation : segment_of_rows(row_off, x.device());
     auto folded = [&](int64_t i, const Tensor& rel) {
       const Tensor w = ops::matmul(ops::gather_rows(part(Wkqv, i), st), rel);  // [R, in, C]
       const Tensor b =

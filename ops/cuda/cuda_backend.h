@@ -66,6 +66,7 @@ class CudaBackend final : public Backend {
 
   void copy(const Tensor& dst, const Tensor& src) override;
   void fill(const Tensor& dst, double value) override;
+  void arange(const Tensor& dst, double start, double step) override;  // cuda_copy_kernels.cu
   void elementwise(EwOp op, const Tensor& out, std::span<const Tensor> inputs,
                    const EwParams& params) override;
   void reduce_rows(ReduceOp op, const Tensor& out, const Tensor& in, int64_t reduce_numel) override;

@@ -1,5 +1,5 @@
 // Device copy and fill kernels: strided same-dtype moves, strided dtype conversion (exactly
-// the CPU's conversions; contiguous f32 <-> bf16/f16 by plain indexing), and fills.
+// the CPU's conversions; contiguous f32 <-> bf16/f16 by plain indexing), fills and aranges.
 #include <cstring>
 
 #include "ops/common/dtype_dispatch.h"
@@ -42,6 +42,11 @@ __global__ void convert_float_dense_kernel(char* dst, DType to, int64_t to_size,
   STRATA_GRID_STRIDE(i, n) {
     store_as<float>(dst + i * to_size, to, load_as<float>(src + i * from_size, from));
   }
+}
+
+// dst[i] = start + i * step in double, stored with the conversion convert_kernel uses.
+__global__ void arange_kernel(char* dst, DType dtype, int64_t element_size, int64_t n, double start, double step) {
+  STRATA_GRID_STRIDE(i, n) { store_as<double>(dst + i * element_size, dtype, start + double(i) * step); }
 }
 
 bool is_float_pair(DType a, DType b) {
@@ -118,6 +123,18 @@ void CudaBackend::fill(const Tensor& dst, double value) {
   context(dev);
   DeviceGuard guard(dev);
   launch_fill(dst, value);
+}
+
+void CudaBackend::arange(const Tensor& dst, double start, double step) {
+  const int dev = check_on_device("arange", {&dst});
+  STRATA_CHECK(dst.dim() == 1 && dst.is_contiguous(), ShapeError, "arange: ", dst.str(),
+               " is not a contiguous 1-D tensor");
+  if (dst.numel() == 0) return;
+  context(dev);
+  DeviceGuard guard(dev);
+  arange_kernel<<<grid_for(dst.numel()), kThreads, 0, compute_stream()>>>(
+      static_cast<char*>(dst.data_ptr()), dst.dtype(), int64_t(dst.element_size()), dst.numel(), start, step);
+  STRATA_CUDA_CHECK_LAUNCH("arange ", dst.str());
 }
 
 }  // namespace strata::gpu

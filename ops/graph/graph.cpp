@@ -435,6 +435,7 @@ NodeRelationPairs Graph::pairs_built(bool sources, const MergedEdges& other_end)
     for (Tensor* t : {&p.nodes, &p.edge_pair}) *t = Tensor::empty({E}, it, device());
     if (sources) p.merged_pair = Tensor::empty({E}, it, device());
     p.edge_offsets = Tensor::empty({E + 1}, DType::i64, device());
+    p.relation = Tensor::empty({E}, it, device());
     return p;
   }
   const std::vector<int64_t> ends = (sources ? csr_src_ : dst_).to(kCPU).to_vector<int64_t>();
@@ -454,6 +455,10 @@ NodeRelationPairs Graph::pairs_built(bool sources, const MergedEdges& other_end)
   const int64_t P = int64_t(nodes.size());
   p.nodes = index_tensor(nodes, it).to(device());
   p.edge_offsets = from_vector(edge_off, {P + 1}).to(device());
+  std::vector<int64_t> relation(static_cast<size_t>(P));
+  for (int64_t r = 0; r < R; ++r)
+    std::fill(relation.begin() + p.offsets[size_t(r)], relation.begin() + p.offsets[size_t(r + 1)], r);
+  p.relation = index_tensor(relation, it).to(device());
   if (sources) {
     std::vector<int64_t> pos;
     if (other_end.positions.defined()) pos = other_end.positions.to(kCPU).to_vector<int64_t>();
@@ -485,7 +490,7 @@ Graph Graph::to(Device device) const {
          {std::pair{&sp, &Derived::source_pairs}, std::pair{&dp, &Derived::destination_pairs}}) {
       if (!*from) continue;
       NodeRelationPairs p = **from;
-      for (Tensor* t : {&p.nodes, &p.edge_pair, &p.merged_pair, &p.edge_offsets})
+      for (Tensor* t : {&p.nodes, &p.edge_pair, &p.merged_pair, &p.edge_offsets, &p.relation})
         if (t->defined()) *t = t->to(device);
       (*g.derived_).*slot = std::move(p);
     }

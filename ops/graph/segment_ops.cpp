@@ -1,6 +1,7 @@
 #include "strata/ops/segment_ops.h"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "ops/dispatch.h"
@@ -30,12 +31,34 @@ void check_values(const char* op, const Tensor& x) {
   STRATA_CHECK(is_floating(x.dtype()), TypeError, op, ": the values must be floating, got ", x.str());
 }
 
-// The index as host i64, each value checked against [0, limit).
-std::vector<int64_t> host_index(const char* op, const Tensor& index, int64_t limit) {
+void check_index_tensor(const char* op, const Tensor& index) {
   STRATA_CHECK(
       index.defined() && index.dim() == 1 && (index.dtype() == DType::i32 || index.dtype() == DType::i64),
       TypeError, op, ": index must be a 1-D i32 or i64 tensor, got ",
       index.defined() ? index.str() : std::string("an undefined tensor"));
+}
+
+// Off the CPU a gather or a summing scatter keeps its index on the device: the backend's
+// index_select and index_add check it there (one small read-back instead of copying the index
+// to the host) and sum a row's duplicates in index order, as the CPU's counting sort does.
+bool index_stays_on_device(const Device& dev) { return !dev.is_cpu() && !dev.is_meta(); }
+
+// The index as a contiguous i64 tensor where it lies (what the backend's index kernels take).
+Tensor i64_index(const Tensor& index) { return detail::raw_cast(detail::raw_contiguous(index), DType::i64); }
+
+// Runs a backend index kernel for `op`, its IndexError renamed to the op the caller called.
+template <class F>
+void index_kernel_for(const char* op, F&& run) {
+  try {
+    run();
+  } catch (const IndexError& e) {
+    throw IndexError(std::string(op) + ": " + e.what());
+  }
+}
+
+// The index as host i64, each value checked against [0, limit).
+std::vector<int64_t> host_index(const char* op, const Tensor& index, int64_t limit) {
+  check_index_tensor(op, index);
   if (index.device().is_meta()) return {};  // shapes only: nothing to read
   std::vector<int64_t> v = index.to(kCPU).to(DType::i64).to_vector<int64_t>();
   for (size_t i = 0; i < v.size(); ++i)
@@ -108,6 +131,29 @@ Tensor extreme_rows(const char* name, const Tensor& x, const Tensor& offsets, co
   return out;
 }
 
+// scatter_reduce_rows(src, index, num_rows, "sum") off the CPU: zeros, then the backend's
+// index_add; its gradient gathers the incoming gradient's rows by the index.
+Tensor scatter_sum_rows_on_device(const Tensor& src, const Tensor& index, int64_t num_rows) {
+  check_index_tensor("scatter_reduce_rows", index);
+  STRATA_CHECK(index.numel() == src.size(0), ShapeError, "scatter_reduce_rows: index ", index.str(),
+               " needs one entry per row of ", src.str());
+  const Device dev = src.device();
+  Tensor sr = as_rows(src), idx = detail::raw_contiguous(index);
+  Tensor rows = detail::alloc({num_rows, sr.size(1)}, src.dtype(), dev);
+  detail::kernels(dev).fill(rows, 0.0);
+  index_kernel_for("scatter_reduce_rows", [&] { detail::kernels(dev).index_add(rows, 0, i64_index(idx), sr); });
+  Tensor out = detail::raw_reshape(rows, rows_like(num_rows, src));
+  detail::record("scatter_reduce_rows", dev, double(src.numel()), double(src.nbytes()), double(out.nbytes()));
+  if (auto node = make_node("scatter_reduce_rows", {src})) {
+    node->save(idx);
+    node->backward = [](OpNode& n, std::vector<Tensor>& grad) -> std::vector<Tensor> {
+      return {gather_rows(grad[0], n.saved(0))};
+    };
+    set_outputs(node, {&out});
+  }
+  return out;
+}
+
 }  // namespace
 
 Tensor segment_reduce(const Tensor& x, const Tensor& offsets, const std::string& reduce) {
@@ -148,10 +194,18 @@ Tensor gather_rows(const Tensor& x, const Tensor& index) {
   check_values("gather_rows", x);
   const Device dev = detail::common_device("gather_rows", {&x, &index});
   const int64_t N = x.size(0), M = index.defined() ? index.numel() : 0;
-  host_index("gather_rows", index, N);
-  Tensor idx = detail::raw_contiguous(index), xr = as_rows(x);
-  Tensor out =
-      detail::raw_reshape(detail::row_sum(iota(M + 1, dev), idx, Tensor(), Tensor(), xr, M), rows_like(M, x));
+  Tensor idx, xr = as_rows(x), rows;
+  if (index_stays_on_device(dev)) {
+    check_index_tensor("gather_rows", index);
+    idx = detail::raw_contiguous(index);
+    rows = detail::alloc({M, xr.size(1)}, x.dtype(), dev);
+    index_kernel_for("gather_rows", [&] { detail::kernels(dev).index_select(rows, xr, 0, i64_index(idx)); });
+  } else {
+    host_index("gather_rows", index, N);
+    idx = detail::raw_contiguous(index);
+    rows = detail::row_sum(iota(M + 1, dev), idx, Tensor(), Tensor(), xr, M);
+  }
+  Tensor out = detail::raw_reshape(rows, rows_like(M, x));
   detail::record("gather_rows", dev, 0.0, double(out.nbytes()), double(out.nbytes()));
   if (auto node = make_node("GatherRowsBackward", {x})) {
     node->save(idx);
@@ -170,6 +224,7 @@ Tensor scatter_reduce_rows(const Tensor& src, const Tensor& index, int64_t num_r
   check_values("scatter_reduce_rows", src);
   STRATA_CHECK(num_rows >= 0, ValueError, "scatter_reduce_rows: num_rows ", num_rows, " is negative");
   const Device dev = detail::common_device("scatter_reduce_rows", {&src, &index});
+  if (reduce == "sum" && index_stays_on_device(dev)) return scatter_sum_rows_on_device(src, index, num_rows);
   const std::vector<int64_t> idx = host_index("scatter_reduce_rows", index, num_rows);
   const int64_t M = src.size(0);
   STRATA_CHECK(index.numel() == M, ShapeError, "scatter_reduce_rows: index ", index.str(),

@@ -5,11 +5,13 @@
 // check, every kernel beside the others.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ops/cpu/cpu_backend.h"
@@ -784,6 +786,51 @@ TEST(CudaBackend, LongIndexAddSortsButKeepsTheCpusBits) {
   EXPECT_EQ(
       ops::index_add(base1.to(cuda(0)), 1, index.to(cuda(0)), src1.to(cuda(0))).to(kCPU).to_double_vector(),
       ops::index_add(base1, 1, index, src1).to_double_vector());
+}
+
+// A hub row (10,000 of 22,000 entries: a graph's scatter onto a high-degree node) is summed in
+// pieces, a warp each: within rounding of the CPU's sequential sum, the same bits on every run;
+// the other rows keep the CPU's bits. Also along dim 1.
+TEST(CudaBackend, LongIndexAddSumsAHubRowInPiecesTheSameEveryRun) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  manual_seed(22);
+  const int64_t n = 22000, rows = 200;
+  std::vector<int64_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = i % 11 < 5 ? 7 : (i * 31 + 3) % rows;
+  Tensor index = ops::from_vector(ids, {n});
+  for (int64_t dim : {0, 1}) {
+    SCOPED_TRACE("dim " + std::to_string(dim));
+    Tensor src = dim == 0 ? ops::randn({n, 40}) : ops::randn({2, n, 24});
+    Tensor base = dim == 0 ? ops::randn({rows, 40}) : ops::randn({2, rows, 24});
+    Tensor want = ops::index_add(base, dim, index, src);
+    auto on_device = [&] {
+      return ops::index_add(base.to(cuda(0)), dim, index.to(cuda(0)), src.to(cuda(0))).to(kCPU);
+    };
+    Tensor got = on_device();
+    EXPECT_EQ(on_device().to_double_vector(), got.to_double_vector());
+    Tensor hub_w = ops::select(want, dim, 7), hub_g = ops::select(got, dim, 7);
+    const double scale = ops::max(ops::abs(hub_w)).item();
+    EXPECT_LE(ops::max(ops::abs(ops::sub(hub_g, hub_w))).item(), 1e-5 * std::max(1.0, scale));
+    for (int64_t r : {0, 6, 8, 199}) {
+      SCOPED_TRACE("row " + std::to_string(r));
+      EXPECT_EQ(ops::contiguous(ops::select(got, dim, r)).to_double_vector(),
+                ops::contiguous(ops::select(want, dim, r)).to_double_vector());
+    }
+  }
+}
+
+// arange is made on the device (no host copy) with the CPU's values in every dtype.
+TEST(CudaBackend, ArangeIsMadeOnTheDeviceWithTheCpusValues) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  for (DType dt : {DType::i64, DType::i32, DType::f32, DType::f64, DType::bf16, DType::f16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    for (auto [start, end, step] : {std::tuple{0.0, 5000.0, 1.0}, std::tuple{3.5, -20.0, -0.75}}) {
+      Tensor want = arange(start, end, step, TensorOptions(dt));
+      Tensor got = arange(start, end, step, TensorOptions(dt).device(cuda(0)));
+      EXPECT_EQ(got.device(), cuda(0));
+      EXPECT_EQ(got.to(kCPU).to_double_vector(), want.to_double_vector());
+    }
+  }
 }
 
 }  // namespace

@@ -268,4 +268,15 @@ TEST(SegmentOps, BadIndicesAndOffsetsNameWhatIsWrong) {
   EXPECT_THROW(ops::scatter_reduce_rows(x, ids({0, 1, 2, 0}), 3, "prod"), ValueError);
   EXPECT_THROW(ops::segment_reduce(x, ids({0, 3, 2, 4}), "sum"), ValueError);
   EXPECT_THROW(ops::segment_reduce(x, ids({0, 2, 3}), "sum"), ValueError);
+  // Off the CPU the index stays on the device and the backend checks it: the same errors.
+  const Tensor xs = x.to(sim(0));
+  try {
+    ops::gather_rows(xs, ids({0, 7}).to(sim(0)));
+    FAIL() << "no IndexError on the sim device";
+  } catch (const IndexError& e) {
+    EXPECT_NE(std::string(e.what()).find("gather_rows: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("7"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ops::scatter_reduce_rows(xs, ids({0, 1, 2}).to(sim(0)), 3, "sum"), ShapeError);
+  EXPECT_THROW(ops::scatter_reduce_rows(xs, ids({0, 1, 2, 3}).to(sim(0)), 3, "sum"), IndexError);
 }

@@ -141,3 +141,16 @@ TEST(SimDevice, AModelTrainsOnSimExactlyAsOnTheCpu) {
   ASSERT_EQ(on_sim.size(), cpu.size());
   for (size_t i = 0; i < cpu.size(); ++i) EXPECT_EQ(on_sim[i], cpu[i]) << "step " << i;
 }
+
+// arange fills a device tensor through the backend (the default writes it on the host): the
+// CPU's values in every dtype, on the device asked for, and empty ranges stay empty.
+TEST(SimDevice, ArangeMakesTheCpusValuesOnTheDevice) {
+  for (DType dt : {DType::i64, DType::i32, DType::f32, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor want = arange(3.5, -20.0, -0.75, TensorOptions(dt));
+    Tensor got = arange(3.5, -20.0, -0.75, TensorOptions(dt).device(sim(0)));
+    EXPECT_EQ(got.device(), sim(0));
+    EXPECT_EQ(got.to(kCPU).to_double_vector(), want.to_double_vector());
+  }
+  EXPECT_EQ(arange(int64_t(0), TensorOptions(DType::i64).device(sim(0))).numel(), 0);
+}

@@ -58,6 +58,7 @@ struct NodeRelationPairs {
   Tensor merged_pair;            // [E] the pair of each entry of in_edges_merged() (source pairs;
                                  // undefined for destination pairs: Graph::destination_merged_pair)
   Tensor edge_offsets;           // i64 [P + 1]
+  Tensor relation;               // [P] the relation of each pair (offsets' segment), index dtype
   int64_t size() const { return offsets.empty() ? 0 : offsets.back(); }
 };
 

@@ -134,6 +134,10 @@ class Backend {
   // or one of them on the CPU (host <-> device copy).
   virtual void copy(const Tensor& dst, const Tensor& src) = 0;
   virtual void fill(const Tensor& dst, double value) = 0;
+  // dst[i] = start + i * step, computed in double and converted as fill converts; dst is a
+  // contiguous 1-D tensor on this backend's device. The default writes the values on the host
+  // and copies them over.
+  virtual void arange(const Tensor& dst, double start, double step);
   // Elementwise op; `inputs` have out's shape (broadcast as stride-0 views).
   virtual void elementwise(EwOp op, const Tensor& out, std::span<const Tensor> inputs,
                            const EwParams& params = {}) = 0;
