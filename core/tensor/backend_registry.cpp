@@ -25,8 +25,9 @@ void Backend::arange(const Tensor& dst, double start, double step) {
   std::vector<double> v(static_cast<size_t>(dst.numel()));
   for (size_t i = 0; i < v.size(); ++i) v[i] = start + double(i) * step;
   const Shape shape{int64_t(v.size())};
-  copy(dst, Tensor::from_storage(std::make_shared<StorageImpl>(v.data(), v.size() * sizeof(double), kCPU, nullptr),
-                                 shape, contiguous_strides(shape), 0, DType::f64));
+  copy(dst,
+       Tensor::from_storage(std::make_shared<StorageImpl>(v.data(), v.size() * sizeof(double), kCPU, nullptr),
+                            shape, contiguous_strides(shape), 0, DType::f64));
 }
 
 void Backend::attention(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&,

@@ -45,7 +45,8 @@ __global__ void convert_float_dense_kernel(char* dst, DType to, int64_t to_size,
 }
 
 // dst[i] = start + i * step in double, stored with the conversion convert_kernel uses.
-__global__ void arange_kernel(char* dst, DType dtype, int64_t element_size, int64_t n, double start, double step) {
+__global__ void arange_kernel(char* dst, DType dtype, int64_t element_size, int64_t n, double start,
+                              double step) {
   STRATA_GRID_STRIDE(i, n) { store_as<double>(dst + i * element_size, dtype, start + double(i) * step); }
 }
 

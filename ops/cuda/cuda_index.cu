@@ -4,7 +4,7 @@
 // atomics: scatter_add and short index_adds give each thread one output column walking the whole
 // index; a long index_add (an embedding's backward) sorts the index stably first and gives each
 // run of equal entries a warp, so the work spreads over the rows it touches. A run longer than
-// kLongRun entries (a hub row of a graph's scatter) is summed instead in kLongRun-entry pieces, a
+// kLongRun entries (a hub row of a graph's scatter) is summed instead in kPiece-entry pieces, a
 // warp each, and the pieces' sums added to the row in order: the same bits every run, no longer
 // the sequential sum's. Indices are validated
 // on the device first (IndexError naming the op, like the CPU), at the cost of one
@@ -63,7 +63,8 @@ __global__ void index_add_kernel(T* y, const T* x, const int64_t* idx, int64_t n
   }
 }
 
-constexpr int64_t kLongRun = 4096;  // longer runs of one index entry are summed in pieces this long
+constexpr int64_t kLongRun = 4096;  // longer runs of one index entry are summed in pieces,
+constexpr int64_t kPiece = 256;     // this long (at most kLongRun: a long run always crosses a chunk end)
 
 // The first position in [lo, hi) of the sorted keys whose key is >= v (after_v: > v).
 __device__ int64_t sorted_bound(const int64_t* key, int64_t lo, int64_t hi, int64_t v, bool after_v) {
@@ -87,26 +88,27 @@ __global__ void index_add_sorted_kernel(T* y, const T* x, const int64_t* key, co
   const int64_t p = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (p >= n || (p > 0 && key[p] == key[p - 1])) return;
-  const int64_t row = key[p];
-  if (sorted_bound(key, p, n, row, /*after_v=*/true) - p > kLongRun) return;
+  const int64_t row = key[p], end = sorted_bound(key, p, n, row, /*after_v=*/true);
+  if (end - p > kLongRun) return;
   for (int64_t o = 0; o < out3.outer; ++o)
     for (int64_t c = lane; c < out3.inner; c += 32) {
       T* dst = y + (o * out3.d + row) * out3.inner + c;
       T acc = *dst;
-      for (int64_t q = p; q < n && key[q] == row; ++q) acc += x[(o * n + perm[q]) * out3.inner + c];
+#pragma unroll 4
+      for (int64_t q = p; q < end; ++q) acc += x[(o * n + perm[q]) * out3.inner + c];
       *dst = acc;
     }
 }
 
-// The sorted positions in chunks of kLongRun, a warp each: every long run's piece in the chunk is
+// The sorted positions in chunks of kPiece, a warp each: every long run's piece in the chunk is
 // summed from zero into partial[chunk][slot][outer][inner], slot 1 for the piece where the run
 // starts, 0 for the others (a chunk holds at most one of each: a long run cannot start and end in it).
 template <class T>
-__global__ void index_add_piece_kernel(T* partial, const T* x, const int64_t* key, const int64_t* perm, int64_t n,
-                                       Dims3 out3) {
+__global__ void index_add_piece_kernel(T* partial, const T* x, const int64_t* key, const int64_t* perm,
+                                       int64_t n, Dims3 out3) {
   const int64_t ch = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  const int64_t s = ch * kLongRun, e = s + kLongRun < n ? s + kLongRun : n;
+  const int64_t s = ch * kPiece, e = s + kPiece < n ? s + kPiece : n;
   if (s >= n) return;
   for (int64_t q = s; q < e;) {
     const int64_t row = key[q];
@@ -117,6 +119,7 @@ __global__ void index_add_piece_kernel(T* partial, const T* x, const int64_t* ke
       for (int64_t o = 0; o < out3.outer; ++o)
         for (int64_t c = lane; c < out3.inner; c += 32) {
           T acc = T(0);
+#pragma unroll 4
           for (int64_t k = q; k < piece_end; ++k) acc += x[(o * n + perm[k]) * out3.inner + c];
           partial[((ch * 2 + slot) * out3.outer + o) * out3.inner + c] = acc;
         }
@@ -130,18 +133,19 @@ template <class T>
 __global__ void index_add_finish_kernel(T* y, const T* partial, const int64_t* key, int64_t n, Dims3 out3) {
   const int64_t ch = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  const int64_t s = ch * kLongRun, e = s + kLongRun;
-  if (e >= n) return;  // a run crossing no chunk end is short
+  const int64_t s = ch * kPiece, e = s + kPiece;
+  if (e >= n) return;  // no run crosses the last chunk's end
   const int64_t row = key[e - 1];
   if (key[e] != row) return;
   const int64_t a = sorted_bound(key, 0, e, row, /*after_v=*/false);
   const int64_t b = sorted_bound(key, e, n, row, /*after_v=*/true);
   if (a < s || b - a <= kLongRun) return;  // started in an earlier chunk, or short
-  const int64_t last = (b - 1) / kLongRun;
+  const int64_t last = (b - 1) / kPiece;
   for (int64_t o = 0; o < out3.outer; ++o)
     for (int64_t c = lane; c < out3.inner; c += 32) {
       T* dst = y + (o * out3.d + row) * out3.inner + c;
       T acc = *dst + partial[((ch * 2 + 1) * out3.outer + o) * out3.inner + c];
+#pragma unroll 4
       for (int64_t k = ch + 1; k <= last; ++k) acc += partial[((k * 2) * out3.outer + o) * out3.inner + c];
       *dst = acc;
     }
@@ -286,7 +290,7 @@ void CudaBackend::index_add(const Tensor& out, int64_t dim, const Tensor& index,
             static_cast<T*>(out.data_ptr()), static_cast<const T*>(src.data_ptr()), sorted_keys, positions, n,
             out3);
     STRATA_CUDA_CHECK_LAUNCH("index_add ", src.str(), " into ", out.str());
-    const int64_t chunks = (n + kLongRun - 1) / kLongRun;
+    const int64_t chunks = (n + kPiece - 1) / kPiece;
     const unsigned chunk_blocks = unsigned((chunks + kWarpsPerBlock - 1) / kWarpsPerBlock);
     Tensor partial = empty({chunks * 2 * out3.outer * out3.inner}, out.dtype(), dev);
     index_add_piece_kernel<T><<<chunk_blocks, 32 * kWarpsPerBlock, 0, compute_stream()>>>(

@@ -120,18 +120,25 @@ __device__ __forceinline__ Best<T> warp_best(Best<T> b, bool want_max) {
   return b;  // valid in lane 0
 }
 
+// One group of threads per (row, chunk) work item, as for sums: writes the row's result when the
+// row is one chunk, else the chunk's candidate to pv/pi (better() does not depend on the order
+// candidates meet in, so the chunks' results combine to the unsplit row's).
 template <class T>
-__global__ void extremum_kernel(const char* in, DType in_dt, int64_t n, int64_t rows, int group, bool want_max,
-                                bool want_index, char* out, DType out_dt) {
+__global__ void extremum_kernel(const char* in, DType in_dt, int64_t n, int64_t items, ReduceLayout L,
+                                bool want_max, bool want_index, T* pv, int64_t* pi, char* out, DType out_dt) {
   __shared__ T sv[32];
   __shared__ int64_t si[32];
   const int64_t es = int64_t(element_size(in_dt));
+  const int group = L.group;
   const int lane = int(threadIdx.x) % group, groups = int(blockDim.x) / group;
-  for (int64_t r = int64_t(blockIdx.x) * groups + threadIdx.x / group; r < rows; r += int64_t(gridDim.x) * groups) {
+  for (int64_t w = int64_t(blockIdx.x) * groups + threadIdx.x / group; w < items;
+       w += int64_t(gridDim.x) * groups) {
+    const int64_t r = w / L.chunks, begin = (w % L.chunks) * L.chunk;
+    const int64_t end = begin + L.chunk < n ? begin + L.chunk : n;
     const char* row = in + r * n * es;
     Best<T> b{T(0), -1};
     // Each thread scans its elements in index order, keeping the first NaN once it sees one.
-    for (int64_t i = lane; i < n; i += group) {
+    for (int64_t i = begin + lane; i < end; i += group) {
       const T v = load_as<T>(row + i * es, in_dt);
       if (b.i < 0 || (b.v == b.v && (v != v || (want_max ? v > b.v : v < b.v)))) b = Best<T>{v, i};
     }
@@ -147,6 +154,30 @@ __global__ void extremum_kernel(const char* in, DType in_dt, int64_t n, int64_t 
       if (threadIdx.x == 0)
         for (int k = 1; k < group / 32; ++k) b = better(b, Best<T>{sv[k], si[k]}, want_max);
     }
+    if (lane == 0) {
+      if (pv) {
+        pv[w] = b.v;
+        pi[w] = b.i;
+      } else if (want_index) {
+        reinterpret_cast<int64_t*>(out)[r] = b.i;
+      } else {
+        store_as<T>(out + r * int64_t(element_size(out_dt)), out_dt, b.v);
+      }
+    }
+  }
+}
+
+// The best of each row's chunk candidates (one warp per row).
+template <class T>
+__global__ void extremum_finish_kernel(const T* pv, const int64_t* pi, int64_t rows, int64_t chunks,
+                                       bool want_max, bool want_index, char* out, DType out_dt) {
+  const int lane = int(threadIdx.x) % 32, groups = int(blockDim.x) / 32;
+  for (int64_t r = int64_t(blockIdx.x) * groups + threadIdx.x / 32; r < rows;
+       r += int64_t(gridDim.x) * groups) {
+    Best<T> b{T(0), -1};
+    for (int64_t c = lane; c < chunks; c += 32)
+      b = better(b, Best<T>{pv[r * chunks + c], pi[r * chunks + c]}, want_max);
+    b = warp_best(b, want_max);
     if (lane == 0) {
       if (want_index)
         reinterpret_cast<int64_t*>(out)[r] = b.i;
@@ -183,9 +214,24 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, int64_t rows
   }
   const bool want_max = op == ReduceOp::Max || op == ReduceOp::ArgMax;
   const bool want_index = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
-  const int group = n <= 1024 ? 32 : kThreads;
-  extremum_kernel<T><<<grid_for(rows, kThreads / group), kThreads, 0, compute_stream()>>>(
-      x, in.dtype(), n, rows, group, want_max, want_index, y, out.dtype());
+  // Few long rows split into chunks as sums do: a whole 16M-entry index's min is not one block's.
+  const ReduceLayout L = reduce_layout(rows, n);
+  const int64_t items = rows * L.chunks;
+  const unsigned grid = grid_for(items, kThreads / L.group);
+  if (L.chunks == 1) {
+    extremum_kernel<T><<<grid, kThreads, 0, compute_stream()>>>(x, in.dtype(), n, items, L, want_max,
+                                                                want_index, nullptr, nullptr, y, out.dtype());
+  } else {
+    Tensor values = be.empty({items * int64_t(sizeof(T))}, DType::u8, in.device().index);
+    Tensor positions = be.empty({items}, DType::i64, in.device().index);
+    T* pv = static_cast<T*>(values.data_ptr());
+    int64_t* pi = static_cast<int64_t*>(positions.data_ptr());
+    extremum_kernel<T><<<grid, kThreads, 0, compute_stream()>>>(x, in.dtype(), n, items, L, want_max,
+                                                                want_index, pv, pi, y, out.dtype());
+    STRATA_CUDA_CHECK_LAUNCH("reduce_rows max/min of ", in.str());
+    extremum_finish_kernel<T><<<grid_for(rows, kThreads / 32), kThreads, 0, compute_stream()>>>(
+        pv, pi, rows, L.chunks, want_max, want_index, y, out.dtype());
+  }
   STRATA_CUDA_CHECK_LAUNCH("reduce_rows max/min of ", in.str());
 }
 

@@ -5,7 +5,8 @@
 
 namespace strata::ops::detail {
 
-Tensor iota(int64_t n, Device device) { return strata::arange(n, TensorOptions(DType::i64)).to(device); }
+// Made where it is used (the backend's arange): no host copy of an [n] index on a device.
+Tensor iota(int64_t n, Device device) { return strata::arange(n, TensorOptions(DType::i64).device(device)); }
 
 Tensor row_sum(const Tensor& offsets, const Tensor& indices, const Tensor& weights,
                const Tensor& weight_index, const Tensor& x, int64_t rows) {

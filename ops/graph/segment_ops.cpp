@@ -141,7 +141,8 @@ Tensor scatter_sum_rows_on_device(const Tensor& src, const Tensor& index, int64_
   Tensor sr = as_rows(src), idx = detail::raw_contiguous(index);
   Tensor rows = detail::alloc({num_rows, sr.size(1)}, src.dtype(), dev);
   detail::kernels(dev).fill(rows, 0.0);
-  index_kernel_for("scatter_reduce_rows", [&] { detail::kernels(dev).index_add(rows, 0, i64_index(idx), sr); });
+  index_kernel_for("scatter_reduce_rows",
+                   [&] { detail::kernels(dev).index_add(rows, 0, i64_index(idx), sr); });
   Tensor out = detail::raw_reshape(rows, rows_like(num_rows, src));
   detail::record("scatter_reduce_rows", dev, double(src.numel()), double(src.nbytes()), double(out.nbytes()));
   if (auto node = make_node("scatter_reduce_rows", {src})) {

@@ -819,6 +819,30 @@ TEST(CudaBackend, LongIndexAddSumsAHubRowInPiecesTheSameEveryRun) {
   }
 }
 
+// max/min/argmax/argmin of a few long rows split each row into chunks (a graph index's range
+// check reads 16M entries): the CPU's results, ties to the first index and the first NaN kept.
+TEST(CudaBackend, ExtremaOfLongRowsSplitIntoChunksAndKeepTheCpusAnswers) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  manual_seed(23);
+  const int64_t n = 200003;
+  Tensor x = ops::randn({3, n});
+  std::vector<double> v = x.to_double_vector();
+  v[size_t(n + 70000)] = v[size_t(n + 150000)] = 9.0;                    // row 1: a tie, the first wins
+  v[size_t(2 * n + 123456)] = std::numeric_limits<double>::quiet_NaN();  // row 2: a NaN
+  v[size_t(2 * n + 190000)] = std::numeric_limits<double>::quiet_NaN();
+  x = ops::from_vector(v, {3, n}, TensorOptions(DType::f32));
+  const Tensor xg = x.to(cuda(0));
+  expect_same(ops::max(xg, 1).values, ops::max(x, 1).values, "max");
+  expect_same(ops::min(xg, 1).indices, ops::min(x, 1).indices, "min's indices");
+  expect_same(ops::argmax(xg, 1), ops::argmax(x, 1), "argmax");
+  expect_same(ops::argmin(xg, 1), ops::argmin(x, 1), "argmin");
+  std::vector<int64_t> ids(size_t(n), 5);
+  ids[77777] = -3;
+  const Tensor index = ops::from_vector(ids, {n});
+  expect_same(ops::min(index.to(cuda(0))), ops::min(index), "min of an index");
+  expect_same(ops::max(index.to(cuda(0))), ops::max(index), "max of an index");
+}
+
 // arange is made on the device (no host copy) with the CPU's values in every dtype.
 TEST(CudaBackend, ArangeIsMadeOnTheDeviceWithTheCpusValues) {
   SKIP_WITHOUT_CUDA_DEVICE();
