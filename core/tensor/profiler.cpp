@@ -67,8 +67,7 @@ void Profiler::on_node_end() {
 }
 
 void Profiler::phase(const std::string& name) {
-  settle();
-  end_phase();
+  end_phase();  // waits for the device
   phase_ = name;
   phase_start_us_ = last_us_ = now_us();
 }

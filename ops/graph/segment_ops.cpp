@@ -78,6 +78,17 @@ Tensor i64_tensor(const std::vector<int64_t>& v, Device d) {
   return from_vector(v, {int64_t(v.size())}).to(d);
 }
 
+// The autograd node of a row sum whose x row i went to out row row_of[i]: grad_x[i] = grad[row_of[i]].
+void attach_row_sum_backward(const char* name, const Tensor& x, Tensor* out, const Tensor& row_of) {
+  if (auto node = make_node(name, {x})) {
+    node->save(row_of);
+    node->backward = [](OpNode& n, std::vector<Tensor>& grad) -> std::vector<Tensor> {
+      return {gather_rows(grad[0], n.saved(0))};
+    };
+    set_outputs(node, {out});
+  }
+}
+
 // out[r] = sum of x's rows k in [offsets[r], offsets[r + 1]) taken as x[indices[k]]; gradient:
 // grad_x[i] = grad[row_of[i]] for the x row i that indices names once (a permutation or the identity).
 Tensor permuted_row_sum(const char* name, const Tensor& x, const Tensor& offsets, const Tensor& indices,
@@ -86,13 +97,7 @@ Tensor permuted_row_sum(const char* name, const Tensor& x, const Tensor& offsets
   Tensor out = detail::raw_reshape(detail::row_sum(offsets, indices, Tensor(), Tensor(), xr, rows),
                                    rows_like(rows, x));
   detail::record(name, x.device(), double(x.numel()), double(x.nbytes()), double(out.nbytes()));
-  if (auto node = make_node(name, {x})) {
-    node->save(row_of);
-    node->backward = [](OpNode& n, std::vector<Tensor>& grad) -> std::vector<Tensor> {
-      return {gather_rows(grad[0], n.saved(0))};
-    };
-    set_outputs(node, {&out});
-  }
+  attach_row_sum_backward(name, x, &out, row_of);
   return out;
 }
 
@@ -145,13 +150,7 @@ Tensor scatter_sum_rows_on_device(const Tensor& src, const Tensor& index, int64_
                    [&] { detail::kernels(dev).index_add(rows, 0, i64_index(idx), sr); });
   Tensor out = detail::raw_reshape(rows, rows_like(num_rows, src));
   detail::record("scatter_reduce_rows", dev, double(src.numel()), double(src.nbytes()), double(out.nbytes()));
-  if (auto node = make_node("scatter_reduce_rows", {src})) {
-    node->save(idx);
-    node->backward = [](OpNode& n, std::vector<Tensor>& grad) -> std::vector<Tensor> {
-      return {gather_rows(grad[0], n.saved(0))};
-    };
-    set_outputs(node, {&out});
-  }
+  attach_row_sum_backward("scatter_reduce_rows", src, &out, idx);
   return out;
 }
 

@@ -276,13 +276,14 @@ int run(const Args& a, std::string* graph_json) {
   const bool train = a.mode == "train";
   std::unique_ptr<optim::AdamW> opt;
   if (train) opt = std::make_unique<optim::AdamW>(layer.module->parameters(), optim::AdamWOptions(1e-3));
+  auto loss_of = [&] { return ops::sum(ops::mul(layer.forward(g, x), seed)); };
   std::vector<double> times;
   double loss = 0;
   for (int i = 0; i < a.warmup + a.iters; ++i) {
     t0 = now_s();
     if (train) {
       opt->zero_grad();
-      Tensor l = ops::sum(ops::mul(layer.forward(g, x), seed));
+      Tensor l = loss_of();
       l.backward();
       opt->step();
       loss = l.item();
@@ -307,9 +308,7 @@ int run(const Args& a, std::string* graph_json) {
       st.times_ms.c_str(), loss, check, setup_peak, setup_rss, peak_rss_mb(), peak_reset ? "true" : "false");
   if (train && a.profile > 0) {
     std::fflush(stdout);
-    profile_steps(
-        a.profile, *opt, [&] { return ops::sum(ops::mul(layer.forward(g, x), seed)); }, /*trace=*/"",
-        /*zero_grad_phase=*/true, dev);
+    profile_steps(a.profile, *opt, loss_of, /*trace=*/"", /*zero_grad_phase=*/true, dev);
   }
   return 0;
 }
