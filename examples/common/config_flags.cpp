@@ -6,11 +6,15 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <string>
+#include <system_error>
 #include <type_traits>
 
 #include "strata/core/error.h"
@@ -47,6 +51,26 @@ void read_config_file(const std::string& path, pb::Message* config) {
   std::string textproto((std::istreambuf_iterator<char>(in)), {});
   STRATA_CHECK(pb::TextFormat::ParseFromString(textproto, config), ValueError, "config '", path,
                "' is not a valid ", config->GetDescriptor()->name(), " in protobuf text format");
+}
+
+// CLI11 reads whole numbers with strtoull/strtoll, which take "-1" for 2^64 - 1 and saturate a
+// value past the type's range: each integer flag checks its text first.
+template <class T>
+CLI::Validator whole_number_in_range() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const char* b = text.data();
+        const char* e = b + text.size();
+        if (std::is_unsigned_v<T> && b != e && *b == '-') return text + " is negative";
+        T v{};
+        const auto [end, ec] = std::from_chars(b, e, v);
+        if (ec == std::errc::result_out_of_range)
+          return text + " is outside [" + std::to_string(std::numeric_limits<T>::min()) + ", " +
+                 std::to_string(std::numeric_limits<T>::max()) + "]";
+        if (ec != std::errc() || end != e) return text + " is not a whole number";
+        return "";
+      },
+      "", "whole number in range");
 }
 
 }  // namespace
@@ -86,10 +110,12 @@ CLI::Option* ConfigFlags::bind(bool is_flag, pb::Message* msg, const std::string
   switch (fd->cpp_type()) {
     case pb::FieldDescriptor::CPPTYPE_INT64:
       return add_flag_of<int64_t>(app_, is_flag, names, help, writes_,
-                                  [=](const int64_t& v) { r->SetInt64(msg, fd, v); });
+                                  [=](const int64_t& v) { r->SetInt64(msg, fd, v); })
+          ->check(whole_number_in_range<int64_t>());
     case pb::FieldDescriptor::CPPTYPE_UINT64:
       return add_flag_of<uint64_t>(app_, is_flag, names, help, writes_,
-                                   [=](const uint64_t& v) { r->SetUInt64(msg, fd, v); });
+                                   [=](const uint64_t& v) { r->SetUInt64(msg, fd, v); })
+          ->check(whole_number_in_range<uint64_t>());
     case pb::FieldDescriptor::CPPTYPE_DOUBLE:
       return add_flag_of<double>(app_, is_flag, names, help, writes_,
                                  [=](const double& v) { r->SetDouble(msg, fd, v); });

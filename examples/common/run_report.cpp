@@ -52,6 +52,16 @@ CacheReport::CacheReport(const memory::CacheSettings& settings, bool print)
       cache_(settings),
       print_(print),
       report_(settings.policy != "keep" || settings.memory_budget > 0) {
+  // Asked-for behaviour that cannot happen is an error, not a warning and a run without it: every
+  // block's activations sent to an NVMe tier that is not there.
+  if (settings.policy == "nvme") {
+    const memory::CacheStats st = cache_.cache()->stats();
+    STRATA_CHECK(!st.io_engine.empty(), IoError, "--cache-policy nvme: no NVMe tier to write to (",
+                 settings.spill_dir.empty() ? std::string("no --spill-dir given")
+                 : st.warnings.empty()      ? "spill directory '" + settings.spill_dir + "' unusable"
+                                            : st.warnings.front(),
+                 ")");
+  }
   if (print_ && report_) std::printf("  %s\n", cache_.describe().c_str());
 }
 
