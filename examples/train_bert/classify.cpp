@@ -1,7 +1,6 @@
 #include "examples/train_bert/classify.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -11,8 +10,8 @@
 
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
-#include "examples/common/finite_loss.h"
 #include "examples/common/lr_schedule.h"
+#include "examples/common/trainer_loop.h"
 #include "strata/io/mlm_batches.h"
 #include "strata/io/safetensors.h"
 #include "strata/models/bert.h"
@@ -100,7 +99,7 @@ void load_pooler(models::BertForSequenceClassification& model, const std::string
 
 }  // namespace
 
-int train_classifier(BertTrainOptions& o, const TrainerDevice& dev) {
+int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& trainer_run) {
   const TrainBertConfig& c = o.config;
   const RunConfig& run = c.run();
   const Device device = dev.device;
@@ -148,37 +147,38 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev) {
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), rng);
   size_t at = 0;
-  const auto t_start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  };
-  int64_t step = 0, seen = 0, right = 0;
-  double last_loss = NAN;
-  while (step < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds())) {
+  TrainLoop loop({.run = &run,
+                  .device = &dev,
+                  .optimizer = &opt,
+                  .schedule = &sched,
+                  .parameters = model.parameters(),
+                  .grad_clip = c.optim().grad_clip(),
+                  .cache = o.cache,
+                  .trainer_run = &trainer_run});
+  int64_t seen = 0, right = 0;
+  while (loop.keep_going()) {
     std::vector<const Example*> rows;
     for (int64_t b = 0; b < B; ++b) {
       if (at == order.size()) std::shuffle(order.begin(), order.end(), rng), at = 0;
       rows.push_back(&train[order[at++]]);
     }
     const Batch batch = make_batch(rows, T, sp, device);
-    sched.apply(opt, step);
-    opt.zero_grad();
+    TrainStep s(loop);
+    s.phase("forward");
     Tensor logits = model.forward(batch.input_ids, batch.token_type_ids, batch.attention_mask);
     Tensor loss = ops::cross_entropy(logits, batch.labels);
+    s.phase("backward");
     loss.backward();
-    if (c.optim().grad_clip() > 0) optim::clip_grad_norm_(model.parameters(), c.optim().grad_clip());
-    opt.step();
-    ++step;
-    last_loss = loss.item();
-    examples::check_finite_loss(last_loss, step);
+    loop.end_step(s, loss);
     seen += B, right += correct(logits, batch.labels);
-    if (step % run.log_every() == 0 || step == 1) {
-      std::printf("step %5ld | loss %.4f | acc %5.1f%% (since the last line) | lr %.2e\n", long(step),
-                  last_loss, 100.0 * double(right) / double(seen), sched.lr_at(step - 1));
+    if (loop.log_due()) {
+      loop.print_step_line(
+          {field("loss %.4f", loop.last_loss()),
+           field("acc %5.1f%% (since the last line)", 100.0 * double(right) / double(seen))});
       seen = right = 0;
-      std::fflush(stdout);
     }
   }
+  loop.finish();
   NoGradGuard ng;
   model.eval();
   int64_t held_right = 0;
@@ -193,10 +193,10 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev) {
   }
   std::printf(
       "final: step %ld, train loss %.4f, held-out accuracy %.2f%% (%zu examples, loss %.4f), %.0f s\n",
-      long(step), last_loss, 100.0 * double(held_right) / double(held.size()), held.size(),
-      held_loss / double(held.size()), elapsed());
+      long(loop.step()), loop.last_loss(), 100.0 * double(held_right) / double(held.size()), held.size(),
+      held_loss / double(held.size()), loop.elapsed());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
-  io::save_checkpoint(ckpt_dir, checkpoint_state(o.describe(), step, {}, model, opt.state_dict()));
+  io::save_checkpoint(ckpt_dir, checkpoint_state(o.describe(), loop.step(), {}, model, opt.state_dict()));
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());
   return 0;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "examples/common/trainer_device.h"
+#include "examples/common/trainer_main.h"
 #include "examples/train_bert/train_options.h"
 
 namespace strata::examples {
@@ -10,6 +11,6 @@ namespace strata::examples {
 // Trains on --classify-data (one example per line: "<label>\t<text>", labels 0..num_labels-1,
 // text read byte by byte as [CLS] bytes [SEP], cut or padded to --seq-len), holding out every 10th
 // line; logs loss and accuracy, reports held-out accuracy, writes a checkpoint at the end.
-int train_classifier(BertTrainOptions& o, const TrainerDevice& dev);
+int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& run);
 
 }  // namespace strata::examples

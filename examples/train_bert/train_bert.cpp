@@ -5,7 +5,6 @@
 // byte from its frequency alone: a model below it has learned to use the context).
 //
 // Byte-level vocabulary: bytes 0..255, then [PAD] 256, [CLS] 257, [SEP] 258, [MASK] 259.
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -13,11 +12,9 @@
 
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
-#include "examples/common/finite_loss.h"
 #include "examples/common/lr_schedule.h"
-#include "examples/common/run_report.h"
 #include "examples/common/text_data.h"
-#include "examples/common/trainer_device.h"
+#include "examples/common/trainer_loop.h"
 #include "examples/train_bert/classify.h"
 #include "examples/train_bert/train_options.h"
 #include "strata/io/checkpoint.h"
@@ -31,9 +28,6 @@ using namespace strata;
 using strata::examples::BertTrainOptions;
 
 namespace {
-
-// The training step under way (0: none yet), for an out-of-memory error's message.
-int64_t g_running_step = 0;
 
 // Unigram entropy (nats) of every token in the shards.
 double corpus_unigram_entropy(const std::vector<std::string>& paths) {
@@ -69,7 +63,7 @@ void export_weights(const models::BertForMaskedLM& model, const models::BertConf
   std::printf("exported: %s (Hugging Face BertForMaskedLM)\n", dir.c_str());
 }
 
-int train_bert(BertTrainOptions& o) {
+int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
   // The settings, grouped as in the config file.
   const examples::TrainBertConfig& c = o.config;
   const examples::RunConfig& run = c.run();
@@ -77,7 +71,7 @@ int train_bert(BertTrainOptions& o) {
   const examples::TrainerDevice dev = examples::resolve_trainer_device(run, dist::launch_env());
   const Device device = dev.device;
   std::filesystem::create_directories(run.out_dir());
-  if (!c.classify_data().empty()) return examples::train_classifier(o, dev);
+  if (!c.classify_data().empty()) return examples::train_classifier(o, dev, trainer_run);
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
   // ---- data ----
@@ -116,13 +110,13 @@ int train_bert(BertTrainOptions& o) {
   optim::AdamW opt(adamw.groups, adamw.defaults);
   examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), run));
 
-  int64_t step = 0;
+  int64_t first_step = 0;
   if (run.resume()) {
     io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
     opt.load_state_dict(st.optimizer);
-    step = st.step;
+    first_step = st.step;
     train.set_cursor(st.data);
-    std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(step));
+    std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(first_step));
   }
   if (c.export_only()) {
     export_weights(model, o.model, c.export_hf());
@@ -141,99 +135,61 @@ int train_bert(BertTrainOptions& o) {
   if (run.max_seconds() > 0)
     std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
 
-  Allocator& alloc = *dev.allocator;  // the step peak is the device's
-  const auto t_start = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
-  double last_loss = NAN, step_seconds = 0;
+  examples::TrainLoop loop({.run = &run,
+                            .device = &dev,
+                            .optimizer = &opt,
+                            .schedule = &sched,
+                            .parameters = model.parameters(),
+                            .grad_clip = c.optim().grad_clip(),
+                            .cache = o.cache,
+                            .trainer_run = &trainer_run,
+                            .first_step = first_step});
   std::optional<double> last_val;  // the held-out loss of the latest evaluation
-  int64_t steps_run = 0, masked_total = 0;
-  memory::CacheSettings cache_settings = o.cache;
-  cache_settings.device = device;
-  examples::CacheReport tcache(cache_settings, /*print=*/true);
-  while (step < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds())) {
-    g_running_step = step + 1;
-    const auto t0 = std::chrono::steady_clock::now();
-    alloc.stats().reset_peaks();
-    sched.apply(opt, step);
-    opt.zero_grad();
+  int64_t masked_total = 0;
+  while (loop.keep_going()) {
     io::MlmBatch b = train.next();
     masked_total += b.num_masked;
-    std::optional<autograd::SavePolicyGuard> cache_guard(tcache.tensor_cache());
-    tcache.begin_step();
+    examples::TrainStep s(loop);
+    s.phase("forward");
     std::optional<ops::AutocastGuard> amp;
     if (c.precision().bf16()) amp.emplace(DType::bf16);
     Tensor loss = step_loss(model, b, device);
     amp.reset();
+    s.phase("backward");
     loss.backward();
-    last_loss = loss.item();
-    examples::check_finite_loss(last_loss, step + 1);  // before the update
-    const double clip = c.optim().grad_clip();
-    // The norm stays on the device until a log line prints it (no synchronization per step).
-    const Tensor norm = clip > 0 ? optim::clip_grad_norm_tensor_(model.parameters(), clip) : Tensor();
-    opt.step();
-    cache_guard.reset();
-    tcache.end_step(alloc.stats().snapshot());
-    ++step;
-    ++steps_run;
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (steps_run > 1) step_seconds += secs;
-    if (const std::optional<double> per_step = sched.time_step(steps_run, secs)) {
-      const int64_t total = step + int64_t((run.max_seconds() - elapsed()) / *per_step);
-      sched.set_length(total);
-      std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), *per_step);
-    }
-    const MemorySnapshot m = alloc.stats().snapshot();
-    const bool eval_now = val && run.eval_every() > 0 && (step % run.eval_every() == 0);
+    loop.end_step(s, loss.item());
+    const bool eval_now = val && loop.eval_due();
     if (eval_now) last_val = evaluate(model, *val, run.eval_batches(), device);
-    if (step % run.log_every() == 0 || step == 1 || eval_now) {
-      const double frac =
-          run.max_seconds() > 0 ? elapsed() / run.max_seconds() : double(step) / double(run.max_steps());
-      std::printf(
-          "%s step %5ld | mlm loss %.4f | val %s | lr %.2e | norm %.2f | %6.0f tok/s | act peak %7.1f MB | "
-          "step peak %7.1f MB | rss %6.0f MB\n",
-          examples::progress_bar(frac).c_str(), long(step), last_loss,
-          examples::measured_or_dash(last_val).c_str(), sched.lr_at(step - 1),
-          norm.defined() ? norm.item() : 0.0, double(tokens_per_step) / secs,
-          double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6, double(m.total_peak) / 1e6,
-          examples::peak_rss_mb());
-      tcache.log_step();
-      std::fflush(stdout);
-    }
-    if (run.ckpt_every() > 0 && step % run.ckpt_every() == 0) save(step);
+    if (loop.log_due(eval_now))
+      loop.print_step_line({examples::field("mlm loss %.4f", loop.last_loss()),
+                            "val " + examples::measured_or_dash(last_val),
+                            examples::field("%6.0f tok/s", double(tokens_per_step) / loop.step_seconds())});
+    if (loop.checkpoint_due()) save(loop.step());
   }
-  tcache.finish();
+  loop.finish();
+  const int64_t step = loop.step();
   if (val) {
     last_val = evaluate(model, *val, run.eval_batches(), device);
     std::printf(
         "final: step %ld, train mlm loss %.4f, held-out mlm loss %.4f nats/byte, unigram entropy %.4f: %s, "
         "%.0f s\n",
-        long(step), last_loss, *last_val, unigram,
+        long(step), loop.last_loss(), *last_val, unigram,
         *last_val < unigram ? "held-out loss below the unigram entropy"
                             : "held-out loss NOT below the unigram entropy",
-        elapsed());
+        loop.elapsed());
   }
-  if (steps_run > 0) save(step);
+  if (loop.steps_run() > 0) save(step);
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());
   if (!c.export_hf().empty()) export_weights(model, o.model, c.export_hf());
-  if (steps_run > 2) {
-    const double n = double(steps_run - 1);
-    std::printf("timing: %.1f ms/step, %.0f tok/s over steps 2-%ld, %.1f masked tokens/step\n", 1e3 * step_seconds / n,
-                double(tokens_per_step) * n / step_seconds, long(step), double(masked_total) / double(steps_run));
-  }
+  loop.print_timing(
+      "tok/s", double(tokens_per_step),
+      examples::field(", %.1f masked tokens/step", double(masked_total) / double(loop.steps_run())));
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    BertTrainOptions o;
-    if (!examples::parse_bert_train_options(argc, argv, &o)) return 0;
-    return train_bert(o);
-  } catch (const std::exception& e) {  // strata::Error, and anything else: one line, exit 1
-    const bool oom = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
-    std::fprintf(stderr, "train_bert: %s\n",
-                 oom ? examples::out_of_memory_advice(e.what(), g_running_step).c_str() : e.what());
-    return 1;
-  }
+  return examples::run_trainer_main("train_bert", argc, argv, &examples::parse_bert_train_options,
+                                    &train_bert);
 }

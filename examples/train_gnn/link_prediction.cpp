@@ -11,10 +11,8 @@
 
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
-#include "examples/common/finite_loss.h"
 #include "examples/common/lr_schedule.h"
-#include "examples/common/run_report.h"
-#include "examples/common/trainer_device.h"
+#include "examples/common/trainer_loop.h"
 #include "examples/train_gnn/kg_model.h"
 #include "examples/train_gnn/kg_ranking.h"
 #include "examples/train_gnn/negative_sampling.h"
@@ -84,7 +82,7 @@ double random_mrr(int64_t n) {
 
 }  // namespace
 
-int train_link_prediction(const GnnTrainOptions& o, int64_t* running_step) {
+int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
   const TrainGnnConfig& c = o.config;
   const RunConfig& run = c.run();
   const TrainerDevice dev = resolve_trainer_device(run, dist::launch_env());
@@ -126,12 +124,12 @@ int train_link_prediction(const GnnTrainOptions& o, int64_t* running_step) {
   LrScheduleOptions schedule = lr_schedule_options(c.schedule(), run);
   schedule.timed_steps = 4;
   LrSchedule sched(schedule);
-  int64_t step = 0;
+  int64_t first_step = 0;
   if (run.resume()) {
     io::CheckpointState st = restore_checkpoint(ckpt_dir, model, o.describe());
     opt.load_state_dict(st.optimizer);
-    step = st.step;
-    std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(step));
+    first_step = st.step;
+    std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(first_step));
   }
   auto save = [&](int64_t at_step) {
     io::save_checkpoint(
@@ -155,24 +153,23 @@ int train_link_prediction(const GnnTrainOptions& o, int64_t* running_step) {
   }
   std::printf("  device %s\n", dev.describe().c_str());
 
-  Allocator& alloc = *dev.allocator;
-  const auto t_start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  };
-  memory::CacheSettings cache_settings = o.cache;
-  cache_settings.device = device;
-  CacheReport tcache(cache_settings, /*print=*/true);
+  TrainLoop loop({.run = &run,
+                  .device = &dev,
+                  .optimizer = &opt,
+                  .schedule = &sched,
+                  .parameters = model.parameters(),
+                  .grad_clip = c.optim().grad_clip(),
+                  .cache = o.cache,
+                  .trainer_run = &trainer_run,
+                  .first_step = first_step});
   std::vector<int64_t> order;
-  int64_t order_epoch = -1, steps_run = 0, best_step = -1;
-  double last_loss = NAN, step_seconds = 0;
+  int64_t order_epoch = -1, best_step = -1;
   SplitScores best;
   auto report = [](const char* prefix, const SplitScores& s) {
     std::printf("%svalid: %s\n%stest:  %s\n", prefix, s.valid.str().c_str(), prefix, s.test.str().c_str());
   };
-  while (step < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds())) {
-    *running_step = step + 1;
-    const auto t0 = std::chrono::steady_clock::now();
+  while (loop.keep_going()) {
+    const int64_t step = loop.step();
     const int64_t epoch = step / batches_per_epoch, first = (step % batches_per_epoch) * B;
     if (epoch != order_epoch) order = epoch_order(n_train, run.seed(), epoch), order_epoch = epoch;
     const int64_t P = std::min(B, n_train - first);
@@ -189,65 +186,38 @@ int train_link_prediction(const GnnTrainOptions& o, int64_t* running_step) {
     const Tensor h = ops::select(triples, 1, 0).contiguous(), r = ops::select(triples, 1, 1).contiguous(),
                  t = ops::select(triples, 1, 2).contiguous();
 
-    alloc.stats().reset_peaks();
-    sched.apply(opt, step);
-    opt.zero_grad();
-    std::optional<autograd::SavePolicyGuard> cache_guard(tcache.tensor_cache());
-    tcache.begin_step();
+    TrainStep s(loop);
+    s.phase("forward");
     const Tensor z = model.encode(graph);
     const Tensor loss =
         one_to_n ? all_entity_loss(model, z, h, r, t) : corruption_loss(model.score(z, h, r, t), P);
+    s.phase("backward");
     loss.backward();
-    const double clip = c.optim().grad_clip();
-    if (clip > 0) optim::clip_grad_norm_(model.parameters(), clip);
-    opt.step();
-    cache_guard.reset();
-    tcache.end_step(alloc.stats().snapshot());
-    const MemorySnapshot m = alloc.stats().snapshot();
-    ++step;
-    ++steps_run;
-    last_loss = loss.item();
-    examples::check_finite_loss(last_loss, step);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (steps_run > 1) step_seconds += secs;
-    if (const std::optional<double> per_step = sched.time_step(steps_run, secs)) {
-      const int64_t total = step + int64_t((run.max_seconds() - elapsed()) / *per_step);
-      sched.set_length(total);
-      std::printf("  lr schedule: %ld steps (%.3f s/step measured)\n", long(total), *per_step);
-    }
-    if (step % run.log_every() == 0 || step == 1) {
-      const double frac =
-          run.max_seconds() > 0 ? elapsed() / run.max_seconds() : double(step) / double(run.max_steps());
-      std::printf(
-          "%s step %5ld | epoch %ld | loss %.4f | lr %.2e | %6.1f ms/step | act peak %6.1f MB | step peak "
-          "%6.1f MB | rss %5.0f MB\n",
-          progress_bar(frac).c_str(), long(step), long(epoch), last_loss, sched.lr_at(step - 1), 1e3 * secs,
-          double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6, double(m.total_peak) / 1e6,
-          peak_rss_mb());
-      tcache.log_step();
-    }
-    if (run.eval_every() > 0 && step % run.eval_every() == 0 && step < run.max_steps()) {
-      const SplitScores s = evaluate(model, graph, kg, known, device);
-      std::printf("eval at step %ld (epoch %ld, %.1f s):\n", long(step), long(epoch), elapsed());
-      report("  ", s);
-      if (best_step < 0 || s.valid.mrr > best.valid.mrr) best = s, best_step = step;
+    loop.end_step(s, loss);
+    if (loop.log_due())
+      loop.print_step_line({field("epoch %ld", long(epoch)), field("loss %.4f", loop.last_loss()),
+                            field("%6.1f ms/step", 1e3 * loop.step_seconds())});
+    if (loop.eval_due() && loop.step() < run.max_steps()) {
+      const SplitScores sc = evaluate(model, graph, kg, known, device);
+      std::printf("eval at step %ld (epoch %ld, %.1f s):\n", long(loop.step()), long(epoch), loop.elapsed());
+      report("  ", sc);
+      if (best_step < 0 || sc.valid.mrr > best.valid.mrr) best = sc, best_step = loop.step();
     }
     std::fflush(stdout);
-    if (run.ckpt_every() > 0 && step % run.ckpt_every() == 0) save(step);
+    if (loop.checkpoint_due()) save(loop.step());
   }
-  tcache.finish();
-  const double train_seconds = elapsed();
+  loop.finish();
+  const double train_seconds = loop.elapsed();
+  const int64_t step = loop.step();
   const SplitScores final_scores = evaluate(model, graph, kg, known, device);
   if (best_step < 0 || final_scores.valid.mrr > best.valid.mrr) best = final_scores, best_step = step;
-  std::printf("final: step %ld, train loss %.4f, %.1f s\n", long(step), last_loss, train_seconds);
+  std::printf("final: step %ld, train loss %.4f, %.1f s\n", long(step), loop.last_loss(), train_seconds);
   report("final ", final_scores);
   std::printf("best valid MRR %.3f at step %ld; test there: %s\n", best.valid.mrr, long(best_step),
               best.test.str().c_str());
-  if (steps_run > 0) save(step);
+  if (loop.steps_run() > 0) save(step);
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());
-  if (steps_run > 2)
-    std::printf("timing: %.1f ms/step over steps 2-%ld\n", 1e3 * step_seconds / double(steps_run - 1),
-                long(step));
+  loop.print_timing(nullptr, 0);
   return 0;
 }
 

@@ -5,14 +5,15 @@
 
 #include <cstdint>
 
+#include "examples/common/trainer_main.h"
 #include "examples/train_gnn/train_options.h"
 
 namespace strata::examples {
 
 // Trains as `o` says (o.link_prediction()), printing the loss per logged step, the filtered
 // ranking metrics of valid and test at each evaluation and at the end, and the test metrics at
-// the best validation MRR; writes <out_dir>/checkpoint. `running_step` follows the step under way
-// (0: none yet) for an out-of-memory error's message. Returns the exit code.
-int train_link_prediction(const GnnTrainOptions& o, int64_t* running_step);
+// the best validation MRR; writes <out_dir>/checkpoint. `run`'s running_step follows the step under
+// way for a failure's report. Returns the exit code.
+int train_link_prediction(const GnnTrainOptions& o, TrainerRun& run);
 
 }  // namespace strata::examples

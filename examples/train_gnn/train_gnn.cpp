@@ -17,15 +17,12 @@
 
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
-#include "examples/common/finite_loss.h"
 #include "examples/common/lr_schedule.h"
-#include "examples/common/run_report.h"
-#include "examples/common/trainer_device.h"
+#include "examples/common/trainer_loop.h"
 #include "examples/train_gnn/gnn_data.h"
 #include "examples/train_gnn/link_prediction.h"
 #include "examples/train_gnn/train_options.h"
 #include "strata/core/output_path.h"
-#include "strata/core/profiler.h"
 #include "strata/io/checkpoint.h"
 #include "strata/io/graph_loader.h"
 #include "strata/models/gnn.h"
@@ -35,9 +32,6 @@ using namespace strata;
 using strata::examples::GnnTrainOptions;
 
 namespace {
-
-// The training step under way (0: none yet), for an out-of-memory error's message.
-int64_t g_running_step = 0;
 
 // The nodes of a boolean mask, i64 [K] on the CPU.
 Tensor nodes_of(const Tensor& mask) {
@@ -103,7 +97,8 @@ std::string percent(double v) {
   return std::isnan(v) ? std::string("  -  ") : detail::concat(std::lround(1000 * v) / 10.0, "%");
 }
 
-int train_gnn(GnnTrainOptions o) {
+int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
+  if (o.link_prediction()) return examples::train_link_prediction(o, trainer_run);
   const examples::TrainGnnConfig& c = o.config;
   const examples::RunConfig& run = c.run();
   const examples::TrainerDevice dev = examples::resolve_trainer_device(run, dist::launch_env());
@@ -168,13 +163,13 @@ int train_gnn(GnnTrainOptions o) {
     loader.emplace(loader_data, train_nodes, lo);
   }
 
-  int64_t step = 0;
+  int64_t first_step = 0;
   if (run.resume()) {
     io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
     opt.load_state_dict(st.optimizer);
-    step = st.step;
+    first_step = st.step;
     if (loader) loader->set_cursor(st.data);
-    std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(step));
+    std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(first_step));
   }
   auto save = [&](int64_t at_step) {
     const io::DataCursor cursor = loader ? loader->cursor() : io::DataCursor{at_step, 0, 0};
@@ -202,35 +197,26 @@ int train_gnn(GnnTrainOptions o) {
   }
   std::printf("  device %s\n", dev.describe().c_str());
 
-  Allocator& alloc = *dev.allocator;
-  const auto t_start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  };
-  double last_loss = NAN, step_seconds = 0;
-  int64_t steps_run = 0, best_step = -1, epoch = 0;
+  examples::TrainLoop loop({.run = &run,
+                            .device = &dev,
+                            .optimizer = &opt,
+                            .schedule = &sched,
+                            .parameters = model.parameters(),
+                            .grad_clip = c.optim().grad_clip(),
+                            .cache = o.cache,
+                            .trainer_run = &trainer_run,
+                            .first_step = first_step});
+  int64_t best_step = -1, epoch = 0;
   Scores last, best;
-  Profiler prof;
-  prof.wait_for(device);  // on CUDA each op is charged its kernels' time
-  memory::CacheSettings cache_settings = o.cache;
-  cache_settings.device = device;
-  examples::CacheReport tcache(cache_settings, /*print=*/true);
   bool reached = false;
-  while (step < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds())) {
-    g_running_step = step + 1;
-    examples::ProfiledStep profile(prof, run.profile() && steps_run >= 2);
-    const auto t0 = std::chrono::steady_clock::now();
+  while (loop.keep_going()) {
     std::optional<io::GraphMiniBatch> batch;
     if (loader)
       batch.emplace(loader->next()), epoch = batch->epoch;
     else
-      epoch = step;
-    alloc.stats().reset_peaks();
-    sched.apply(opt, step);
-    opt.zero_grad();
-    std::optional<autograd::SavePolicyGuard> cache_guard(tcache.tensor_cache());
-    tcache.begin_step();
-    profile.phase("forward");
+      epoch = loop.step();
+    examples::TrainStep s(loop);
+    s.phase("forward");
     Tensor loss;
     if (batch) {
       std::vector<Graph> graphs;
@@ -243,90 +229,50 @@ int train_gnn(GnnTrainOptions o) {
       Tensor logits = model.forward(graph, features);
       loss = ops::cross_entropy(ops::gather_rows(logits, train_split.nodes), train_split.labels);
     }
-    profile.phase("backward");
+    s.phase("backward");
     loss.backward();
-    profile.phase("optimizer");
-    const double clip = c.optim().grad_clip();
-    // The norm stays on the device until a log line prints it (no synchronization per step).
-    const Tensor norm = clip > 0 ? optim::clip_grad_norm_tensor_(model.parameters(), clip) : Tensor();
-    opt.step();
-    profile.step_done();
-    cache_guard.reset();
-    tcache.end_step(alloc.stats().snapshot());
-    const MemorySnapshot m = alloc.stats().snapshot();
-    ++step;
-    ++steps_run;
-    last_loss = loss.item();
-    examples::check_finite_loss(last_loss, step);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (steps_run > 1) step_seconds += secs;
-    if (const std::optional<double> per_step = sched.time_step(steps_run, secs)) {
-      const int64_t total = step + int64_t((run.max_seconds() - elapsed()) / *per_step);
-      sched.set_length(total);
-      std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), *per_step);
-    }
-    const bool eval_now = run.eval_every() > 0 && (step % run.eval_every() == 0 || step == run.max_steps());
+    loop.end_step(s, loss);
+    const bool eval_now = loop.eval_due() || (run.eval_every() > 0 && loop.step() == run.max_steps());
     if (eval_now) {
       last = evaluate(model, graph, features, train_split, val_split, test_split);
-      if (best_step < 0 || last.val > best.val) best = last, best_step = step;
+      if (best_step < 0 || last.val > best.val) best = last, best_step = loop.step();
     }
-    if (step % run.log_every() == 0 || step == 1 || eval_now) {
-      const double frac =
-          run.max_seconds() > 0 ? elapsed() / run.max_seconds() : double(step) / double(run.max_steps());
-      std::printf(
-          "%s step %5ld | epoch %ld | loss %.4f | acc train %s val %s test %s | lr %.2e | %7.1f ms/step | "
-          "act peak %7.1f MB | step peak %7.1f MB | rss %5.0f MB\n",
-          examples::progress_bar(frac).c_str(), long(step), long(epoch), last_loss,
-          percent(last.train).c_str(), percent(last.val).c_str(), percent(last.test).c_str(),
-          sched.lr_at(step - 1), 1e3 * secs, double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6,
-          double(m.total_peak) / 1e6, examples::peak_rss_mb());
-      if (clip > 0) std::printf("      grad norm %.3f\n", norm.item());
-      tcache.log_step();
-      std::fflush(stdout);
-    }
-    if (run.ckpt_every() > 0 && step % run.ckpt_every() == 0) save(step);
+    if (loop.log_due(eval_now))
+      loop.print_step_line(
+          {examples::field("epoch %ld", long(epoch)), examples::field("loss %.4f", loop.last_loss()),
+           "acc train " + percent(last.train) + " val " + percent(last.val) + " test " + percent(last.test),
+           examples::field("%7.1f ms/step", 1e3 * loop.step_seconds())});
+    if (loop.checkpoint_due()) save(loop.step());
     if (c.target_accuracy() > 0 && eval_now && last.val >= c.target_accuracy()) {
-      std::printf("reached %.1f%% validation accuracy at step %ld, %.1f s\n", 100 * last.val, long(step),
-                  elapsed());
+      std::printf("reached %.1f%% validation accuracy at step %ld, %.1f s\n", 100 * last.val,
+                  long(loop.step()), loop.elapsed());
       reached = true;
       break;
     }
   }
-  tcache.finish();
-  if (run.profile()) examples::report_profile(prof, run.out_dir());
-  const double train_seconds = elapsed();
+  loop.finish();
+  const double train_seconds = loop.elapsed();
+  const int64_t step = loop.step();
   const Scores final_scores = evaluate(model, graph, features, train_split, val_split, test_split);
   if (best_step < 0 || final_scores.val > best.val) best = final_scores, best_step = step;
   std::printf(
       "final: step %ld, train loss %.4f, accuracy train %s, val %s, test %s; best val %s at step %ld "
       "(test %s there), %.1f s\n",
-      long(step), last_loss, percent(final_scores.train).c_str(), percent(final_scores.val).c_str(),
+      long(step), loop.last_loss(), percent(final_scores.train).c_str(), percent(final_scores.val).c_str(),
       percent(final_scores.test).c_str(), percent(best.val).c_str(), long(best_step),
       percent(best.test).c_str(), train_seconds);
   if (c.target_accuracy() > 0 && !reached)
     std::printf("target %.1f%% validation accuracy not reached\n", 100 * c.target_accuracy());
-  if (steps_run > 0) save(step);
+  if (loop.steps_run() > 0) save(step);
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());
-  if (steps_run > 2)
-    std::printf(
-        "timing: %.1f ms/step over steps 2-%ld%s\n", 1e3 * step_seconds / double(steps_run - 1), long(step),
-        loader
-            ? detail::concat("; the sampler kept the trainer waiting ", loader->wait_seconds(), " s").c_str()
-            : "");
+  loop.print_timing(
+      nullptr, 0,
+      loader ? examples::field("; the sampler kept the trainer waiting %g s", loader->wait_seconds()) : "");
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    GnnTrainOptions o;
-    if (!examples::parse_gnn_train_options(argc, argv, &o)) return 0;
-    return o.link_prediction() ? examples::train_link_prediction(o, &g_running_step) : train_gnn(o);
-  } catch (const std::exception& e) {  // strata::Error, and anything else: one line, exit 1
-    const bool oom = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
-    std::fprintf(stderr, "train_gnn: %s\n",
-                 oom ? examples::out_of_memory_advice(e.what(), g_running_step).c_str() : e.what());
-    return 1;
-  }
+  return examples::run_trainer_main("train_gnn", argc, argv, &examples::parse_gnn_train_options, &train_gnn);
 }

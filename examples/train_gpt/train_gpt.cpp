@@ -19,13 +19,10 @@
 
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
-#include "examples/common/finite_loss.h"
 #include "examples/common/lr_schedule.h"
-#include "examples/common/run_report.h"
 #include "examples/common/text_data.h"
-#include "examples/common/trainer_device.h"
+#include "examples/common/trainer_loop.h"
 #include "examples/train_gpt/train_options.h"
-#include "strata/core/profiler.h"
 #include "strata/dist/ddp.h"
 #include "strata/dist/zero.h"
 #include "strata/io/checkpoint.h"
@@ -38,12 +35,6 @@ using namespace strata;
 using strata::examples::TrainOptions;
 
 namespace {
-
-// The training step under way (0: none yet), for an out-of-memory error's message.
-int64_t g_running_step = 0;
-
-// This rank's process group under mpirun (null otherwise); main() aborts the job through it.
-std::shared_ptr<dist::ProcessGroup> g_group;
 
 // Test hook: STRATA_TEST_KILL_RANK=r and STRATA_TEST_KILL_STEP=s SIGKILL rank r before step s,
 // so ctest can check that the other ranks fail naming it instead of hanging.
@@ -139,7 +130,7 @@ int use_weights_without_training(TrainOptions& o, Device device) {
   return 0;
 }
 
-int train_gpt(TrainOptions& o) {
+int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   // The settings, grouped as in the config file.
   const examples::TrainGptConfig& c = o.config;
   const examples::RunConfig& run = c.run();
@@ -152,11 +143,12 @@ int train_gpt(TrainOptions& o) {
     // Gradients on a GPU all-reduce through NCCL (bootstrapped over MPI); host memory's through MPI.
     const dist::ProcessGroupOptions group_options{
         .timeout = std::chrono::milliseconds(int64_t(c.collective_timeout() * 1000))};
-    g_group = device.is_cuda() && dist::nccl_available() ? dist::make_nccl_group(device.index, group_options)
-                                                         : dist::make_mpi_group(group_options);
+    trainer_run.group = device.is_cuda() && dist::nccl_available()
+                            ? dist::make_nccl_group(device.index, group_options)
+                            : dist::make_mpi_group(group_options);
   }
   if (c.export_only() || c.sample_only()) return use_weights_without_training(o, device);
-  dist::ProcessGroup* pg = g_group.get();
+  dist::ProcessGroup* pg = trainer_run.group.get();
   const int rank = pg ? pg->rank() : 0, world = pg ? pg->size() : 1;
   const bool lead = rank == 0;  // logs, evaluates, samples, writes checkpoints
   STRATA_CHECK(!c.zero1() || world > 1, ValueError,
@@ -213,12 +205,13 @@ int train_gpt(TrainOptions& o) {
   std::unique_ptr<dist::DistributedDataParallel> ddp;
   if (pg)
     ddp = std::make_unique<dist::DistributedDataParallel>(
-        model_ptr, g_group, dist::DistributedDataParallelOptions{.bucket_cap_mb = c.bucket_mb()});
+        model_ptr, trainer_run.group, dist::DistributedDataParallelOptions{.bucket_cap_mb = c.bucket_mb()});
   const auto [groups, ao] = examples::adamw_groups(model.parameters(), c.schedule(), c.optim(), 1e-8);
   std::unique_ptr<optim::Optimizer> opt_ptr;
   dist::ZeroRedundancyOptimizer* zero = nullptr;
   if (c.zero1()) {
-    auto z = dist::ZeroRedundancyOptimizer::adamw(groups, ao, pg ? g_group : dist::make_local_group(1)[0]);
+    auto z = dist::ZeroRedundancyOptimizer::adamw(groups, ao,
+                                                  pg ? trainer_run.group : dist::make_local_group(1)[0]);
     zero = z.get();
     opt_ptr = std::move(z);
   } else {
@@ -231,17 +224,17 @@ int train_gpt(TrainOptions& o) {
   // measured over its first steps (the schedule is rebuilt once).
   examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), c.run()));
 
-  int64_t step = 0;
+  int64_t first_step = 0;
   if (run.resume()) {
     io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
     if (zero)
       zero->load_consolidated_state_dict(st.optimizer);
     else
       opt.load_state_dict(st.optimizer);
-    step = st.step;
+    first_step = st.step;
     // The cursor counts samples of the global order, so it is valid on any world size.
     train.set_cursor(st.data);
-    if (lead) std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(step));
+    if (lead) std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(first_step));
     auto saved_world = st.metadata.find("world_size");
     if (lead && saved_world != st.metadata.end() && saved_world->second != std::to_string(world))
       std::printf("  the checkpoint was written by %s rank(s), resuming on %d: weights, optimizer state and data "
@@ -270,35 +263,21 @@ int train_gpt(TrainOptions& o) {
   if (lead && run.max_seconds() > 0)
     std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
 
-  Allocator& alloc = *dev.allocator;  // the step peak is the device's
-  const auto t_start = std::chrono::steady_clock::now();
-  double last_loss = NAN;
-  std::optional<double> last_val;  // the held-out loss of the latest evaluation
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
-  int64_t steps_run = 0;
-  double comm_seconds = 0, exposed_seconds = 0, step_seconds = 0;  // data-parallel totals after step 1
-  // Every rank must agree on when to stop: rank 0's clock decides time-bounded runs.
-  auto keep_going = [&] {
-    bool go = step < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds());
-    if (pg && run.max_seconds() > 0) go = pg->all_reduce_scalar(lead && go ? 1.0 : 0.0) > 0;
-    return go;
-  };
-  Profiler prof;  // --profile: steps after the first two
-  prof.wait_for(device);  // on CUDA each op is charged its kernels' time
-  // Every saved activation goes through the tensor cache (--cache-policy, --memory-budget).
-  memory::CacheSettings cache_settings = o.cache;
-  cache_settings.device = device;
-  examples::CacheReport tcache(cache_settings, lead);
-  while (keep_going()) {
-    g_running_step = step + 1;
-    maybe_kill_self(rank, step);
-    examples::ProfiledStep profile(prof, run.profile() && steps_run >= 2);
-    const auto t0 = std::chrono::steady_clock::now();
-    alloc.stats().reset_peaks();
-    sched.apply(opt, step);
-    opt.zero_grad();
-    std::optional<autograd::SavePolicyGuard> cache_guard(tcache.tensor_cache());
-    tcache.begin_step();
+  examples::TrainLoop loop({.run = &run,
+                            .device = &dev,
+                            .optimizer = &opt,
+                            .schedule = &sched,
+                            .parameters = model.parameters(),
+                            .grad_clip = c.optim().grad_clip(),
+                            .cache = o.cache,
+                            .trainer_run = &trainer_run,
+                            .first_step = first_step,
+                            .group = pg});
+  std::optional<double> last_val;                // the held-out loss of the latest evaluation
+  double comm_seconds = 0, exposed_seconds = 0;  // data-parallel totals after step 1
+  while (loop.keep_going()) {
+    maybe_kill_self(rank, loop.step());
+    examples::TrainStep s(loop);
     double loss_sum = 0;
     ops::AllowTf32Guard tf32(c.precision().tf32());  // forward and backward
     for (int64_t micro = 0; micro < c.grad_accum(); ++micro) {
@@ -309,81 +288,52 @@ int train_gpt(TrainOptions& o) {
       // Only the last micro-batch's backward all-reduces (the sums accumulated so far).
       std::optional<dist::NoSyncGuard> no_sync;
       if (ddp && micro + 1 < c.grad_accum()) no_sync.emplace(*ddp);
-      profile.phase("forward");
+      s.phase("forward");
       std::optional<ops::AutocastGuard> amp;
       if (c.precision().bf16()) amp.emplace(DType::bf16);
       Tensor loss = model.loss(x, y);
       amp.reset();
       if (c.grad_accum() > 1) loss = ops::mul(loss, 1.0 / double(c.grad_accum()));
-      profile.phase("backward");
+      s.phase("backward");
       loss.backward();
       loss_sum += loss.item();
     }
     if (ddp) {
       ddp->finish_gradient_sync();
       loss_sum = pg->all_reduce_scalar(loss_sum, dist::ReduceOp::Avg);
-      if (steps_run > 0) {
+      if (loop.steps_run() > 0) {
         comm_seconds += ddp->last_sync_stats().comm_seconds;
         exposed_seconds += ddp->last_sync_stats().exposed_seconds;
       }
     }
-    examples::check_finite_loss(loss_sum, step + 1);  // before the update, on every rank alike
-    profile.phase("optimizer");
-    const double clip = c.optim().grad_clip();
-    // The norm stays on the device until a log line prints it (no synchronization per step).
-    const Tensor norm = clip > 0 ? optim::clip_grad_norm_tensor_(model.parameters(), clip) : Tensor();
-    opt.step();
-    profile.step_done();
-    cache_guard.reset();
-    tcache.end_step(alloc.stats().snapshot());
-    ++step;
-    ++steps_run;
-    last_loss = loss_sum;
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (steps_run > 1) step_seconds += secs;
-    if (const std::optional<double> per_step = sched.time_step(steps_run, secs)) {
-      int64_t total = step + int64_t((run.max_seconds() - elapsed()) / *per_step);
-      if (pg) total = int64_t(pg->all_reduce_scalar(lead ? double(total) : 0.0));  // rank 0's estimate
-      sched.set_length(total);
-      if (lead) std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), *per_step);
-    }
-    const MemorySnapshot m = alloc.stats().snapshot();
-    const bool eval_now = val && run.eval_every() > 0 && (step % run.eval_every() == 0);
+    loop.end_step(s, loss_sum);
+    const bool eval_now = val && loop.eval_due();
     if (eval_now) last_val = evaluate(model, *val, run.eval_batches(), device);
-    if (lead && (step % run.log_every() == 0 || step == 1 || eval_now)) {
-      const double frac =
-          run.max_seconds() > 0 ? elapsed() / run.max_seconds() : double(step) / double(run.max_steps());
-      std::printf(
-          "%s step %5ld | loss %.4f | val %s | lr %.2e | norm %.2f | %6.0f tok/s | act peak %7.1f MB | "
-          "step peak %7.1f MB | rss %6.0f MB\n",
-          examples::progress_bar(frac).c_str(), long(step), last_loss,
-          examples::measured_or_dash(last_val).c_str(), sched.lr_at(step - 1),
-          norm.defined() ? norm.item() : 0.0, double(tokens_per_step) / secs,
-          double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6, double(m.total_peak) / 1e6,
-          examples::peak_rss_mb());
-      tcache.log_step();
-      std::fflush(stdout);
-    }
-    if (run.ckpt_every() > 0 && step % run.ckpt_every() == 0) save(step);
+    if (loop.log_due(eval_now))
+      loop.print_step_line({examples::field("loss %.4f", loop.last_loss()),
+                            "val " + examples::measured_or_dash(last_val),
+                            examples::field("%6.0f tok/s", double(tokens_per_step) / loop.step_seconds())});
+    if (loop.checkpoint_due()) save(loop.step());
   }
-  tcache.finish();
-  if (run.profile() && lead) examples::report_profile(prof, run.out_dir());
+  loop.finish();
+  const int64_t step = loop.step();
   if (val) {
     last_val = evaluate(model, *val, run.eval_batches(), device);
-    std::printf("final: step %ld, train loss %.4f, held-out loss %.4f%s, %.0f s\n", long(step), last_loss,
-                *last_val, byte_level ? " nats/byte" : "", elapsed());
+    std::printf("final: step %ld, train loss %.4f, held-out loss %.4f%s, %.0f s\n", long(step),
+                loop.last_loss(), *last_val, byte_level ? " nats/byte" : "", loop.elapsed());
   }
-  if (steps_run > 0) save(step);
+  if (loop.steps_run() > 0) save(step);
   if (lead) std::printf("checkpoint: %s\n", ckpt_dir.c_str());
-  if (lead && steps_run > 2) {  // the first step (warm-up) is left out
-    const double n = double(steps_run - 1);
-    std::printf("timing: %.1f ms/step, %.0f tok/s over steps 2-%ld", 1e3 * step_seconds / n,
-                double(tokens_per_step) * n / step_seconds, long(step));
-    if (ddp)
-      std::printf("; all-reduce %.1f ms/step, %.1f ms of it exposed after backward (%.0f%% hidden)", 1e3 * comm_seconds / n,
-                  1e3 * exposed_seconds / n,
-                  comm_seconds > 0 ? 100.0 * std::clamp(1.0 - exposed_seconds / comm_seconds, 0.0, 1.0) : 0.0);
-    std::printf("\n");
+  if (ddp && loop.steps_run() > 2) {  // the first step (warm-up) is left out
+    const double n = double(loop.steps_run() - 1);
+    loop.print_timing(
+        "tok/s", double(tokens_per_step),
+        examples::field(
+            "; all-reduce %.1f ms/step, %.1f ms of it exposed after backward (%.0f%% hidden)",
+            1e3 * comm_seconds / n, 1e3 * exposed_seconds / n,
+            comm_seconds > 0 ? 100.0 * std::clamp(1.0 - exposed_seconds / comm_seconds, 0.0, 1.0) : 0.0));
+  } else {
+    loop.print_timing("tok/s", double(tokens_per_step));
   }
 
   if (lead) export_weights(model, c);
@@ -395,21 +345,5 @@ int train_gpt(TrainOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    TrainOptions o;
-    if (!examples::parse_train_options(argc, argv, &o)) return 0;
-    return train_gpt(o);
-  } catch (const std::exception& e) {  // strata::Error, and anything else: one line, exit 1
-    if (g_group && g_group->size() > 1) {
-      // Under mpirun: say which rank failed, then end every rank (MPI_Abort) instead of
-      // leaving the others waiting in their next collective.
-      std::fprintf(stderr, "train_gpt: rank %d of %d: %s\n", g_group->rank(), g_group->size(), e.what());
-      std::fflush(stderr);
-      g_group->abort(1);
-    }
-    const bool oom = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
-    std::fprintf(stderr, "train_gpt: %s\n",
-                 oom ? examples::out_of_memory_advice(e.what(), g_running_step).c_str() : e.what());
-    return 1;
-  }
+  return examples::run_trainer_main("train_gpt", argc, argv, &examples::parse_train_options, &train_gpt);
 }

@@ -13,12 +13,9 @@
 #include <optional>
 
 #include "examples/common/checkpointing.h"
-#include "examples/common/finite_loss.h"
 #include "examples/common/lr_schedule.h"
-#include "examples/common/run_report.h"
-#include "examples/common/trainer_device.h"
+#include "examples/common/trainer_loop.h"
 #include "examples/train_resnet/train_options.h"
-#include "strata/core/profiler.h"
 #include "strata/io/checkpoint.h"
 #include "strata/io/cifar10.h"
 #include "strata/io/image_folder.h"
@@ -31,9 +28,6 @@ using namespace strata;
 using strata::examples::ResNetTrainOptions;
 
 namespace {
-
-// The training step under way (0: none yet), for an out-of-memory error's message.
-int64_t g_running_step = 0;
 
 // The training and held-out sets and how each is transformed.
 struct ImageData {
@@ -129,7 +123,52 @@ std::pair<Accuracy, double> evaluate(models::ResNet& model,
   return {acc, loss / double(std::max<int64_t>(acc.total, 1))};
 }
 
-int train_resnet(ResNetTrainOptions o) {
+// SGD with momentum (optionally Nesterov) or AdamW; no weight decay on BN parameters and biases
+// (1-d tensors), as the usual ResNet recipes.
+std::unique_ptr<optim::Optimizer> make_optimizer(const examples::TrainResNetConfig& c,
+                                                 const std::vector<Tensor>& parameters) {
+  std::vector<Tensor> decay, no_decay;
+  for (const Tensor& p : parameters) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  const double lr = c.schedule().lr(), wd = c.optim().weight_decay();
+  if (c.optimizer() == "sgd") {
+    const optim::SGDOptions so = optim::SGDOptions(lr).momentum(c.momentum()).nesterov(c.nesterov());
+    return std::make_unique<optim::SGD>(
+        std::vector<optim::ParamGroup>{optim::ParamGroup(decay, optim::SGDOptions(so).weight_decay(wd)),
+                                       optim::ParamGroup(no_decay, optim::SGDOptions(so).weight_decay(0.0))},
+        so);
+  }
+  const optim::AdamWOptions ao = optim::AdamWOptions(lr).betas(0.9, 0.999).eps(1e-8);
+  return std::make_unique<optim::AdamW>(
+      std::vector<optim::ParamGroup>{optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(wd)),
+                                     optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))},
+      ao);
+}
+
+// Training accuracy over the last 20 batches (or an epoch, when shorter): what --target-accuracy
+// checks, once the window is full.
+class AccuracyWindow {
+ public:
+  explicit AccuracyWindow(int64_t batches_per_epoch)
+      : size_(size_t(std::clamp<int64_t>(batches_per_epoch, 1, kAccuracyWindow))) {}
+  void add(const Accuracy& a) {
+    recent_.push_back(a);
+    sum_.correct += a.correct, sum_.total += a.total;
+    if (recent_.size() > size_) {
+      sum_.correct -= recent_.front().correct, sum_.total -= recent_.front().total;
+      recent_.pop_front();
+    }
+  }
+  double value() const { return sum_.value(); }
+  bool full() const { return recent_.size() == size_; }
+  size_t batches() const { return recent_.size(); }
+
+ private:
+  size_t size_;
+  std::deque<Accuracy> recent_;
+  Accuracy sum_;
+};
+
+int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
   // The settings, grouped as in the config file.
   const examples::TrainResNetConfig& c = o.config;
   const examples::RunConfig& run = c.run();
@@ -157,43 +196,25 @@ int train_resnet(ResNetTrainOptions o) {
   o.model.validate();
   models::ResNet model(o.model);
   model.to(device);  // initialized on the CPU: the same weights on every device
-  // No weight decay on BN parameters and biases (1-d tensors), as the usual ResNet recipes.
-  std::vector<Tensor> decay, no_decay;
-  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  std::unique_ptr<optim::Optimizer> opt_ptr;
-  const double lr = c.schedule().lr(), wd = c.optim().weight_decay();
-  if (c.optimizer() == "sgd") {
-    const optim::SGDOptions so = optim::SGDOptions(lr).momentum(c.momentum()).nesterov(c.nesterov());
-    opt_ptr = std::make_unique<optim::SGD>(
-        std::vector<optim::ParamGroup>{optim::ParamGroup(decay, optim::SGDOptions(so).weight_decay(wd)),
-                                       optim::ParamGroup(no_decay, optim::SGDOptions(so).weight_decay(0.0))},
-        so);
-  } else {
-    const optim::AdamWOptions ao = optim::AdamWOptions(lr).betas(0.9, 0.999).eps(1e-8);
-    opt_ptr = std::make_unique<optim::AdamW>(
-        std::vector<optim::ParamGroup>{
-            optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(wd)),
-            optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))},
-        ao);
-  }
-  optim::Optimizer& opt = *opt_ptr;
+  const std::unique_ptr<optim::Optimizer> opt = make_optimizer(c, model.parameters());
   // Warmup then cosine decay; a time-bounded run estimates the length from the step time of its
   // first steps (the schedule is rebuilt once), as train_gpt does.
   examples::LrScheduleOptions schedule = examples::lr_schedule_options(c.schedule(), run);
   schedule.warmup_cap = std::max<int64_t>(schedule.warmup_cap, 1), schedule.timed_steps = 4;
   examples::LrSchedule sched(schedule);
 
-  int64_t step = 0;
+  int64_t first_step = 0;
   if (run.resume()) {
     io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
-    opt.load_state_dict(st.optimizer);
-    step = st.step;
+    opt->load_state_dict(st.optimizer);
+    first_step = st.step;
     train.set_cursor(st.data);
-    std::printf("resumed from %s at step %ld (epoch %ld, batch %ld)\n", ckpt_dir.c_str(), long(step), long(st.data.epoch),
-                long(st.data.sample));
+    std::printf("resumed from %s at step %ld (epoch %ld, batch %ld)\n", ckpt_dir.c_str(), long(first_step),
+                long(st.data.epoch), long(st.data.sample));
   }
   auto save = [&](int64_t at_step) {
-    io::save_checkpoint(ckpt_dir, examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, opt.state_dict()));
+    io::save_checkpoint(ckpt_dir, examples::checkpoint_state(o.describe(), at_step, train.cursor(), model,
+                                                             opt->state_dict()));
   };
 
   std::printf(
@@ -209,132 +230,80 @@ int train_resnet(ResNetTrainOptions o) {
   if (c.target_accuracy() > 0)
     std::printf("  stopping at %.1f%% training accuracy\n", 100 * c.target_accuracy());
 
-  Allocator& alloc = *dev.allocator;  // the step peak is the device's
-  const auto t_start = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
-  // Training accuracy over the last 20 batches (or an epoch, when shorter): what
-  // --target-accuracy checks, once the window is full.
-  const size_t window = size_t(std::clamp<int64_t>(train.batches_per_epoch(), 1, kAccuracyWindow));
-  std::deque<Accuracy> recent;
-  Accuracy in_window;
-  double last_loss = NAN, step_seconds = 0, reached_at = -1;
-  int64_t steps_run = 0, reached_step = -1;
+  examples::TrainLoop loop({.run = &run,
+                            .device = &dev,
+                            .optimizer = opt.get(),
+                            .schedule = &sched,
+                            .parameters = model.parameters(),
+                            .grad_clip = c.optim().grad_clip(),
+                            .cache = o.cache,
+                            .trainer_run = &trainer_run,
+                            .first_step = first_step});
+  AccuracyWindow window(train.batches_per_epoch());
   Accuracy last_val;
-  Profiler prof;
-  prof.wait_for(device);  // on CUDA each op is charged its kernels' time
-  memory::CacheSettings cache_settings = o.cache;
-  cache_settings.device = device;
-  examples::CacheReport tcache(cache_settings, /*print=*/true);
-  while (step < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds())) {
-    g_running_step = step + 1;
-    examples::ProfiledStep profile(prof, run.profile() && steps_run >= 2);
-    const auto t0 = std::chrono::steady_clock::now();
+  bool reached = false;
+  while (loop.keep_going()) {
     io::ImageBatch batch = train.next();
     batch.images = batch.images.to(device);
     batch.labels = batch.labels.to(device);
-    alloc.stats().reset_peaks();
-    sched.apply(opt, step);
-    opt.zero_grad();
-    std::optional<autograd::SavePolicyGuard> cache_guard(tcache.tensor_cache());
-    tcache.begin_step();
-    profile.phase("forward");
+    examples::TrainStep s(loop);
+    s.phase("forward");
     Tensor logits = model(batch.images);
     Tensor loss = ops::cross_entropy(logits, batch.labels);
-    profile.phase("backward");
+    s.phase("backward");
     loss.backward();
-    profile.phase("optimizer");
-    const double clip = c.optim().grad_clip();
-    // The norm stays on the device until a log line prints it (no synchronization per step).
-    const Tensor norm = clip > 0 ? optim::clip_grad_norm_tensor_(model.parameters(), clip) : Tensor();
-    opt.step();
-    profile.step_done();
-    cache_guard.reset();
-    tcache.end_step(alloc.stats().snapshot());
-    const MemorySnapshot m = alloc.stats().snapshot();
-    ++step;
-    ++steps_run;
-    last_loss = loss.item();
-    examples::check_finite_loss(last_loss, step);
+    loop.end_step(s, loss);
     const Accuracy acc = count_correct(logits, batch.labels);
-    recent.push_back(acc);
-    in_window.correct += acc.correct, in_window.total += acc.total;
-    if (recent.size() > window) {
-      in_window.correct -= recent.front().correct, in_window.total -= recent.front().total;
-      recent.pop_front();
-    }
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (steps_run > 1) step_seconds += secs;
-    if (const std::optional<double> per_step = sched.time_step(steps_run, secs)) {
-      const int64_t total = step + int64_t((run.max_seconds() - elapsed()) / *per_step);
-      sched.set_length(total);
-      std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), *per_step);
-    }
-    const bool eval_now = data.val && run.eval_every() > 0 && step % run.eval_every() == 0;
+    window.add(acc);
+    const bool eval_now = data.val && loop.eval_due();
     if (eval_now)
       last_val = evaluate(model, data.val, data.eval_transforms, c, run.eval_batches(), device).first;
-    if (step % run.log_every() == 0 || step == 1 || eval_now) {
-      const double frac =
-          run.max_seconds() > 0 ? elapsed() / run.max_seconds() : double(step) / double(run.max_steps());
+    if (loop.log_due(eval_now)) {
       const std::string val = last_val.total ? detail::concat(int(std::lround(1000 * last_val.value())) / 10.0, "%") : "-";
-      std::printf("%s step %5ld | epoch %ld | loss %.4f | acc %5.1f%% (batch %5.1f%%) | val %6s | lr %.2e | "
-                  "%5.0f img/s | loader wait %.1f s | act peak %6.1f MB | step peak %6.1f MB | rss %5.0f MB\n",
-                  examples::progress_bar(frac).c_str(), long(step), long(batch.epoch), last_loss, 100 * in_window.value(), 100 * acc.value(),
-                  val.c_str(), sched.lr_at(step - 1), double(acc.total) / secs, train.wait_seconds(),
-                  double(m.peak_of(MemoryCategory::SavedActivation)) / 1e6, double(m.total_peak) / 1e6, examples::peak_rss_mb());
-      if (clip > 0) std::printf("      grad norm %.3f\n", norm.item());
-      tcache.log_step();
-      std::fflush(stdout);
+      loop.print_step_line(
+          {examples::field("epoch %ld", long(batch.epoch)), examples::field("loss %.4f", loop.last_loss()),
+           examples::field("acc %5.1f%% (batch %5.1f%%)", 100 * window.value(), 100 * acc.value()),
+           examples::field("val %6s", val.c_str()),
+           examples::field("%5.0f img/s", double(acc.total) / loop.step_seconds()),
+           examples::field("loader wait %.1f s", train.wait_seconds())});
     }
-    if (run.ckpt_every() > 0 && step % run.ckpt_every() == 0) save(step);
-    if (c.target_accuracy() > 0 && recent.size() == window && in_window.value() >= c.target_accuracy()) {
-      reached_step = step, reached_at = elapsed();
-      std::printf("reached %.1f%% training accuracy (last %zu batches) at step %ld, %.1f s\n", 100 * in_window.value(),
-                  recent.size(), long(step), reached_at);
+    if (loop.checkpoint_due()) save(loop.step());
+    if (c.target_accuracy() > 0 && window.full() && window.value() >= c.target_accuracy()) {
+      reached = true;
+      std::printf("reached %.1f%% training accuracy (last %zu batches) at step %ld, %.1f s\n",
+                  100 * window.value(), window.batches(), long(loop.step()), loop.elapsed());
       break;
     }
   }
-  tcache.finish();
-  if (run.profile()) examples::report_profile(prof, run.out_dir());
-  const double train_seconds = elapsed();
+  loop.finish();
+  const double train_seconds = loop.elapsed();
   // Eval-mode accuracy on training images (no augmentation) and on the held-out set.
   const auto [train_eval, train_eval_loss] =
       evaluate(model, data.train, data.eval_transforms, c, run.eval_batches(), device);
-  std::printf("final: step %ld, train loss %.4f, training accuracy %.2f%% (last %zu batches, train mode), "
-              "%.2f%% (eval mode, %ld training images)",
-              long(step), last_loss, 100 * in_window.value(), recent.size(), 100 * train_eval.value(),
-              long(train_eval.total));
+  std::printf(
+      "final: step %ld, train loss %.4f, training accuracy %.2f%% (last %zu batches, train mode), "
+      "%.2f%% (eval mode, %ld training images)",
+      long(loop.step()), loop.last_loss(), 100 * window.value(), window.batches(), 100 * train_eval.value(),
+      long(train_eval.total));
   if (data.val) {
     const auto [val_acc, val_loss] =
         evaluate(model, data.val, data.eval_transforms, c, run.eval_batches(), device);
     std::printf(", held-out accuracy %.2f%% (%ld images, loss %.4f)", 100 * val_acc.value(), long(val_acc.total), val_loss);
   }
   std::printf(", %.0f s\n", train_seconds);
-  if (c.target_accuracy() > 0 && reached_step < 0)
+  if (c.target_accuracy() > 0 && !reached)
     std::printf("target %.1f%% training accuracy not reached\n", 100 * c.target_accuracy());
-  if (steps_run > 0) save(step);
+  if (loop.steps_run() > 0) save(loop.step());
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());
-  if (steps_run > 2) {
-    const double n = double(steps_run - 1);
-    std::printf(
-        "timing: %.1f ms/step, %.0f img/s over steps 2-%ld; the loader kept the trainer waiting %.2f s in "
-        "all\n",
-        1e3 * step_seconds / n, double(run.batch_size()) * n / step_seconds, long(step),
-        train.wait_seconds());
-  }
+  loop.print_timing(
+      "img/s", double(run.batch_size()),
+      examples::field("; the loader kept the trainer waiting %.2f s in all", train.wait_seconds()));
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    ResNetTrainOptions o;
-    if (!examples::parse_resnet_train_options(argc, argv, &o)) return 0;
-    return train_resnet(o);
-  } catch (const std::exception& e) {  // strata::Error, and anything else: one line, exit 1
-    const bool oom = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
-    std::fprintf(stderr, "train_resnet: %s\n",
-                 oom ? examples::out_of_memory_advice(e.what(), g_running_step).c_str() : e.what());
-    return 1;
-  }
+  return examples::run_trainer_main("train_resnet", argc, argv, &examples::parse_resnet_train_options,
+                                    &train_resnet);
 }

@@ -1,0 +1,149 @@
+#include "examples/common/trainer_loop.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+
+#include "examples/common/finite_loss.h"
+#include "examples/common/trainer_common.pb.h"
+#include "strata/optim/clip_grad.h"
+
+namespace strata::examples {
+
+namespace {
+
+memory::CacheSettings on_device(memory::CacheSettings s, Device device) {
+  s.device = device;
+  return s;
+}
+
+}  // namespace
+
+std::string field(const char* format, ...) {
+  char buf[256];
+  va_list args;
+  va_start(args, format);
+  const int n = std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  return std::string(buf, size_t(std::clamp(n, 0, int(sizeof buf) - 1)));
+}
+
+TrainLoop::TrainLoop(TrainLoopParts parts)
+    : parts_(std::move(parts)),
+      lead_(!parts_.group || parts_.group->rank() == 0),
+      step_(parts_.first_step),
+      start_(std::chrono::steady_clock::now()),
+      cache_(on_device(parts_.cache, parts_.device->device), lead_) {
+  profiler_.wait_for(parts_.device->device);  // on CUDA each op is charged its kernels' time
+}
+
+double TrainLoop::elapsed() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+double TrainLoop::progress() const {
+  const RunConfig& run = *parts_.run;
+  return run.max_seconds() > 0 ? elapsed() / run.max_seconds() : double(step_) / double(run.max_steps());
+}
+
+bool TrainLoop::keep_going() {
+  const RunConfig& run = *parts_.run;
+  bool go = step_ < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds());
+  if (parts_.group && run.max_seconds() > 0)
+    go = parts_.group->all_reduce_scalar(lead_ && go ? 1.0 : 0.0) > 0;
+  if (go) {
+    step_start_ = std::chrono::steady_clock::now();
+    parts_.trainer_run->running_step = step_ + 1;
+  }
+  return go;
+}
+
+TrainStep::TrainStep(TrainLoop& loop)
+    : profile_(loop.profiler_, loop.parts_.run->profile() && loop.steps_run_ >= 2) {
+  loop.allocator().stats().reset_peaks();
+  loop.parts_.schedule->apply(*loop.parts_.optimizer, loop.step_);
+  loop.parts_.optimizer->zero_grad();
+  cache_guard_.emplace(loop.cache_.tensor_cache());
+  loop.cache_.begin_step();
+}
+
+void TrainLoop::finish_update(TrainStep& s) {
+  s.phase("optimizer");
+  // The norm stays on the device until a step line prints it (no synchronization per step).
+  norm_ =
+      parts_.grad_clip > 0 ? optim::clip_grad_norm_tensor_(parts_.parameters, parts_.grad_clip) : Tensor();
+  parts_.optimizer->step();
+  s.profile_.step_done();
+  s.cache_guard_.reset();
+  cache_.end_step(allocator().stats().snapshot());
+  memory_ = allocator().stats().snapshot();
+  ++step_;
+  ++steps_run_;
+}
+
+void TrainLoop::finish_step() {
+  secs_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start_).count();
+  if (steps_run_ > 1) timed_seconds_ += secs_;
+  const RunConfig& run = *parts_.run;
+  if (const std::optional<double> per_step = parts_.schedule->time_step(steps_run_, secs_)) {
+    int64_t total = step_ + int64_t((run.max_seconds() - elapsed()) / *per_step);
+    if (parts_.group)
+      total = int64_t(parts_.group->all_reduce_scalar(lead_ ? double(total) : 0.0));  // rank 0's
+    parts_.schedule->set_length(total);
+    if (lead_) std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), *per_step);
+  }
+}
+
+void TrainLoop::end_step(TrainStep& s, const Tensor& loss) {
+  finish_update(s);
+  last_loss_ = loss.item();
+  check_finite_loss(last_loss_, step_);
+  finish_step();
+}
+
+void TrainLoop::end_step(TrainStep& s, double loss) {
+  last_loss_ = loss;
+  check_finite_loss(loss, step_ + 1);  // before the update, on every rank alike
+  finish_update(s);
+  finish_step();
+}
+
+bool TrainLoop::log_due(bool evaluated) const {
+  return lead_ && (step_ % parts_.run->log_every() == 0 || step_ == 1 || evaluated);
+}
+
+bool TrainLoop::checkpoint_due() const {
+  return parts_.run->ckpt_every() > 0 && step_ % parts_.run->ckpt_every() == 0;
+}
+
+bool TrainLoop::eval_due() const {
+  return parts_.run->eval_every() > 0 && step_ % parts_.run->eval_every() == 0;
+}
+
+void TrainLoop::print_step_line(std::initializer_list<std::string> fields) const {
+  std::string line = progress_bar(progress()) + field(" step %5ld", long(step_));
+  for (const std::string& f : fields) line += " | " + f;
+  line += field(" | lr %.2e", parts_.schedule->lr_at(step_ - 1));
+  if (norm_.defined()) line += field(" | norm %.2f", norm_.item());
+  line += field(" | act peak %7.1f MB | step peak %7.1f MB | rss %6.0f MB",
+                double(memory_.peak_of(MemoryCategory::SavedActivation)) / 1e6,
+                double(memory_.total_peak) / 1e6, peak_rss_mb());
+  std::printf("%s\n", line.c_str());
+  cache_.log_step();
+  std::fflush(stdout);
+}
+
+void TrainLoop::finish() {
+  cache_.finish();
+  if (parts_.run->profile() && lead_) report_profile(profiler_, parts_.run->out_dir());
+}
+
+void TrainLoop::print_timing(const char* unit, double per_step, const std::string& extra) const {
+  if (!lead_ || steps_run_ <= 2) return;
+  const double n = double(steps_run_ - 1);
+  std::printf("timing: %.1f ms/step", 1e3 * timed_seconds_ / n);
+  if (unit) std::printf(", %.0f %s", per_step * n / timed_seconds_, unit);
+  std::printf(" over steps 2-%ld%s\n", long(step_), extra.c_str());
+}
+
+}  // namespace strata::examples

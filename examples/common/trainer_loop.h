@@ -1,0 +1,141 @@
+// TrainLoop and TrainStep: the training loop every trainer shares (run length, step body, step line, tail).
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "examples/common/lr_schedule.h"
+#include "examples/common/run_report.h"
+#include "examples/common/trainer_device.h"
+#include "examples/common/trainer_main.h"
+#include "strata/autograd/saved_tensor.h"
+#include "strata/core/memory_stats.h"
+#include "strata/core/profiler.h"
+#include "strata/core/tensor.h"
+#include "strata/memory/trainer_cache.h"
+#include "strata/optim/optimizer.h"
+
+namespace strata::examples {
+
+class RunConfig;
+class TrainStep;
+
+// printf into a std::string: a step line's field ("loss 2.3026", "1234 tok/s").
+std::string field(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+// What the loop drives. The loop does what every trainer's step does alike; the trainer brings its
+// data, its forward and backward, and its fields of the step line.
+struct TrainLoopParts {
+  const RunConfig* run = nullptr;
+  const TrainerDevice* device = nullptr;
+  optim::Optimizer* optimizer = nullptr;
+  LrSchedule* schedule = nullptr;
+  std::vector<Tensor> parameters;  // clipped to `grad_clip` (0: not clipped) before each update
+  double grad_clip = 0;
+  memory::CacheSettings cache;        // --cache-policy, --memory-budget (its device is set from `device`)
+  TrainerRun* trainer_run = nullptr;  // its running_step follows the step under way
+  int64_t first_step = 0;             // the resumed checkpoint's step, else 0
+  // Under mpirun: rank 0 alone prints, and its clock decides when a time-bounded run stops.
+  dist::ProcessGroup* group = nullptr;
+};
+
+// The loop of a training run:
+//   TrainLoop loop({...});
+//   while (loop.keep_going()) {          // the step's clock starts
+//     <fetch the batch>
+//     TrainStep s(loop);                 // peaks reset, learning rate set, gradients zeroed, cache on
+//     s.phase("forward");  Tensor loss = ...;
+//     s.phase("backward"); loss.backward();
+//     loop.end_step(s, loss);            // clip, update, cache step, loss checked, timing
+//     if (loop.log_due()) loop.print_step_line({field("loss %.4f", loop.last_loss()), ...});
+//     if (loop.checkpoint_due()) save(loop.step());
+//   }
+//   loop.finish();
+class TrainLoop {
+ public:
+  explicit TrainLoop(TrainLoopParts parts);
+
+  // Whether another step runs (under --max-steps and --max-seconds; under mpirun rank 0's clock
+  // decides, so every rank stops at the same step). When it does, its clock starts here.
+  bool keep_going();
+
+  // Ends the step `s` began, after its backward: the optimizer phase (gradients clipped, the
+  // update), the cache's step end (a plan printed when one was made), the step count, the loss
+  // read (after the update, so the device is not waited for before it) and checked: a non-finite
+  // loss stops the run naming the step. The step's time, and for a time-bounded run the
+  // schedule's length once the first steps are timed.
+  void end_step(TrainStep& s, const Tensor& loss);
+  // The same with the loss already read (a sum over micro-batches or ranks): checked before the
+  // update, so a non-finite loss never reaches the weights.
+  void end_step(TrainStep& s, double loss);
+
+  // Whether the step just ended prints its line: every --log-every steps, the first, and a step that
+  // evaluated; never on ranks other than 0.
+  bool log_due(bool evaluated = false) const;
+  // "[####....] step N | <fields> | lr | norm (when clipping) | act peak | step peak | rss", then
+  // the cache's counters; flushed.
+  void print_step_line(std::initializer_list<std::string> fields) const;
+  // Whether the step just ended writes its --ckpt-every checkpoint.
+  bool checkpoint_due() const;
+  // Whether the step just ended is an --eval-every step.
+  bool eval_due() const;
+
+  // After the loop: the cache's warning when a step went above --memory-budget, --profile's table.
+  void finish();
+  // "timing: X ms/step, Y <unit> over steps 2-N<extra>" (without a rate where `unit` is null), when
+  // more than two steps ran: the first, the warm-up, is left out.
+  void print_timing(const char* unit, double per_step, const std::string& extra = "") const;
+
+  int64_t step() const { return step_; }
+  int64_t steps_run() const { return steps_run_; }
+  bool lead() const { return lead_; }
+  double last_loss() const { return last_loss_; }
+  // The last step's seconds, and its gradient norm before clipping (undefined without clipping).
+  double step_seconds() const { return secs_; }
+  const Tensor& grad_norm() const { return norm_; }
+  const MemorySnapshot& memory() const { return memory_; }
+  // Seconds since the loop was made, and the run's progress in [0, 1] by steps or by time.
+  double elapsed() const;
+  double progress() const;
+  // The device's allocator: its peaks are the step's.
+  Allocator& allocator() const { return *parts_.device->allocator; }
+
+ private:
+  friend class TrainStep;
+  void finish_update(TrainStep& s);
+  void finish_step();
+
+  TrainLoopParts parts_;
+  bool lead_;
+  int64_t step_, steps_run_ = 0;
+  double last_loss_ = NAN, secs_ = 0, timed_seconds_ = 0;
+  Tensor norm_;
+  MemorySnapshot memory_;
+  std::chrono::steady_clock::time_point start_, step_start_;
+  Profiler profiler_;  // --profile: the steps after the first two
+  CacheReport cache_;
+};
+
+// One step's body, between TrainLoop::keep_going() and end_step(): made after the batch is
+// fetched. Its making resets the allocator's peaks, sets the learning rate, zeroes the gradients
+// and installs the tensor cache for forward and backward; phase() names what --profile charges.
+class TrainStep {
+ public:
+  explicit TrainStep(TrainLoop& loop);
+  TrainStep(const TrainStep&) = delete;
+  TrainStep& operator=(const TrainStep&) = delete;
+  void phase(const char* name) { profile_.phase(name); }
+
+ private:
+  friend class TrainLoop;
+  ProfiledStep profile_;
+  std::optional<autograd::SavePolicyGuard> cache_guard_;
+};
+
+}  // namespace strata::examples
