@@ -15,4 +15,10 @@ AdamWGroups adamw_groups(const std::vector<Tensor>& params, const LrScheduleConf
           ao};
 }
 
+std::unique_ptr<optim::AdamW> make_adamw(const std::vector<Tensor>& params, const LrScheduleConfig& schedule,
+                                         const OptimizerConfig& settings, double eps) {
+  AdamWGroups g = adamw_groups(params, schedule, settings, eps);
+  return std::make_unique<optim::AdamW>(std::move(g.groups), g.defaults);
+}
+
 }  // namespace strata::examples

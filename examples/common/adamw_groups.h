@@ -1,6 +1,7 @@
 // The trainers' AdamW parameter groups: weight decay on matrices only (not on biases and norms).
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "strata/core/tensor.h"
@@ -18,5 +19,9 @@ struct AdamWGroups {
 
 AdamWGroups adamw_groups(const std::vector<Tensor>& params, const LrScheduleConfig& schedule,
                          const OptimizerConfig& settings, double eps);
+
+// AdamW over adamw_groups(params, schedule, settings, eps).
+std::unique_ptr<optim::AdamW> make_adamw(const std::vector<Tensor>& params, const LrScheduleConfig& schedule,
+                                         const OptimizerConfig& settings, double eps);
 
 }  // namespace strata::examples

@@ -32,8 +32,12 @@ TrainLoop::TrainLoop(TrainLoopParts parts)
     : parts_(std::move(parts)),
       lead_(!parts_.group || parts_.group->rank() == 0),
       step_(parts_.first_step),
-      start_(std::chrono::steady_clock::now()),
-      cache_(on_device(parts_.cache, parts_.device->device), lead_) {
+      start_(std::chrono::steady_clock::now()) {
+  const RunConfig& run = *parts_.run;
+  if (lead_) std::printf("  device %s\n", parts_.device->describe().c_str());
+  if (lead_ && run.max_seconds() > 0)
+    std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
+  cache_ = std::make_unique<CacheReport>(on_device(parts_.cache, parts_.device->device), lead_);
   profiler_.wait_for(parts_.device->device);  // on CUDA each op is charged its kernels' time
 }
 
@@ -63,8 +67,8 @@ TrainStep::TrainStep(TrainLoop& loop)
   loop.allocator().stats().reset_peaks();
   loop.parts_.schedule->apply(*loop.parts_.optimizer, loop.step_);
   loop.parts_.optimizer->zero_grad();
-  cache_guard_.emplace(loop.cache_.tensor_cache());
-  loop.cache_.begin_step();
+  cache_guard_.emplace(loop.cache_->tensor_cache());
+  loop.cache_->begin_step();
 }
 
 void TrainLoop::finish_update(TrainStep& s) {
@@ -75,7 +79,7 @@ void TrainLoop::finish_update(TrainStep& s) {
   parts_.optimizer->step();
   s.profile_.step_done();
   s.cache_guard_.reset();
-  cache_.end_step(allocator().stats().snapshot());
+  cache_->end_step(allocator().stats().snapshot());
   memory_ = allocator().stats().snapshot();
   ++step_;
   ++steps_run_;
@@ -129,12 +133,12 @@ void TrainLoop::print_step_line(std::initializer_list<std::string> fields) const
                 double(memory_.peak_of(MemoryCategory::SavedActivation)) / 1e6,
                 double(memory_.total_peak) / 1e6, peak_rss_mb());
   std::printf("%s\n", line.c_str());
-  cache_.log_step();
+  cache_->log_step();
   std::fflush(stdout);
 }
 
 void TrainLoop::finish() {
-  cache_.finish();
+  cache_->finish();
   if (parts_.run->profile() && lead_) report_profile(profiler_, parts_.run->out_dir());
 }
 

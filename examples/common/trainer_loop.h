@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,6 +60,7 @@ struct TrainLoopParts {
 //   loop.finish();
 class TrainLoop {
  public:
+  // Prints (rank 0) the device, a time-bounded run's length, and the cache's settings.
   explicit TrainLoop(TrainLoopParts parts);
 
   // Whether another step runs (under --max-steps and --max-seconds; under mpirun rank 0's clock
@@ -119,7 +121,7 @@ class TrainLoop {
   MemorySnapshot memory_;
   std::chrono::steady_clock::time_point start_, step_start_;
   Profiler profiler_;  // --profile: the steps after the first two
-  CacheReport cache_;
+  std::unique_ptr<CacheReport> cache_;
 };
 
 // One step's body, between TrainLoop::keep_going() and end_step(): made after the batch is

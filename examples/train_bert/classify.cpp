@@ -133,14 +133,12 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
     o.init_weights.reset();
   }
   model.to(device);
-  const AdamWGroups adamw = adamw_groups(model.parameters(), c.schedule(), c.optim(), 1e-6);
-  optim::AdamW opt(adamw.groups, adamw.defaults);
+  const std::unique_ptr<optim::AdamW> opt = make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-6);
   LrSchedule sched(lr_schedule_options(c.schedule(), run));
   std::printf(
-      "train_bert: classification, %s\n  %zu training and %zu held-out examples of %ld classes from %s, "
-      "device %s%s\n",
+      "train_bert: classification, %s\n  %zu training and %zu held-out examples of %ld classes from %s%s\n",
       o.describe().c_str(), train.size(), held.size(), long(m.num_labels), c.classify_data().c_str(),
-      dev.describe().c_str(), c.init_from().empty() ? "" : (", encoder from " + c.init_from()).c_str());
+      c.init_from().empty() ? "" : (", encoder from " + c.init_from()).c_str());
 
   std::mt19937_64 rng(run.seed());
   std::vector<size_t> order(train.size());
@@ -149,7 +147,7 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
   size_t at = 0;
   TrainLoop loop({.run = &run,
                   .device = &dev,
-                  .optimizer = &opt,
+                  .optimizer = opt.get(),
                   .schedule = &sched,
                   .parameters = model.parameters(),
                   .grad_clip = c.optim().grad_clip(),
@@ -196,7 +194,7 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
       long(loop.step()), loop.last_loss(), 100.0 * double(held_right) / double(held.size()), held.size(),
       held_loss / double(held.size()), loop.elapsed());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
-  io::save_checkpoint(ckpt_dir, checkpoint_state(o.describe(), loop.step(), {}, model, opt.state_dict()));
+  io::save_checkpoint(ckpt_dir, checkpoint_state(o.describe(), loop.step(), {}, model, opt->state_dict()));
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());
   return 0;
 }

@@ -63,38 +63,53 @@ void export_weights(const models::BertForMaskedLM& model, const models::BertConf
   std::printf("exported: %s (Hugging Face BertForMaskedLM)\n", dir.c_str());
 }
 
+// The masked-LM batches a run trains on (from --train-data, or from shards written from --text),
+// the held-out ones, and the training corpus's unigram entropy.
+struct MlmData {
+  std::string train_glob;
+  std::unique_ptr<io::MlmBatcher> train, val;
+  double unigram = 0;
+};
+
+MlmData make_data(const examples::TrainBertConfig& c, const models::BertConfig& model) {
+  const examples::RunConfig& run = c.run();
+  const examples::TextDataConfig& data = c.data();
+  examples::check_text_data(data);
+  MlmData d;
+  d.train_glob = data.train_data();
+  std::string val_glob = data.val_data();
+  if (d.train_glob.empty())
+    std::tie(d.train_glob, val_glob) =
+        examples::shards_from_text(examples::read_training_text(data.text()), run.out_dir());
+  STRATA_CHECK(model.vocab_size >= 260, ValueError, "the byte-level vocabulary needs vocab_size >= 260, got ",
+               model.vocab_size);
+  io::MlmOptions mo;
+  mo.batch = run.batch_size(), mo.seq_len = data.seq_len();
+  mo.mask_prob = c.mask_prob(), mo.short_seq_prob = c.short_seq_prob();
+  mo.two_segments = c.two_segments(), mo.seed = run.seed(), mo.shuffle = data.shuffle();
+  const std::vector<std::string> train_paths = io::glob_paths(d.train_glob);
+  d.train = std::make_unique<io::MlmBatcher>(train_paths, mo);
+  if (!val_glob.empty()) {
+    io::MlmOptions vo = mo;
+    vo.shuffle = false, vo.seed = run.seed() + 1;
+    d.val = std::make_unique<io::MlmBatcher>(io::glob_paths(val_glob), vo);
+  }
+  d.unigram = corpus_unigram_entropy(train_paths);
+  return d;
+}
+
 int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
   // The settings, grouped as in the config file.
   const examples::TrainBertConfig& c = o.config;
   const examples::RunConfig& run = c.run();
-  const examples::TextDataConfig& data = c.data();
   const examples::TrainerDevice dev = examples::resolve_trainer_device(run, dist::launch_env());
   const Device device = dev.device;
   std::filesystem::create_directories(run.out_dir());
   if (!c.classify_data().empty()) return examples::train_classifier(o, dev, trainer_run);
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
-  // ---- data ----
-  examples::check_text_data(data);
-  std::string train_glob = data.train_data(), val_glob = data.val_data();
-  if (train_glob.empty())
-    std::tie(train_glob, val_glob) =
-        examples::shards_from_text(examples::read_training_text(data.text()), run.out_dir());
-  STRATA_CHECK(o.model.vocab_size >= 260, ValueError,
-               "the byte-level vocabulary needs vocab_size >= 260, got ", o.model.vocab_size);
-  io::MlmOptions mo;
-  mo.batch = run.batch_size(), mo.seq_len = data.seq_len();
-  mo.mask_prob = c.mask_prob(), mo.short_seq_prob = c.short_seq_prob();
-  mo.two_segments = c.two_segments(), mo.seed = run.seed(), mo.shuffle = data.shuffle();
-  const std::vector<std::string> train_paths = io::glob_paths(train_glob);
-  io::MlmBatcher train(train_paths, mo);
-  std::unique_ptr<io::MlmBatcher> val;
-  if (!val_glob.empty()) {
-    io::MlmOptions vo = mo;
-    vo.shuffle = false, vo.seed = run.seed() + 1;
-    val = std::make_unique<io::MlmBatcher>(io::glob_paths(val_glob), vo);
-  }
-  const double unigram = corpus_unigram_entropy(train_paths);
+  MlmData mlm = make_data(c, o.model);
+  io::MlmBatcher& train = *mlm.train;
 
   // ---- model and optimizer ----
   manual_seed(run.seed());
@@ -105,15 +120,14 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
     o.init_weights.reset();
   }
   model.to(device);  // initialized on the CPU: the same weights on every device
-  const examples::AdamWGroups adamw =
-      examples::adamw_groups(model.parameters(), c.schedule(), c.optim(), 1e-6);
-  optim::AdamW opt(adamw.groups, adamw.defaults);
+  const std::unique_ptr<optim::AdamW> opt =
+      examples::make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-6);
   examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), run));
 
   int64_t first_step = 0;
   if (run.resume()) {
     io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
-    opt.load_state_dict(st.optimizer);
+    opt->load_state_dict(st.optimizer);
     first_step = st.step;
     train.set_cursor(st.data);
     std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(first_step));
@@ -123,21 +137,20 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
     return 0;
   }
   auto save = [&](int64_t at_step) {
-    io::save_checkpoint(ckpt_dir, examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, opt.state_dict()));
+    io::save_checkpoint(ckpt_dir, examples::checkpoint_state(o.describe(), at_step, train.cursor(), model,
+                                                             opt->state_dict()));
   };
 
-  const int64_t tokens_per_step = run.batch_size() * data.seq_len();
-  std::printf("train_bert: %s\n  %ld parameters, %ld tokens/step, data %s (%ld tokens), byte-level; unigram entropy "
-              "%.4f nats\n",
-              o.describe().c_str(), long(model.num_parameters()), long(tokens_per_step), train_glob.c_str(),
-              long(train.num_tokens()), unigram);
-  std::printf("  device %s\n", dev.describe().c_str());
-  if (run.max_seconds() > 0)
-    std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
+  const int64_t tokens_per_step = run.batch_size() * c.data().seq_len();
+  std::printf(
+      "train_bert: %s\n  %ld parameters, %ld tokens/step, data %s (%ld tokens), byte-level; unigram entropy "
+      "%.4f nats\n",
+      o.describe().c_str(), long(model.num_parameters()), long(tokens_per_step), mlm.train_glob.c_str(),
+      long(train.num_tokens()), mlm.unigram);
 
   examples::TrainLoop loop({.run = &run,
                             .device = &dev,
-                            .optimizer = &opt,
+                            .optimizer = opt.get(),
                             .schedule = &sched,
                             .parameters = model.parameters(),
                             .grad_clip = c.optim().grad_clip(),
@@ -158,8 +171,8 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
     s.phase("backward");
     loss.backward();
     loop.end_step(s, loss.item());
-    const bool eval_now = val && loop.eval_due();
-    if (eval_now) last_val = evaluate(model, *val, run.eval_batches(), device);
+    const bool eval_now = mlm.val && loop.eval_due();
+    if (eval_now) last_val = evaluate(model, *mlm.val, run.eval_batches(), device);
     if (loop.log_due(eval_now))
       loop.print_step_line({examples::field("mlm loss %.4f", loop.last_loss()),
                             "val " + examples::measured_or_dash(last_val),
@@ -168,14 +181,14 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
   }
   loop.finish();
   const int64_t step = loop.step();
-  if (val) {
-    last_val = evaluate(model, *val, run.eval_batches(), device);
+  if (mlm.val) {
+    last_val = evaluate(model, *mlm.val, run.eval_batches(), device);
     std::printf(
         "final: step %ld, train mlm loss %.4f, held-out mlm loss %.4f nats/byte, unigram entropy %.4f: %s, "
         "%.0f s\n",
-        long(step), loop.last_loss(), *last_val, unigram,
-        *last_val < unigram ? "held-out loss below the unigram entropy"
-                            : "held-out loss NOT below the unigram entropy",
+        long(step), loop.last_loss(), *last_val, mlm.unigram,
+        *last_val < mlm.unigram ? "held-out loss below the unigram entropy"
+                                : "held-out loss NOT below the unigram entropy",
         loop.elapsed());
   }
   if (loop.steps_run() > 0) save(step);

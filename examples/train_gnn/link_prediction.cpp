@@ -119,22 +119,21 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
                          .query_dropout = c.query_dropout(),
                          .materialization = o.materialization});
   model.to(device);
-  AdamWGroups groups = adamw_groups(model.parameters(), c.schedule(), c.optim(), 1e-8);
-  optim::AdamW opt(groups.groups, groups.defaults);
+  const std::unique_ptr<optim::AdamW> opt = make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-8);
   LrScheduleOptions schedule = lr_schedule_options(c.schedule(), run);
   schedule.timed_steps = 4;
   LrSchedule sched(schedule);
   int64_t first_step = 0;
   if (run.resume()) {
     io::CheckpointState st = restore_checkpoint(ckpt_dir, model, o.describe());
-    opt.load_state_dict(st.optimizer);
+    opt->load_state_dict(st.optimizer);
     first_step = st.step;
     std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(first_step));
   }
   auto save = [&](int64_t at_step) {
     io::save_checkpoint(
         ckpt_dir, checkpoint_state(o.describe(), at_step, io::DataCursor{at_step / batches_per_epoch, 0, 0},
-                                   model, opt.state_dict()));
+                                   model, opt->state_dict()));
   };
 
   std::printf(
@@ -151,11 +150,10 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
     const std::vector<nn::MaterializationPlan> plans = model.plans(graph);
     for (size_t l = 0; l < plans.size(); ++l) std::printf("  convs.%zu: %s\n", l, plans[l].str().c_str());
   }
-  std::printf("  device %s\n", dev.describe().c_str());
 
   TrainLoop loop({.run = &run,
                   .device = &dev,
-                  .optimizer = &opt,
+                  .optimizer = opt.get(),
                   .schedule = &sched,
                   .parameters = model.parameters(),
                   .grad_clip = c.optim().grad_clip(),

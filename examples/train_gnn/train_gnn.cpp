@@ -71,13 +71,79 @@ struct Split {
   Tensor nodes, labels;  // on the device
 };
 
+// The dataset the flags name, written to --save-data when asked for (its path checked before a long
+// load); `seconds` is the time the load took.
+std::shared_ptr<io::GraphDataset> load_data(const examples::TrainGnnConfig& c, double* seconds) {
+  if (!c.save_data().empty()) check_output_file(c.save_data(), "--save-data");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::shared_ptr<io::GraphDataset> data = examples::make_gnn_data(c);
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!c.save_data().empty()) {
+    examples::save_gnn_data(*data, c.save_data());
+    std::printf("dataset written to %s\n", c.save_data().c_str());
+  }
+  return data;
+}
+
+// The training, validation and test nodes, and the training nodes on the CPU (the sampler's seeds).
+struct Splits {
+  Split train, val, test;
+  Tensor train_nodes;
+};
+
+Splits make_splits(const io::GraphDataset& data, Device device) {
+  Splits s;
+  s.train_nodes = nodes_of(data.train_mask);
+  STRATA_CHECK(s.train_nodes.numel() > 0, ValueError, data.name, ": no training nodes");
+  auto split = [&](const Tensor& nodes) {
+    return Split{nodes.to(device), ops::index_select(data.labels, 0, nodes).to(device)};
+  };
+  s.train = split(s.train_nodes), s.val = split(nodes_of(data.val_mask)),
+  s.test = split(nodes_of(data.test_mask));
+  return s;
+}
+
+// --fanouts: sampled minibatches made on loader threads. With --feature-store file|pinned the loader
+// threads gather each batch's input rows from the store onto the device, instead of from the
+// dataset's tensor (which the loader then does not see). Neither without --fanouts.
+struct Minibatches {
+  std::unique_ptr<io::FeatureStore> store;
+  std::unique_ptr<io::GraphBatchLoader> loader;
+};
+
+Minibatches make_minibatches(const GnnTrainOptions& o, const std::shared_ptr<io::GraphDataset>& data,
+                             const Tensor& train_nodes, Device device) {
+  Minibatches m;
+  if (o.fanouts.empty()) return m;
+  const examples::TrainGnnConfig& c = o.config;
+  m.store = examples::open_feature_store(c, o.feature_budget_bytes, *data, device);
+  io::GraphLoaderOptions lo{.batch = c.run().batch_size(),
+                            .fanouts = o.fanouts,
+                            .shuffle = true,
+                            .seed = c.run().seed(),
+                            .num_workers = int(c.workers()),
+                            .prefetch = c.prefetch()};
+  std::shared_ptr<const io::GraphDataset> loader_data = data;
+  if (m.store) {
+    auto without_features = std::make_shared<io::GraphDataset>(*data);
+    without_features->features = Tensor();
+    loader_data = without_features;
+    lo.transform = [s = m.store.get(), device](io::GraphMiniBatch& b) {
+      const io::SampledBlock& input = b.blocks.front();
+      b.features = s->gather(input.nodes.narrow(0, 0, input.num_src()), device);
+    };
+  }
+  m.loader = std::make_unique<io::GraphBatchLoader>(loader_data, train_nodes, lo);
+  return m;
+}
+
 struct Scores {
   double train = NAN, val = NAN, test = NAN, loss = NAN;
 };
 
 // Full-graph forward in eval mode: accuracy on each split, and the validation loss.
-Scores evaluate(models::GNN& model, const Graph& g, const Tensor& x, const Split& train, const Split& val,
-                const Split& test) {
+Scores evaluate(models::GNN& model, const Graph& g, const Tensor& x, const Splits& splits) {
+  const Split &train = splits.train, &val = splits.val, &test = splits.test;
   NoGradGuard ng;
   model.eval();
   Tensor logits = model.forward(g, x);
@@ -93,6 +159,42 @@ Scores evaluate(models::GNN& model, const Graph& g, const Tensor& x, const Split
   return s;
 }
 
+// The latest evaluation, and the one with the best validation accuracy so far and its step.
+struct EvalHistory {
+  Scores last, best;
+  int64_t best_step = -1;
+  void add(const Scores& s, int64_t step) {
+    last = s;
+    if (best_step < 0 || s.val > best.val) best = s, best_step = step;
+  }
+};
+
+// What the run prints before the first step: the model, the data and its split, the minibatches,
+// a relational model's plans, the device.
+void print_run(const GnnTrainOptions& o, const models::GNN& model, const io::GraphDataset& data,
+               const Splits& splits, const Minibatches& m, double load_seconds,
+               const examples::TrainerDevice& dev, const Graph& graph) {
+  const examples::TrainGnnConfig& c = o.config;
+  std::printf(
+      "%s\n  %ld parameters; data: %s: %ld nodes, %ld edges, %ld features, %ld classes (loaded in %.1f s)\n"
+      "  split: %ld train, %ld val, %ld test nodes\n",
+      o.describe().c_str(), long(model.num_parameters()), data.name.c_str(), long(data.graph.num_nodes()),
+      long(data.graph.num_edges()), long(data.features.size(1)), long(data.num_classes), load_seconds,
+      long(splits.train.nodes.numel()), long(splits.val.nodes.numel()), long(splits.test.nodes.numel()));
+  if (m.loader)
+    std::printf("  %ld minibatches/epoch, %ld sampler thread(s), %ld prefetched\n",
+                long(m.loader->batches_per_epoch()), long(c.workers()), long(c.prefetch()));
+  if (m.store)
+    std::printf("  features: %s store, %s (%.1f MB)\n", c.feature_store().c_str(), m.store->source().c_str(),
+                double(m.store->num_rows() * m.store->row_bytes()) / 1e6);
+  if (o.relational()) {
+    std::printf("  %ld node types, %ld relations\n", long(data.graph.num_node_types()),
+                long(data.graph.num_relations()));
+    const std::vector<std::string> plans = model.plans(graph);
+    for (size_t l = 0; l < plans.size(); ++l) std::printf("  convs.%zu: %s\n", l, plans[l].c_str());
+  }
+}
+
 std::string percent(double v) {
   return std::isnan(v) ? std::string("  -  ") : detail::concat(std::lround(1000 * v) / 10.0, "%");
 }
@@ -103,27 +205,14 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
   const examples::RunConfig& run = c.run();
   const examples::TrainerDevice dev = examples::resolve_trainer_device(run, dist::launch_env());
   const Device device = dev.device;
-  if (!c.save_data().empty()) check_output_file(c.save_data(), "--save-data");  // before a long load
   std::filesystem::create_directories(run.out_dir());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
 
   // ---- data ----
-  const auto t_load = std::chrono::steady_clock::now();
-  std::shared_ptr<io::GraphDataset> data = examples::make_gnn_data(c);
-  const double load_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
-  if (!c.save_data().empty()) {
-    examples::save_gnn_data(*data, c.save_data());
-    std::printf("dataset written to %s\n", c.save_data().c_str());
-  }
-  const Tensor train_nodes = nodes_of(data->train_mask), val_nodes = nodes_of(data->val_mask),
-               test_nodes = nodes_of(data->test_mask);
-  STRATA_CHECK(train_nodes.numel() > 0, ValueError, data->name, ": no training nodes");
-  auto split = [&](const Tensor& nodes) {
-    return Split{nodes.to(device), ops::index_select(data->labels, 0, nodes).to(device)};
-  };
-  const Split train_split = split(train_nodes), val_split = split(val_nodes), test_split = split(test_nodes);
+  double load_seconds = 0;
+  const std::shared_ptr<io::GraphDataset> data = load_data(c, &load_seconds);
+  const Splits splits = make_splits(*data, device);
   const Graph graph = data->graph.to(device);
   const Tensor features = data->features.to(device);
 
@@ -132,41 +221,19 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
   const std::shared_ptr<models::GNN> classifier = make_classifier(o, *data);
   models::GNN& model = *classifier;
   model.to(device);  // initialized on the CPU: the same weights on every device
-  examples::AdamWGroups groups = examples::adamw_groups(model.parameters(), c.schedule(), c.optim(), 1e-8);
-  optim::AdamW opt(groups.groups, groups.defaults);
+  const std::unique_ptr<optim::AdamW> opt =
+      examples::make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-8);
   examples::LrScheduleOptions schedule = examples::lr_schedule_options(c.schedule(), run);
   schedule.timed_steps = 4;
   examples::LrSchedule sched(schedule);
 
-  // --feature-store file|pinned: the loader threads gather each batch's input rows from the store
-  // onto the device, instead of from the dataset's tensor (which the loader then does not see).
-  const std::unique_ptr<io::FeatureStore> store =
-      o.fanouts.empty() ? nullptr : examples::open_feature_store(c, o.feature_budget_bytes, *data, device);
-  std::optional<io::GraphBatchLoader> loader;
-  if (!o.fanouts.empty()) {
-    io::GraphLoaderOptions lo{.batch = run.batch_size(),
-                              .fanouts = o.fanouts,
-                              .shuffle = true,
-                              .seed = run.seed(),
-                              .num_workers = int(c.workers()),
-                              .prefetch = c.prefetch()};
-    std::shared_ptr<const io::GraphDataset> loader_data = data;
-    if (store) {
-      auto without_features = std::make_shared<io::GraphDataset>(*data);
-      without_features->features = Tensor();
-      loader_data = without_features;
-      lo.transform = [s = store.get(), device](io::GraphMiniBatch& b) {
-        const io::SampledBlock& input = b.blocks.front();
-        b.features = s->gather(input.nodes.narrow(0, 0, input.num_src()), device);
-      };
-    }
-    loader.emplace(loader_data, train_nodes, lo);
-  }
+  const Minibatches minibatches = make_minibatches(o, data, splits.train_nodes, device);
+  io::GraphBatchLoader* loader = minibatches.loader.get();
 
   int64_t first_step = 0;
   if (run.resume()) {
     io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
-    opt.load_state_dict(st.optimizer);
+    opt->load_state_dict(st.optimizer);
     first_step = st.step;
     if (loader) loader->set_cursor(st.data);
     std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(first_step));
@@ -174,40 +241,22 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
   auto save = [&](int64_t at_step) {
     const io::DataCursor cursor = loader ? loader->cursor() : io::DataCursor{at_step, 0, 0};
     io::save_checkpoint(ckpt_dir,
-                        examples::checkpoint_state(o.describe(), at_step, cursor, model, opt.state_dict()));
+                        examples::checkpoint_state(o.describe(), at_step, cursor, model, opt->state_dict()));
   };
 
-  std::printf(
-      "%s\n  %ld parameters; data: %s: %ld nodes, %ld edges, %ld features, %ld classes (loaded in %.1f s)\n"
-      "  split: %ld train, %ld val, %ld test nodes\n",
-      o.describe().c_str(), long(model.num_parameters()), data->name.c_str(), long(data->graph.num_nodes()),
-      long(data->graph.num_edges()), long(data->features.size(1)), long(data->num_classes), load_seconds,
-      long(train_nodes.numel()), long(val_nodes.numel()), long(test_nodes.numel()));
-  if (loader)
-    std::printf("  %ld minibatches/epoch, %ld sampler thread(s), %ld prefetched\n",
-                long(loader->batches_per_epoch()), long(c.workers()), long(c.prefetch()));
-  if (store)
-    std::printf("  features: %s store, %s (%.1f MB)\n", c.feature_store().c_str(), store->source().c_str(),
-                double(store->num_rows() * store->row_bytes()) / 1e6);
-  if (o.relational()) {
-    std::printf("  %ld node types, %ld relations\n", long(data->graph.num_node_types()),
-                long(data->graph.num_relations()));
-    const std::vector<std::string> plans = model.plans(graph);
-    for (size_t l = 0; l < plans.size(); ++l) std::printf("  convs.%zu: %s\n", l, plans[l].c_str());
-  }
-  std::printf("  device %s\n", dev.describe().c_str());
+  print_run(o, model, *data, splits, minibatches, load_seconds, dev, graph);
 
   examples::TrainLoop loop({.run = &run,
                             .device = &dev,
-                            .optimizer = &opt,
+                            .optimizer = opt.get(),
                             .schedule = &sched,
                             .parameters = model.parameters(),
                             .grad_clip = c.optim().grad_clip(),
                             .cache = o.cache,
                             .trainer_run = &trainer_run,
                             .first_step = first_step});
-  int64_t best_step = -1, epoch = 0;
-  Scores last, best;
+  int64_t epoch = 0;
+  EvalHistory history;
   bool reached = false;
   while (loop.keep_going()) {
     std::optional<io::GraphMiniBatch> batch;
@@ -227,16 +276,14 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
       loss = ops::cross_entropy(logits, batch->labels.to(device));
     } else {
       Tensor logits = model.forward(graph, features);
-      loss = ops::cross_entropy(ops::gather_rows(logits, train_split.nodes), train_split.labels);
+      loss = ops::cross_entropy(ops::gather_rows(logits, splits.train.nodes), splits.train.labels);
     }
     s.phase("backward");
     loss.backward();
     loop.end_step(s, loss);
     const bool eval_now = loop.eval_due() || (run.eval_every() > 0 && loop.step() == run.max_steps());
-    if (eval_now) {
-      last = evaluate(model, graph, features, train_split, val_split, test_split);
-      if (best_step < 0 || last.val > best.val) best = last, best_step = loop.step();
-    }
+    if (eval_now) history.add(evaluate(model, graph, features, splits), loop.step());
+    const Scores& last = history.last;
     if (loop.log_due(eval_now))
       loop.print_step_line(
           {examples::field("epoch %ld", long(epoch)), examples::field("loss %.4f", loop.last_loss()),
@@ -253,13 +300,14 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
   loop.finish();
   const double train_seconds = loop.elapsed();
   const int64_t step = loop.step();
-  const Scores final_scores = evaluate(model, graph, features, train_split, val_split, test_split);
-  if (best_step < 0 || final_scores.val > best.val) best = final_scores, best_step = step;
+  const Scores final_scores = evaluate(model, graph, features, splits);
+  history.add(final_scores, step);
+  const Scores& best = history.best;
   std::printf(
       "final: step %ld, train loss %.4f, accuracy train %s, val %s, test %s; best val %s at step %ld "
       "(test %s there), %.1f s\n",
       long(step), loop.last_loss(), percent(final_scores.train).c_str(), percent(final_scores.val).c_str(),
-      percent(final_scores.test).c_str(), percent(best.val).c_str(), long(best_step),
+      percent(final_scores.test).c_str(), percent(best.val).c_str(), long(history.best_step),
       percent(best.test).c_str(), train_seconds);
   if (c.target_accuracy() > 0 && !reached)
     std::printf("target %.1f%% validation accuracy not reached\n", 100 * c.target_accuracy());

@@ -130,64 +130,160 @@ int use_weights_without_training(TrainOptions& o, Device device) {
   return 0;
 }
 
+// Under mpirun, this rank's process group: gradients on a GPU all-reduce through NCCL (bootstrapped
+// over MPI), host memory's through MPI. Null in one process, where --zero1 has nothing to shard over.
+std::shared_ptr<dist::ProcessGroup> join_ranks(const examples::TrainGptConfig& c, const dist::LaunchEnv& env,
+                                               Device device) {
+  STRATA_CHECK(!c.zero1() || env.launched(), ValueError,
+               "--zero1 shards AdamW's state across ranks, and this run has one process: start it under "
+               "mpirun with 2 or more ranks, or drop --zero1");
+  if (!env.launched()) return nullptr;
+  const dist::ProcessGroupOptions options{
+      .timeout = std::chrono::milliseconds(int64_t(c.collective_timeout() * 1000))};
+  return device.is_cuda() && dist::nccl_available() ? dist::make_nccl_group(device.index, options)
+                                                    : dist::make_mpi_group(options);
+}
+
+// The token shards a run trains on (--train-data, or shards rank 0 writes from --text), their
+// tokenizer, and the loaders: this rank's share of the training order, and on rank 0 the held-out set.
+struct GptData {
+  std::string train_glob;
+  bool byte_level = false;
+  std::unique_ptr<io::Tokenizer> tokenizer;
+  std::unique_ptr<io::TokenLoader> train, val;
+};
+
+GptData make_data(const TrainOptions& o, dist::ProcessGroup* pg) {
+  const examples::TrainGptConfig& c = o.config;
+  const examples::RunConfig& run = c.run();
+  const examples::TextDataConfig& data = c.data();
+  const int rank = pg ? pg->rank() : 0, world = pg ? pg->size() : 1;
+  examples::check_text_data(data);
+  GptData d;
+  d.train_glob = data.train_data();
+  std::string val_glob = data.val_data();
+  d.byte_level = d.train_glob.empty() && c.vocab().empty();
+  d.tokenizer = make_tokenizer(c, d.byte_level);
+  if (d.tokenizer)
+    STRATA_CHECK(d.tokenizer->vocab_size() <= o.model.vocab_size, ValueError, "the tokenizer's ",
+                 d.tokenizer->vocab_size(), " tokens do not fit the model's vocab_size ", o.model.vocab_size);
+  if (d.train_glob.empty()) {
+    const std::string text = examples::read_training_text(data.text());
+    if (rank == 0)
+      std::tie(d.train_glob, val_glob) =
+          examples::shards_from_text(text, run.out_dir(), d.byte_level ? nullptr : d.tokenizer.get());
+    else
+      std::tie(d.train_glob, val_glob) =
+          std::pair(run.out_dir() + "/data/train_*.bin", run.out_dir() + "/data/val_*.bin");
+    if (pg) pg->barrier_sync();  // rank 0 has written the shards
+  }
+  d.train = std::make_unique<io::TokenLoader>(io::glob_paths(d.train_glob),
+                                              io::TokenLoaderOptions{.batch = run.batch_size(),
+                                                                     .seq_len = data.seq_len(),
+                                                                     .rank = rank,
+                                                                     .world_size = world,
+                                                                     .shuffle = data.shuffle(),
+                                                                     .seed = run.seed(),
+                                                                     .token_limit = o.model.vocab_size});
+  if (!val_glob.empty() && rank == 0)
+    d.val = std::make_unique<io::TokenLoader>(
+        io::glob_paths(val_glob),
+        io::TokenLoaderOptions{
+            .batch = run.batch_size(), .seq_len = data.seq_len(), .token_limit = o.model.vocab_size});
+  return d;
+}
+
+// AdamW, or with --zero1 AdamW whose state is sharded across the ranks. Its checkpointed state is
+// the consolidated (unsharded) one: one format for every world size.
+struct GptOptimizer {
+  std::unique_ptr<optim::Optimizer> opt;
+  dist::ZeroRedundancyOptimizer* zero = nullptr;
+  // Collective with ZeRO-1: every rank calls it.
+  nn::StateDict state() const { return zero ? zero->consolidated_state_dict() : opt->state_dict(); }
+  void load(const nn::StateDict& st) const {
+    if (zero)
+      zero->load_consolidated_state_dict(st);
+    else
+      opt->load_state_dict(st);
+  }
+};
+
+GptOptimizer make_optimizer(const examples::TrainGptConfig& c, const std::vector<Tensor>& parameters,
+                            const std::shared_ptr<dist::ProcessGroup>& group) {
+  const auto [groups, ao] = examples::adamw_groups(parameters, c.schedule(), c.optim(), 1e-8);
+  GptOptimizer o;
+  if (!c.zero1()) {
+    o.opt = std::make_unique<optim::AdamW>(groups, ao);
+    return o;
+  }
+  auto z = dist::ZeroRedundancyOptimizer::adamw(groups, ao, group ? group : dist::make_local_group(1)[0]);
+  o.zero = z.get();
+  o.opt = std::move(z);
+  return o;
+}
+
+// The gradient all-reduce's seconds over the steps after the first, and how much of it backward hid.
+struct SyncTotals {
+  double comm = 0, exposed = 0;
+  void add(const dist::GradSyncStats& s) { comm += s.comm_seconds, exposed += s.exposed_seconds; }
+  std::string timing(int64_t steps) const {
+    const double n = double(std::max<int64_t>(steps, 1));
+    return examples::field("; all-reduce %.1f ms/step, %.1f ms of it exposed after backward (%.0f%% hidden)",
+                           1e3 * comm / n, 1e3 * exposed / n,
+                           comm > 0 ? 100.0 * std::clamp(1.0 - exposed / comm, 0.0, 1.0) : 0.0);
+  }
+};
+
+// --resume: the checkpoint's weights, optimizer state and data position; returns its step. The
+// cursor counts samples of the global order, so it is valid on any world size.
+int64_t resume(const std::string& ckpt_dir, const TrainOptions& o, models::GPT& model,
+               const GptOptimizer& opt, io::TokenLoader& train, int world, bool lead) {
+  io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
+  opt.load(st.optimizer);
+  train.set_cursor(st.data);
+  if (lead) std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(st.step));
+  auto saved_world = st.metadata.find("world_size");
+  if (lead && saved_world != st.metadata.end() && saved_world->second != std::to_string(world))
+    std::printf(
+        "  the checkpoint was written by %s rank(s), resuming on %d: weights, optimizer state and data "
+        "position carry over; the global batch is now %d x the per-rank batch\n",
+        saved_world->second.c_str(), world, world);
+  return st.step;
+}
+
+// What rank 0 prints before the first step.
+void print_run(const TrainOptions& o, const models::GPT& model, const GptData& d,
+               const examples::TrainerDevice& dev, dist::ProcessGroup* pg, int64_t tokens_per_step) {
+  const examples::TrainGptConfig& c = o.config;
+  std::printf("train_gpt: %s\n  %ld parameters, %ld tokens/step, data %s (%ld tokens)%s\n",
+              o.describe().c_str(), long(model.num_parameters()), long(tokens_per_step), d.train_glob.c_str(),
+              long(d.train->num_tokens()), d.byte_level ? ", byte-level" : "");
+  if (pg)
+    std::printf(
+        "  data parallel: %d ranks (%s), %ld tokens/step per rank, buckets of %.1f MB, ZeRO-1 %s, "
+        "collective timeout %.0f s\n",
+        pg->size(), pg->backend_name(), long(tokens_per_step / pg->size()), c.bucket_mb(),
+        c.zero1() ? "on" : "off", c.collective_timeout());
+}
+
 int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   // The settings, grouped as in the config file.
   const examples::TrainGptConfig& c = o.config;
   const examples::RunConfig& run = c.run();
-  const examples::TextDataConfig& data = c.data();
   // ---- ranks ----
   const dist::LaunchEnv env = dist::launch_env();
   const examples::TrainerDevice dev = examples::resolve_trainer_device(run, env);
   const Device device = dev.device;
-  if (env.launched()) {
-    // Gradients on a GPU all-reduce through NCCL (bootstrapped over MPI); host memory's through MPI.
-    const dist::ProcessGroupOptions group_options{
-        .timeout = std::chrono::milliseconds(int64_t(c.collective_timeout() * 1000))};
-    trainer_run.group = device.is_cuda() && dist::nccl_available()
-                            ? dist::make_nccl_group(device.index, group_options)
-                            : dist::make_mpi_group(group_options);
-  }
+  trainer_run.group = join_ranks(c, env, device);
   if (c.export_only() || c.sample_only()) return use_weights_without_training(o, device);
   dist::ProcessGroup* pg = trainer_run.group.get();
   const int rank = pg ? pg->rank() : 0, world = pg ? pg->size() : 1;
   const bool lead = rank == 0;  // logs, evaluates, samples, writes checkpoints
-  STRATA_CHECK(!c.zero1() || world > 1, ValueError,
-               "--zero1 shards AdamW's state across ranks, and this run has one process: start it under "
-               "mpirun with 2 or more ranks, or drop --zero1");
   std::filesystem::create_directories(run.out_dir());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
-  // ---- data ----
-  examples::check_text_data(data);
-  std::string train_glob = data.train_data(), val_glob = data.val_data();
-  const bool byte_level = train_glob.empty() && c.vocab().empty();
-  const std::unique_ptr<io::Tokenizer> tokenizer = make_tokenizer(c, byte_level);
-  if (tokenizer)
-    STRATA_CHECK(tokenizer->vocab_size() <= o.model.vocab_size, ValueError, "the tokenizer's ",
-                 tokenizer->vocab_size(), " tokens do not fit the model's vocab_size ", o.model.vocab_size);
-  if (train_glob.empty()) {
-    const std::string text = examples::read_training_text(data.text());
-    if (lead)
-      std::tie(train_glob, val_glob) =
-          examples::shards_from_text(text, run.out_dir(), byte_level ? nullptr : tokenizer.get());
-    else
-      std::tie(train_glob, val_glob) =
-          std::pair(run.out_dir() + "/data/train_*.bin", run.out_dir() + "/data/val_*.bin");
-    if (pg) pg->barrier_sync();  // rank 0 has written the shards
-  }
-  io::TokenLoader train(io::glob_paths(train_glob), {.batch = run.batch_size(),
-                                                     .seq_len = data.seq_len(),
-                                                     .rank = rank,
-                                                     .world_size = world,
-                                                     .shuffle = data.shuffle(),
-                                                     .seed = run.seed(),
-                                                     .token_limit = o.model.vocab_size});
-  std::unique_ptr<io::TokenLoader> val;
-  if (!val_glob.empty() && lead)
-    val = std::make_unique<io::TokenLoader>(
-        io::glob_paths(val_glob),
-        io::TokenLoaderOptions{
-            .batch = run.batch_size(), .seq_len = data.seq_len(), .token_limit = o.model.vocab_size});
+  const GptData data = make_data(o, pg);
+  io::TokenLoader& train = *data.train;
 
   // ---- model and optimizer ----
   manual_seed(run.seed());
@@ -206,66 +302,26 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   if (pg)
     ddp = std::make_unique<dist::DistributedDataParallel>(
         model_ptr, trainer_run.group, dist::DistributedDataParallelOptions{.bucket_cap_mb = c.bucket_mb()});
-  const auto [groups, ao] = examples::adamw_groups(model.parameters(), c.schedule(), c.optim(), 1e-8);
-  std::unique_ptr<optim::Optimizer> opt_ptr;
-  dist::ZeroRedundancyOptimizer* zero = nullptr;
-  if (c.zero1()) {
-    auto z = dist::ZeroRedundancyOptimizer::adamw(groups, ao,
-                                                  pg ? trainer_run.group : dist::make_local_group(1)[0]);
-    zero = z.get();
-    opt_ptr = std::move(z);
-  } else {
-    opt_ptr = std::make_unique<optim::AdamW>(groups, ao);
-  }
-  optim::Optimizer& opt = *opt_ptr;
-  // ZeRO-1 checkpoints hold the consolidated (unsharded) state: one format for every world size.
-  auto optimizer_state = [&] { return zero ? zero->consolidated_state_dict() : opt.state_dict(); };
+  const GptOptimizer opt = make_optimizer(c, model.parameters(), trainer_run.group);
   // Warmup then cosine decay; a time-bounded run estimates the length from the step time
   // measured over its first steps (the schedule is rebuilt once).
   examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), c.run()));
 
-  int64_t first_step = 0;
-  if (run.resume()) {
-    io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
-    if (zero)
-      zero->load_consolidated_state_dict(st.optimizer);
-    else
-      opt.load_state_dict(st.optimizer);
-    first_step = st.step;
-    // The cursor counts samples of the global order, so it is valid on any world size.
-    train.set_cursor(st.data);
-    if (lead) std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(first_step));
-    auto saved_world = st.metadata.find("world_size");
-    if (lead && saved_world != st.metadata.end() && saved_world->second != std::to_string(world))
-      std::printf("  the checkpoint was written by %s rank(s), resuming on %d: weights, optimizer state and data "
-                  "position carry over; the global batch is now %d x the per-rank batch\n",
-                  saved_world->second.c_str(), world, world);
-  }
+  const int64_t first_step = run.resume() ? resume(ckpt_dir, o, model, opt, train, world, lead) : 0;
   auto save = [&](int64_t at_step) {
-    // optimizer_state() is collective with ZeRO-1: every rank calls save().
-    io::CheckpointState st = examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, optimizer_state());
+    // opt.state() is collective with ZeRO-1: every rank calls save().
+    io::CheckpointState st =
+        examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, opt.state());
     st.metadata["world_size"] = std::to_string(world);
     st.metadata["zero1"] = c.zero1() ? "true" : "false";
     if (lead) io::save_checkpoint(ckpt_dir, st);
   };
-
-  const int64_t tokens_per_step = run.batch_size() * data.seq_len() * c.grad_accum() * world;
-  if (lead) std::printf("train_gpt: %s\n  %ld parameters, %ld tokens/step, data %s (%ld tokens)%s\n", o.describe().c_str(),
-              long(model.num_parameters()), long(tokens_per_step), train_glob.c_str(), long(train.num_tokens()),
-              byte_level ? ", byte-level" : "");
-  if (lead) std::printf("  device %s\n", dev.describe().c_str());
-  if (lead && pg)
-    std::printf(
-        "  data parallel: %d ranks (%s), %ld tokens/step per rank, buckets of %.1f MB, ZeRO-1 %s, "
-        "collective timeout %.0f s\n",
-        world, pg->backend_name(), long(tokens_per_step / world), c.bucket_mb(), c.zero1() ? "on" : "off",
-        c.collective_timeout());
-  if (lead && run.max_seconds() > 0)
-    std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
+  const int64_t tokens_per_step = run.batch_size() * c.data().seq_len() * c.grad_accum() * world;
+  if (lead) print_run(o, model, data, dev, pg, tokens_per_step);
 
   examples::TrainLoop loop({.run = &run,
                             .device = &dev,
-                            .optimizer = &opt,
+                            .optimizer = opt.opt.get(),
                             .schedule = &sched,
                             .parameters = model.parameters(),
                             .grad_clip = c.optim().grad_clip(),
@@ -273,8 +329,8 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
                             .trainer_run = &trainer_run,
                             .first_step = first_step,
                             .group = pg});
-  std::optional<double> last_val;                // the held-out loss of the latest evaluation
-  double comm_seconds = 0, exposed_seconds = 0;  // data-parallel totals after step 1
+  std::optional<double> last_val;  // the held-out loss of the latest evaluation
+  SyncTotals sync;                 // data-parallel totals after step 1
   while (loop.keep_going()) {
     maybe_kill_self(rank, loop.step());
     examples::TrainStep s(loop);
@@ -301,14 +357,11 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
     if (ddp) {
       ddp->finish_gradient_sync();
       loss_sum = pg->all_reduce_scalar(loss_sum, dist::ReduceOp::Avg);
-      if (loop.steps_run() > 0) {
-        comm_seconds += ddp->last_sync_stats().comm_seconds;
-        exposed_seconds += ddp->last_sync_stats().exposed_seconds;
-      }
+      if (loop.steps_run() > 0) sync.add(ddp->last_sync_stats());
     }
     loop.end_step(s, loss_sum);
-    const bool eval_now = val && loop.eval_due();
-    if (eval_now) last_val = evaluate(model, *val, run.eval_batches(), device);
+    const bool eval_now = data.val && loop.eval_due();
+    if (eval_now) last_val = evaluate(model, *data.val, run.eval_batches(), device);
     if (loop.log_due(eval_now))
       loop.print_step_line({examples::field("loss %.4f", loop.last_loss()),
                             "val " + examples::measured_or_dash(last_val),
@@ -317,28 +370,18 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   }
   loop.finish();
   const int64_t step = loop.step();
-  if (val) {
-    last_val = evaluate(model, *val, run.eval_batches(), device);
+  if (data.val) {
+    last_val = evaluate(model, *data.val, run.eval_batches(), device);
     std::printf("final: step %ld, train loss %.4f, held-out loss %.4f%s, %.0f s\n", long(step),
-                loop.last_loss(), *last_val, byte_level ? " nats/byte" : "", loop.elapsed());
+                loop.last_loss(), *last_val, data.byte_level ? " nats/byte" : "", loop.elapsed());
   }
   if (loop.steps_run() > 0) save(step);
   if (lead) std::printf("checkpoint: %s\n", ckpt_dir.c_str());
-  if (ddp && loop.steps_run() > 2) {  // the first step (warm-up) is left out
-    const double n = double(loop.steps_run() - 1);
-    loop.print_timing(
-        "tok/s", double(tokens_per_step),
-        examples::field(
-            "; all-reduce %.1f ms/step, %.1f ms of it exposed after backward (%.0f%% hidden)",
-            1e3 * comm_seconds / n, 1e3 * exposed_seconds / n,
-            comm_seconds > 0 ? 100.0 * std::clamp(1.0 - exposed_seconds / comm_seconds, 0.0, 1.0) : 0.0));
-  } else {
-    loop.print_timing("tok/s", double(tokens_per_step));
-  }
+  loop.print_timing("tok/s", double(tokens_per_step), ddp ? sync.timing(loop.steps_run() - 1) : "");
 
   if (lead) export_weights(model, c);
-  if (lead && c.sample_tokens() > 0 && tokenizer)
-    std::printf("sample:\n%s\n", sample_text(model, *tokenizer, c, device).c_str());
+  if (lead && c.sample_tokens() > 0 && data.tokenizer)
+    std::printf("sample:\n%s\n", sample_text(model, *data.tokenizer, c, device).c_str());
   return 0;
 }
 

@@ -168,6 +168,45 @@ class AccuracyWindow {
   Accuracy sum_;
 };
 
+// The final line: the last window's training accuracy, eval-mode accuracy on training images (no
+// augmentation) and on the held-out set; and whether --target-accuracy was reached.
+void print_final(models::ResNet& model, const ImageData& data, const examples::TrainResNetConfig& c,
+                 const AccuracyWindow& window, const examples::TrainLoop& loop, Device device, bool reached) {
+  const examples::RunConfig& run = c.run();
+  const double train_seconds = loop.elapsed();
+  const auto [train_eval, train_eval_loss] =
+      evaluate(model, data.train, data.eval_transforms, c, run.eval_batches(), device);
+  std::printf(
+      "final: step %ld, train loss %.4f, training accuracy %.2f%% (last %zu batches, train mode), "
+      "%.2f%% (eval mode, %ld training images)",
+      long(loop.step()), loop.last_loss(), 100 * window.value(), window.batches(), 100 * train_eval.value(),
+      long(train_eval.total));
+  if (data.val) {
+    const auto [val_acc, val_loss] =
+        evaluate(model, data.val, data.eval_transforms, c, run.eval_batches(), device);
+    std::printf(", held-out accuracy %.2f%% (%ld images, loss %.4f)", 100 * val_acc.value(),
+                long(val_acc.total), val_loss);
+  }
+  std::printf(", %.0f s\n", train_seconds);
+  if (c.target_accuracy() > 0 && !reached)
+    std::printf("target %.1f%% training accuracy not reached\n", 100 * c.target_accuracy());
+}
+
+// What the run prints before the first step.
+void print_run(const ResNetTrainOptions& o, const models::ResNet& model, const ImageData& data,
+               const io::ImageLoader& train, const examples::TrainerDevice& dev) {
+  const examples::TrainResNetConfig& c = o.config;
+  std::printf(
+      "%s\n  %ld parameters; data: %s\n  train transforms: %s\n  %ld batches/epoch, %ld loader "
+      "thread(s), %ld batches prefetched\n",
+      o.describe().c_str(), long(model.num_parameters()), data.train->describe().c_str(),
+      data.train_transforms.str().c_str(), long(train.batches_per_epoch()), long(c.workers()),
+      long(c.prefetch()));
+  if (data.val) std::printf("  held out: %s\n", data.val->describe().c_str());
+  if (c.target_accuracy() > 0)
+    std::printf("  stopping at %.1f%% training accuracy\n", 100 * c.target_accuracy());
+}
+
 int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
   // The settings, grouped as in the config file.
   const examples::TrainResNetConfig& c = o.config;
@@ -217,18 +256,7 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
                                                              opt->state_dict()));
   };
 
-  std::printf(
-      "%s\n  %ld parameters; data: %s\n  train transforms: %s\n  %ld batches/epoch, %ld loader "
-      "thread(s), %ld batches prefetched\n",
-      o.describe().c_str(), long(model.num_parameters()), data.train->describe().c_str(),
-      data.train_transforms.str().c_str(), long(train.batches_per_epoch()), long(c.workers()),
-      long(c.prefetch()));
-  if (data.val) std::printf("  held out: %s\n", data.val->describe().c_str());
-  std::printf("  device %s\n", dev.describe().c_str());
-  if (run.max_seconds() > 0)
-    std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
-  if (c.target_accuracy() > 0)
-    std::printf("  stopping at %.1f%% training accuracy\n", 100 * c.target_accuracy());
+  print_run(o, model, data, train, dev);
 
   examples::TrainLoop loop({.run = &run,
                             .device = &dev,
@@ -276,23 +304,7 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
     }
   }
   loop.finish();
-  const double train_seconds = loop.elapsed();
-  // Eval-mode accuracy on training images (no augmentation) and on the held-out set.
-  const auto [train_eval, train_eval_loss] =
-      evaluate(model, data.train, data.eval_transforms, c, run.eval_batches(), device);
-  std::printf(
-      "final: step %ld, train loss %.4f, training accuracy %.2f%% (last %zu batches, train mode), "
-      "%.2f%% (eval mode, %ld training images)",
-      long(loop.step()), loop.last_loss(), 100 * window.value(), window.batches(), 100 * train_eval.value(),
-      long(train_eval.total));
-  if (data.val) {
-    const auto [val_acc, val_loss] =
-        evaluate(model, data.val, data.eval_transforms, c, run.eval_batches(), device);
-    std::printf(", held-out accuracy %.2f%% (%ld images, loss %.4f)", 100 * val_acc.value(), long(val_acc.total), val_loss);
-  }
-  std::printf(", %.0f s\n", train_seconds);
-  if (c.target_accuracy() > 0 && !reached)
-    std::printf("target %.1f%% training accuracy not reached\n", 100 * c.target_accuracy());
+  print_final(model, data, c, window, loop, device, reached);
   if (loop.steps_run() > 0) save(loop.step());
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());
   loop.print_timing(
