@@ -46,14 +46,29 @@ struct TrainLoopParts {
   dist::ProcessGroup* group = nullptr;
 };
 
+// The parts of a trainer whose settings `c` have run() and optim() (--grad-clip): its device, its
+// optimizer with `schedule` over `parameters`, its cache settings, and the step it resumes after.
+template <class Config>
+TrainLoopParts loop_parts(const Config& c, const TrainerDevice& device, optim::Optimizer& optimizer,
+                          LrSchedule& schedule, std::vector<Tensor> parameters,
+                          const memory::CacheSettings& cache, TrainerRun& trainer_run,
+                          int64_t first_step = 0) {
+  return {.run = &c.run(),
+          .device = &device,
+          .optimizer = &optimizer,
+          .schedule = &schedule,
+          .parameters = std::move(parameters),
+          .grad_clip = c.optim().grad_clip(),
+          .cache = cache,
+          .trainer_run = &trainer_run,
+          .first_step = first_step};
+}
+
 // The loop of a training run:
-//   TrainLoop loop({...});
+//   TrainLoop loop(loop_parts(config, device, optimizer, schedule, model.parameters(), ...));
 //   while (loop.keep_going()) {          // the step's clock starts
 //     <fetch the batch>
-//     TrainStep s(loop);                 // peaks reset, learning rate set, gradients zeroed, cache on
-//     s.phase("forward");  Tensor loss = ...;
-//     s.phase("backward"); loss.backward();
-//     loop.end_step(s, loss);            // clip, update, cache step, loss checked, timing
+//     loop.run_step([&] { return <the loss>; });  // see TrainStep and end_step for what it does
 //     if (loop.log_due()) loop.print_step_line({field("loss %.4f", loop.last_loss()), ...});
 //     if (loop.checkpoint_due()) save(loop.step());
 //   }
@@ -76,6 +91,11 @@ class TrainLoop {
   // The same with the loss already read (a sum over micro-batches or ranks): checked before the
   // update, so a non-finite loss never reaches the weights.
   void end_step(TrainStep& s, double loss);
+
+  // A whole step whose forward `forward()` returns the loss: TrainStep, the forward and backward
+  // phases, end_step(s, loss). For a step with micro-batches, use TrainStep and end_step directly.
+  template <class Forward>
+  void run_step(Forward&& forward);
 
   // Whether the step just ended prints its line: every --log-every steps, the first, and a step that
   // evaluated; never on ranks other than 0.
@@ -139,5 +159,15 @@ class TrainStep {
   ProfiledStep profile_;
   std::optional<autograd::SavePolicyGuard> cache_guard_;
 };
+
+template <class Forward>
+void TrainLoop::run_step(Forward&& forward) {
+  TrainStep s(*this);
+  s.phase("forward");
+  const Tensor loss = forward();
+  s.phase("backward");
+  loss.backward();
+  end_step(s, loss);
+}
 
 }  // namespace strata::examples

@@ -145,14 +145,7 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), rng);
   size_t at = 0;
-  TrainLoop loop({.run = &run,
-                  .device = &dev,
-                  .optimizer = opt.get(),
-                  .schedule = &sched,
-                  .parameters = model.parameters(),
-                  .grad_clip = c.optim().grad_clip(),
-                  .cache = o.cache,
-                  .trainer_run = &trainer_run});
+  TrainLoop loop(loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run));
   int64_t seen = 0, right = 0;
   while (loop.keep_going()) {
     std::vector<const Example*> rows;
@@ -161,13 +154,11 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
       rows.push_back(&train[order[at++]]);
     }
     const Batch batch = make_batch(rows, T, sp, device);
-    TrainStep s(loop);
-    s.phase("forward");
-    Tensor logits = model.forward(batch.input_ids, batch.token_type_ids, batch.attention_mask);
-    Tensor loss = ops::cross_entropy(logits, batch.labels);
-    s.phase("backward");
-    loss.backward();
-    loop.end_step(s, loss);
+    Tensor logits;
+    loop.run_step([&] {
+      logits = model.forward(batch.input_ids, batch.token_type_ids, batch.attention_mask);
+      return ops::cross_entropy(logits, batch.labels);
+    });
     seen += B, right += correct(logits, batch.labels);
     if (loop.log_due()) {
       loop.print_step_line(

@@ -148,29 +148,18 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
       o.describe().c_str(), long(model.num_parameters()), long(tokens_per_step), mlm.train_glob.c_str(),
       long(train.num_tokens()), mlm.unigram);
 
-  examples::TrainLoop loop({.run = &run,
-                            .device = &dev,
-                            .optimizer = opt.get(),
-                            .schedule = &sched,
-                            .parameters = model.parameters(),
-                            .grad_clip = c.optim().grad_clip(),
-                            .cache = o.cache,
-                            .trainer_run = &trainer_run,
-                            .first_step = first_step});
+  examples::TrainLoop loop(
+      examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step));
   std::optional<double> last_val;  // the held-out loss of the latest evaluation
   int64_t masked_total = 0;
   while (loop.keep_going()) {
     io::MlmBatch b = train.next();
     masked_total += b.num_masked;
-    examples::TrainStep s(loop);
-    s.phase("forward");
-    std::optional<ops::AutocastGuard> amp;
-    if (c.precision().bf16()) amp.emplace(DType::bf16);
-    Tensor loss = step_loss(model, b, device);
-    amp.reset();
-    s.phase("backward");
-    loss.backward();
-    loop.end_step(s, loss.item());
+    loop.run_step([&] {
+      std::optional<ops::AutocastGuard> amp;
+      if (c.precision().bf16()) amp.emplace(DType::bf16);
+      return step_loss(model, b, device);
+    });
     const bool eval_now = mlm.val && loop.eval_due();
     if (eval_now) last_val = evaluate(model, *mlm.val, run.eval_batches(), device);
     if (loop.log_due(eval_now))

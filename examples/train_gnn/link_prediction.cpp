@@ -151,15 +151,7 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
     for (size_t l = 0; l < plans.size(); ++l) std::printf("  convs.%zu: %s\n", l, plans[l].str().c_str());
   }
 
-  TrainLoop loop({.run = &run,
-                  .device = &dev,
-                  .optimizer = opt.get(),
-                  .schedule = &sched,
-                  .parameters = model.parameters(),
-                  .grad_clip = c.optim().grad_clip(),
-                  .cache = o.cache,
-                  .trainer_run = &trainer_run,
-                  .first_step = first_step});
+  TrainLoop loop(loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step));
   std::vector<int64_t> order;
   int64_t order_epoch = -1, best_step = -1;
   SplitScores best;
@@ -184,14 +176,10 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
     const Tensor h = ops::select(triples, 1, 0).contiguous(), r = ops::select(triples, 1, 1).contiguous(),
                  t = ops::select(triples, 1, 2).contiguous();
 
-    TrainStep s(loop);
-    s.phase("forward");
-    const Tensor z = model.encode(graph);
-    const Tensor loss =
-        one_to_n ? all_entity_loss(model, z, h, r, t) : corruption_loss(model.score(z, h, r, t), P);
-    s.phase("backward");
-    loss.backward();
-    loop.end_step(s, loss);
+    loop.run_step([&] {
+      const Tensor z = model.encode(graph);
+      return one_to_n ? all_entity_loss(model, z, h, r, t) : corruption_loss(model.score(z, h, r, t), P);
+    });
     if (loop.log_due())
       loop.print_step_line({field("epoch %ld", long(epoch)), field("loss %.4f", loop.last_loss()),
                             field("%6.1f ms/step", 1e3 * loop.step_seconds())});

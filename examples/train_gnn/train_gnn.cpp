@@ -246,15 +246,8 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
 
   print_run(o, model, *data, splits, minibatches, load_seconds, dev, graph);
 
-  examples::TrainLoop loop({.run = &run,
-                            .device = &dev,
-                            .optimizer = opt.get(),
-                            .schedule = &sched,
-                            .parameters = model.parameters(),
-                            .grad_clip = c.optim().grad_clip(),
-                            .cache = o.cache,
-                            .trainer_run = &trainer_run,
-                            .first_step = first_step});
+  examples::TrainLoop loop(
+      examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step));
   int64_t epoch = 0;
   EvalHistory history;
   bool reached = false;
@@ -264,23 +257,17 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
       batch.emplace(loader->next()), epoch = batch->epoch;
     else
       epoch = loop.step();
-    examples::TrainStep s(loop);
-    s.phase("forward");
-    Tensor loss;
-    if (batch) {
+    loop.run_step([&] {
+      if (!batch)
+        return ops::cross_entropy(ops::gather_rows(model.forward(graph, features), splits.train.nodes),
+                                  splits.train.labels);
       std::vector<Graph> graphs;
       std::vector<int64_t> num_dst;
       for (const io::SampledBlock& b : batch->blocks)
         graphs.push_back(b.graph.to(device)), num_dst.push_back(b.num_dst);
-      Tensor logits = model.forward(graphs, num_dst, batch->features.to(device));
-      loss = ops::cross_entropy(logits, batch->labels.to(device));
-    } else {
-      Tensor logits = model.forward(graph, features);
-      loss = ops::cross_entropy(ops::gather_rows(logits, splits.train.nodes), splits.train.labels);
-    }
-    s.phase("backward");
-    loss.backward();
-    loop.end_step(s, loss);
+      return ops::cross_entropy(model.forward(graphs, num_dst, batch->features.to(device)),
+                                batch->labels.to(device));
+    });
     const bool eval_now = loop.eval_due() || (run.eval_every() > 0 && loop.step() == run.max_steps());
     if (eval_now) history.add(evaluate(model, graph, features, splits), loop.step());
     const Scores& last = history.last;

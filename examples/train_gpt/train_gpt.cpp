@@ -319,16 +319,10 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   const int64_t tokens_per_step = run.batch_size() * c.data().seq_len() * c.grad_accum() * world;
   if (lead) print_run(o, model, data, dev, pg, tokens_per_step);
 
-  examples::TrainLoop loop({.run = &run,
-                            .device = &dev,
-                            .optimizer = opt.opt.get(),
-                            .schedule = &sched,
-                            .parameters = model.parameters(),
-                            .grad_clip = c.optim().grad_clip(),
-                            .cache = o.cache,
-                            .trainer_run = &trainer_run,
-                            .first_step = first_step,
-                            .group = pg});
+  examples::TrainLoopParts parts =
+      examples::loop_parts(c, dev, *opt.opt, sched, model.parameters(), o.cache, trainer_run, first_step);
+  parts.group = pg;
+  examples::TrainLoop loop(std::move(parts));
   std::optional<double> last_val;  // the held-out loss of the latest evaluation
   SyncTotals sync;                 // data-parallel totals after step 1
   while (loop.keep_going()) {

@@ -258,15 +258,8 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
 
   print_run(o, model, data, train, dev);
 
-  examples::TrainLoop loop({.run = &run,
-                            .device = &dev,
-                            .optimizer = opt.get(),
-                            .schedule = &sched,
-                            .parameters = model.parameters(),
-                            .grad_clip = c.optim().grad_clip(),
-                            .cache = o.cache,
-                            .trainer_run = &trainer_run,
-                            .first_step = first_step});
+  examples::TrainLoop loop(
+      examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step));
   AccuracyWindow window(train.batches_per_epoch());
   Accuracy last_val;
   bool reached = false;
@@ -274,13 +267,11 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
     io::ImageBatch batch = train.next();
     batch.images = batch.images.to(device);
     batch.labels = batch.labels.to(device);
-    examples::TrainStep s(loop);
-    s.phase("forward");
-    Tensor logits = model(batch.images);
-    Tensor loss = ops::cross_entropy(logits, batch.labels);
-    s.phase("backward");
-    loss.backward();
-    loop.end_step(s, loss);
+    Tensor logits;
+    loop.run_step([&] {
+      logits = model(batch.images);
+      return ops::cross_entropy(logits, batch.labels);
+    });
     const Accuracy acc = count_correct(logits, batch.labels);
     window.add(acc);
     const bool eval_now = data.val && loop.eval_due();
