@@ -23,7 +23,9 @@ std::string errno_text(int err) { return std::strerror(err); }
 }  // namespace
 
 InputFile::InputFile(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO at `path_` is refused below instead of blocking the open until a writer
+  // comes (it changes nothing for a regular file).
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   STRATA_CHECK(fd_ >= 0, IoError, "cannot open '", path_, "' (", errno_text(errno), ")");
   struct stat st {};
   if (::fstat(fd_, &st) != 0) {

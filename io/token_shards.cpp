@@ -18,7 +18,7 @@
 namespace strata::io {
 
 std::shared_ptr<TokenShard> TokenShard::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO is refused, not waited on
   STRATA_CHECK(fd >= 0, IoError, "token shard '", path, "': cannot open (", std::strerror(errno), ")");
   struct stat st {};
   if (::fstat(fd, &st) != 0) {

@@ -25,6 +25,7 @@
 #include "strata/core/error.h"
 #include "strata/memory/planner/hardware.h"
 #include "strata/strata.h"
+#include "tools/cli_parse.h"
 
 using namespace strata;
 using namespace strata::memory::planner;
@@ -248,7 +249,7 @@ int main(int argc, char** argv) {
   app.add_option("--name", name, "profile name (default: <device>-<hostname>)");
   std::string device_name = "cpu";
   app.add_option("--device", device_name, "the device measured: cpu (default), cuda, cuda:N, sim, sim:N");
-  CLI11_PARSE(app, argc, argv);
+  STRATA_TOOL_PARSE(app, argc, argv);
   try {
     g_device = Device::parse(device_name);
     STRATA_CHECK(!g_device.is_meta(), ValueError, "--device meta has no speed to measure");

@@ -25,6 +25,7 @@
 #include "strata/models/resnet.h"
 #include "strata/nn/meta_init.h"
 #include "strata/strata.h"
+#include "tools/cli_parse.h"
 
 using namespace strata;
 using namespace strata::memory;
@@ -229,8 +230,13 @@ int main(int argc, char** argv) {
                  "how GEMMs multiply: fp32 (the default, f32 multiplies), tf32 (ops::AllowTf32Guard: the profile's "
                  "matmul_flops_tf32) or bf16 (ops::AutocastGuard: matmul_flops_bf16); activations stay f32")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
-  CLI11_PARSE(app, argc, argv);
+  STRATA_TOOL_PARSE(app, argc, argv);
   try {
+    // Outputs checked before the planning they would otherwise wait for.
+    for (const auto& [path, flag] : {std::pair<const std::string&, const char*>{plan_out, "--save-plan"},
+                                     {svg, "--svg"},
+                                     {trace_out, "--save-trace"}})
+      if (!path.empty()) check_output_file(path, flag);
     const HardwareProfile hw = load_hardware_profile(hardware);
     auto t0 = std::chrono::steady_clock::now();
     StepTrace trace = trace_in.empty() ? meta_trace(model, batch, seq, image, hw, parse_gemm_precision(precision_name)) : load_trace(trace_in);

@@ -22,6 +22,7 @@
 #include "strata/io/text/wordpiece.h"
 #include "strata/io/token_shards.h"
 #include "strata/io/tokenizer.h"
+#include "tools/cli_parse.h"
 
 namespace {
 
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
   app.add_option("--shard-tokens", shard_tokens, "tokens per shard")->check(CLI::PositiveNumber);
   bool overwrite = false;
   app.add_flag("--overwrite", overwrite, "replace the shards --out-dir holds (the whole set)");
-  CLI11_PARSE(app, argc, argv);
+  STRATA_TOOL_PARSE(app, argc, argv);
   try {
     const std::vector<fs::path> old_shards = shards_in(out_dir);
     if (!old_shards.empty() && !overwrite)

@@ -47,7 +47,15 @@ bool existing(const std::string& path, const std::string& what, struct stat* st)
 
 void check_output_file(const std::string& path, const std::string& what) {
   struct stat st;
-  if (!existing(path, what, &st)) return;
+  if (!existing(path, what, &st)) {
+    // Said here, not as the temporary file's failed open with a name the user never gave.
+    const std::string dir = folder_of(path);
+    STRATA_CHECK(existing(dir, what, &st), IoError, what, ": cannot write '", path, "': its folder '", dir,
+                 "' does not exist");
+    STRATA_CHECK(S_ISDIR(st.st_mode), IoError, what, ": cannot write '", path, "': '", dir, "' is a ",
+                 S_ISREG(st.st_mode) ? "regular file" : kind_of(st.st_mode), ", not a folder");
+    return;
+  }
   STRATA_CHECK(S_ISREG(st.st_mode), IoError, what, ": refusing to write '", path, "': it is a ",
                kind_of(st.st_mode), ", not a regular file");
 }

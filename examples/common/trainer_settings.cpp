@@ -3,11 +3,13 @@
 #include <google/protobuf/text_format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 #include <tuple>
 
 #include "examples/common/trainer_common.pb.h"
 #include "strata/core/error.h"
+#include "strata/core/output_path.h"
 
 namespace strata::examples {
 
@@ -28,6 +30,7 @@ void resolve_run_length(const RunConfig& set, RunConfig* run) {
 // learning rate by optimizer) is filled in by the trainer afterwards.
 void check_shared_settings(const RunConfig& run, const LrScheduleConfig& schedule,
                            const OptimizerConfig& optim) {
+  check_output_folder(run.out_dir(), "--out-dir");
   auto at_least = [](bool set, const char* flag, double value, double low) {
     STRATA_CHECK(!set || value >= low, ValueError, flag, " ", value, " must be at least ", low);
   };
@@ -49,6 +52,21 @@ void check_shared_settings(const RunConfig& run, const LrScheduleConfig& schedul
        {std::tuple<bool, const char*, double>{optim.has_beta1(), "--beta1", optim.beta1()},
         {optim.has_beta2(), "--beta2", optim.beta2()}})
     STRATA_CHECK(!set || (beta >= 0 && beta < 1), ValueError, flag, " ", beta, " must be in [0, 1)");
+}
+
+void check_export_paths(const std::string& init_from, const std::string& export_hf,
+                        const std::string& export_llmc) {
+  if (!export_llmc.empty()) check_output_file(export_llmc, "--export-llmc");
+  if (export_hf.empty()) return;
+  check_output_folder(export_hf, "--export-hf");
+  if (init_from.empty()) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path source =
+      fs::is_directory(init_from, ec) ? fs::path(init_from) : fs::path(init_from).parent_path();
+  const bool same = fs::exists(export_hf, ec) && fs::equivalent(source.empty() ? "." : source, export_hf, ec);
+  STRATA_CHECK(!same, ValueError, "--export-hf '", export_hf, "' is the folder --init-from '", init_from,
+               "' loaded its weights from: the export would replace them; export to another folder");
 }
 
 bool time_bounded(const RunConfig& run) {

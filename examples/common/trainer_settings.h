@@ -47,6 +47,13 @@ Config settings_from(const std::string& defaults, const Config& set) {
   return settings;
 }
 
+// Where a run exports its weights, checked before it trains: --export-llmc (a file, empty: none) and
+// --export-hf (a folder, empty: none) must be writable paths of their kind (strata/core/output_path.h),
+// and --export-hf must not be where --init-from (a file or folder, empty: none) read the weights, which
+// the export would replace.
+void check_export_paths(const std::string& init_from, const std::string& export_hf,
+                        const std::string& export_llmc);
+
 // A run bounded by time only: its learning-rate schedule's length is estimated from its step time.
 bool time_bounded(const RunConfig& run);
 

@@ -146,6 +146,7 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
   STRATA_CHECK(!c.export_only() || !c.init_from().empty() || c.run().resume(), ValueError,
                "--export-only needs weights to export: --init-from FILE or --resume");
   STRATA_CHECK(!c.export_only() || !c.export_hf().empty(), ValueError, "--export-only needs --export-hf DIR");
+  check_export_paths(c.init_from(), c.export_hf(), "");
   TextDataConfig& data = *c.mutable_data();
   if (!set.data().has_seq_len()) data.set_seq_len(std::min(data.seq_len(), m.max_position_embeddings));
   LrScheduleConfig& schedule = *c.mutable_schedule();

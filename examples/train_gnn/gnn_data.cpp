@@ -63,6 +63,26 @@ Tensor made_features(const std::string& spec, const Graph& g, uint64_t seed) {
   throw ValueError("--features '" + spec + "' is not identity, degree or random:D");
 }
 
+// A node classifier needs one class label per node, in two or more classes: each way a dataset falls
+// short has its own message.
+void check_class_labels(const io::GraphDataset& d) {
+  if (!d.labels.defined()) {
+    const auto multi = d.node_properties.find("node-label");
+    STRATA_CHECK(
+        multi == d.node_properties.end(), ValueError, d.name, ": its node-label file has ",
+        multi->second.dim() > 1 ? multi->second.size(1) : 1,
+        " columns per node (a multi-label or regression target); train_gnn classifies each node into "
+        "one class");
+    throw ValueError(
+        detail::concat(d.name,
+                       " has no class labels (graph-tool files: --label-property names the vertex "
+                       "property; --random-labels K for a timing run)"));
+  }
+  STRATA_CHECK(d.num_classes > 0, ValueError, d.name, ": no node has a label (every label is -1, 'none')");
+  STRATA_CHECK(d.num_classes > 1, ValueError, d.name,
+               ": every labelled node is in class 0; a classifier needs two or more classes");
+}
+
 }  // namespace
 
 Graph undirected_simple(const Graph& g) {
@@ -95,7 +115,7 @@ std::shared_ptr<io::GraphDataset> make_gnn_data(const TrainGnnConfig& c) {
     eo.max_nodes = max_nodes;
     *data = io::load_edge_list(c.edge_list(), eo);
   } else if (!c.ogb().empty()) {
-    *data = io::load_ogb_raw(c.ogb(), {.max_nodes = max_nodes});
+    *data = io::load_ogb_raw(c.ogb(), {.split = c.ogb_split(), .max_nodes = max_nodes});
   } else if (!c.planetoid().empty()) {
     const std::filesystem::path p(c.planetoid());
     *data = io::load_planetoid_raw(p.parent_path().string(), p.filename().string());
@@ -133,10 +153,7 @@ std::shared_ptr<io::GraphDataset> make_gnn_data(const TrainGnnConfig& c) {
     data->num_classes = random_classes;
     data->train_mask = data->val_mask = data->test_mask = Tensor();
   }
-  STRATA_CHECK(data->labels.defined() && data->num_classes >= 2, ValueError, data->name,
-               " has no class labels (graph-tool files: --label-property names the vertex property; "
-               "--random-labels K for a "
-               "timing run)");
+  check_class_labels(*data);
   if (c.undirected() && data->graph.num_relations() == 1) {  // a typed graph has its reverse relations
     data->graph = undirected_simple(data->graph);
     data->edge_properties.clear();

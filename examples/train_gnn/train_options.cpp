@@ -149,9 +149,9 @@ void check_link_options(const TrainGnnConfig& set, const GnnTrainOptions& o) {
   STRATA_CHECK(c.encoder() == "rgcn" || c.encoder() == "none", ValueError, "--encoder '", c.encoder(),
                "' is not one of rgcn, none");
   for (const char* field :
-       {"model", "graph", "edge_list", "node_file", "ogb", "planetoid", "max_nodes", "rmat_scale", "fanouts",
-        "reorder", "typed_rmat_edges", "typed_rmat_classes", "target_accuracy", "random_labels", "save_data",
-        "feature_store", "feature_file", "feature_budget"})
+       {"model", "graph", "edge_list", "node_file", "ogb", "ogb_split", "planetoid", "max_nodes",
+        "rmat_scale", "fanouts", "reorder", "typed_rmat_edges", "typed_rmat_classes", "target_accuracy",
+        "random_labels", "save_data", "feature_store", "feature_file", "feature_budget"})
     STRATA_CHECK(!is_set(set, field), ValueError, flag_of(field),
                  " applies to --task node (--task link reads the --kg triples, a DistMult decoder over "
                  "--encoder rgcn|none)");
@@ -287,6 +287,8 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
   f.option(&flags, "edge_list", "", "edge list or CSV file, one 'src dst' per line");
   f.option(&flags, "node_file", "", "with --edge-list: 'id,label,f0,f1,...' lines");
   f.option(&flags, "ogb", "", "an OGB dataset folder in its raw layout (raw/, split/)");
+  f.option(&flags, "ogb_split", "",
+           "--ogb: the folder under split/ to use, e.g. time (default: the only one there)");
   f.option(&flags, "planetoid", "", "DIR/NAME of Planetoid's raw NAME.content and NAME.cites");
   f.option(&flags, "max_nodes", "",
            "the most nodes a loaded graph may have (--graph, --edge-list, --ogb; default max(2^20, 8 x its "
@@ -386,6 +388,9 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
   STRATA_CHECK(sources <= 1, ValueError,
                "give one of --graph, --edge-list, --ogb, --planetoid, --rmat-scale");
   STRATA_CHECK(c.node_file().empty() || !c.edge_list().empty(), ValueError, "--node-file needs --edge-list");
+  STRATA_CHECK(c.ogb_split().empty() || !c.ogb().empty(), ValueError, "--ogb-split needs --ogb");
+  STRATA_CHECK(!set.has_label_property() || !c.graph().empty(), ValueError,
+               "--label-property names a graph-tool vertex property: it needs --graph");
   STRATA_CHECK(!set.has_max_nodes() ||
                    (c.max_nodes() >= 1 && sources == 1 && c.rmat_scale() == 0 && c.planetoid().empty()),
                ValueError, "--max-nodes ", c.max_nodes(),

@@ -129,6 +129,7 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
                "--export-only needs --export-hf DIR or --export-llmc FILE");
   STRATA_CHECK(!c.sample_only() || !c.init_from().empty() || c.run().resume(), ValueError,
                "--sample-only needs weights: --init-from FILE or --resume");
+  check_export_paths(c.init_from(), c.export_hf(), c.export_llmc());
   if (!set.data().has_seq_len()) c.mutable_data()->set_seq_len(std::min(c.data().seq_len(), m.block_size));
   out->cache = cache_settings(c.cache());
 

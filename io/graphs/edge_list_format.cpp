@@ -33,7 +33,7 @@ NodeRows read_node_file(const std::string& path, int64_t limit) {
   while (in.next(&line)) {
     if (is_comment_or_blank(line)) continue;
     split_fields(line, FieldSeparator::kCommaOrWhitespace, &f);
-    if (std::exchange(first, false) && !to_int(f[0])) continue;  // a header
+    if (std::exchange(first, false) && is_header_row(f[0])) continue;
     if (columns < 0) columns = int64_t(f.size());
     if (f.size() < 2 || int64_t(f.size()) != columns)
       in.fail(detail::concat("expected ", std::max<int64_t>(columns, 2),
@@ -46,6 +46,9 @@ NodeRows read_node_file(const std::string& path, int64_t limit) {
     rows.labels.emplace_back(f[1]);
     for (size_t k = 2; k < f.size(); ++k) rows.features.push_back(float(in.parse_double(f[k], "feature")));
   }
+  STRATA_CHECK(!rows.ids.empty(), IoError, path, ": no node rows (",
+               in.line_number() == 0 ? "an empty file" : "a header alone",
+               "): a node file gives each node's id, label and features");
   rows.width = std::max<int64_t>(columns - 2, 0);
   return rows;
 }
@@ -79,7 +82,7 @@ void attach_nodes(const NodeRows& rows, int64_t n, GraphDataset* data) {
     labels = class_ids_of(names, &classes);
   }
   data->labels = host_tensor(labels);
-  data->num_classes = count_classes(labels);
+  data->num_classes = count_classes(labels, rows.path);
   if (rows.width > 0) {
     for (size_t i = 0; i < rows.ids.size(); ++i)
       for (int64_t c = 0; c < rows.width; ++c) {
@@ -132,7 +135,7 @@ GraphDataset load_edge_list(const std::string& path, const EdgeListOptions& opti
   while (in.next(&line)) {
     if (is_comment_or_blank(line)) continue;
     split_fields(line, FieldSeparator::kCommaOrWhitespace, &f);
-    if (std::exchange(first, false) && !to_int(f[0])) continue;  // a header
+    if (std::exchange(first, false) && is_header_row(f[0])) continue;
     if (f.size() != columns)
       in.fail(detail::concat("expected ", columns, " fields (src dst",
                              options.relation_column ? " relation" : "",
@@ -163,6 +166,8 @@ GraphDataset load_edge_list(const std::string& path, const EdgeListOptions& opti
     if (options.weight_column) weights.push_back(float(in.parse_double(f[next], "weight")));
   }
 
+  STRATA_CHECK(!src.empty(), IoError, path, ": no edges (",
+               in.line_number() == 0 ? "an empty file" : "no 'src dst' rows", ")");
   NodeRows rows;
   if (!options.node_file.empty()) rows = read_node_file(options.node_file, limit);
   int64_t n = typed_counts             ? type_offsets.back()

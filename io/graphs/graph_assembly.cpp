@@ -63,9 +63,16 @@ std::vector<int64_t> class_ids_of(const std::vector<std::string>& names, std::ve
   return out;
 }
 
-int64_t count_classes(const std::vector<int64_t>& labels) {
-  int64_t top = -1;
-  for (int64_t l : labels) top = std::max(top, l);
+int64_t count_classes(const std::vector<int64_t>& labels, const std::string& source) {
+  int64_t top = -1, top_node = -1, labelled = 0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    labelled += labels[i] >= 0;
+    if (labels[i] > top) top = labels[i], top_node = int64_t(i);
+  }
+  constexpr int64_t kFewClasses = int64_t(1) << 16;
+  STRATA_CHECK(top < std::max(kFewClasses, labelled), IoError, source, ": node ", top_node, " has the label ",
+               top, ", which would make ", top + 1, " classes for ", labelled,
+               " labelled nodes; labels are class indices 0, 1, ..., C - 1");
   return top + 1;
 }
 

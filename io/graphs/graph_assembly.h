@@ -52,7 +52,9 @@ std::vector<int64_t> class_ids_of(const std::vector<std::string>& names, std::ve
 // accuracy, training on garbage without a word. Takes a CPU f32 or f64 [N, F] tensor.
 void check_finite_features(const Tensor& features, const std::string& source);
 
-// The largest label + 1 (0 when none is >= 0).
-int64_t count_classes(const std::vector<int64_t>& labels);
+// The largest label + 1 (0 when none is >= 0). Labels are class indices: a label that would make more
+// classes than max(2^16, the labelled nodes) is an IoError naming `source`, the node and the label
+// (a stray 999999999 once asked for a 256 GB output layer).
+int64_t count_classes(const std::vector<int64_t>& labels, const std::string& source);
 
 }  // namespace strata::io

@@ -325,7 +325,7 @@ void set_labels(const std::string& path, const PropertyValues& p, int64_t n, Gra
                                     type_name(p.type), ", not an integer, double or string"));
   }
   data->labels = host_tensor(labels);
-  data->num_classes = count_classes(labels);
+  data->num_classes = count_classes(labels, path);
 }
 
 void set_features(const std::string& path, const Tensor& t, const PropertyValues& p, GraphDataset* data) {

@@ -224,7 +224,7 @@ GraphDataset load_ogb_raw(const std::string& dir, const OgbRawOptions& options) 
     if (t.cols() == 1) {
       std::vector<int64_t> labels = labels_of(t);
       data.labels = host_tensor(labels);
-      data.num_classes = count_classes(labels);
+      data.num_classes = count_classes(labels, path);
     } else {
       data.node_properties["node-label"] = t.values.to(DType::f32);
     }
@@ -260,6 +260,15 @@ GraphDataset load_ogb_raw(const std::string& dir, const OgbRawOptions& options) 
       STRATA_CHECK(!path.empty(), IoError, "'", split, "' has no ", names[k], ".csv(.gz) or .npy");
       *masks[k] = read_mask(path, n);
     }
+    // The three sets are disjoint: a node in train and test would grade the model on what it trained on.
+    for (int a = 0; a < 3; ++a)
+      for (int b = a + 1; b < 3; ++b) {
+        const auto *x = static_cast<const uint8_t*>(masks[a]->data_ptr()),
+                   *y = static_cast<const uint8_t*>(masks[b]->data_ptr());
+        for (int64_t i = 0; i < n; ++i)
+          STRATA_CHECK(!(x[i] && y[i]), IoError, "'", split, "': node ", i, " is in both ", names[a], " and ",
+                       names[b], "; a split's sets are disjoint");
+      }
   }
   data.name = fs::path(dir).filename().string();
   if (data.name.empty()) data.name = fs::path(dir).parent_path().filename().string();

@@ -1,5 +1,6 @@
 #include "io/graphs/text_lines.h"
 
+#include <cctype>
 #include <charconv>
 #include <cstring>
 
@@ -109,5 +110,11 @@ bool is_comment_or_blank(std::string_view line) {
 std::optional<int64_t> to_int(std::string_view field) { return parse_whole<int64_t>(field); }
 
 std::optional<double> to_double(std::string_view field) { return parse_whole<double>(field); }
+
+bool is_header_row(std::string_view first_field) {
+  if (first_field.empty()) return false;
+  const unsigned char c = static_cast<unsigned char>(first_field.front());
+  return std::isalpha(c) || c == '_' || c == '"' || c == '\'';
+}
 
 }  // namespace strata::io

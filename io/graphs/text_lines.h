@@ -52,4 +52,9 @@ bool is_comment_or_blank(std::string_view line);
 std::optional<int64_t> to_int(std::string_view field);
 std::optional<double> to_double(std::string_view field);
 
+// Whether a file's first row is a header ("src,dst", "id label f0"): its first field starts with a
+// letter, an underscore or a quote. A row that starts like a number ("0.5 1", "0x1 0x2") is data,
+// and an error when it does not parse, instead of being dropped without a word.
+bool is_header_row(std::string_view first_field);
+
 }  // namespace strata::io

@@ -9,7 +9,8 @@
 namespace strata {
 
 // Throws IoError "<what>: refusing to write '<path>': it is a <kind>, not a regular file" when
-// `path` exists (through symbolic links) and is not a regular file. A missing path is fine.
+// `path` exists (through symbolic links) and is not a regular file. A missing path is fine when its
+// folder exists (an IoError naming the folder otherwise).
 void check_output_file(const std::string& path, const std::string& what);
 
 // The same for a folder: an existing `path` must be a folder.
