@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "io/hf_model_dir.h"
+#include "io/llmc_magic.h"
 #include "strata/core/error.h"
 #include "strata/io/bert_weights.h"
-#include "strata/io/gpt_weights.h"
 #include "strata/io/safetensors.h"
 
 namespace strata::io {
@@ -22,12 +22,7 @@ BertWeights load_bert_weights(const std::string& path) {
                  "' has no model.safetensors");
   }
   STRATA_CHECK(fs::is_regular_file(file), IoError, "BERT weights: '", path, "' does not exist");
-  int32_t magic = 0;
-  {
-    std::ifstream in(file, std::ios::binary);
-    in.read(reinterpret_cast<char*>(&magic), sizeof(magic));
-  }
-  STRATA_CHECK(magic != kLlmcModelMagic, IoError, "BERT weights: '", path,
+  STRATA_CHECK(!starts_with_llmc_magic(file), IoError, "BERT weights: '", path,
                "' is an llm.c GPT-2 model file (its first word is llm.c's magic ", kLlmcModelMagic,
                "); BERT weights come from a Hugging Face BERT folder or its model.safetensors");
   BertWeights w = load_hf_bert_safetensors(file.string());

@@ -2,10 +2,10 @@
 // model directory with its config.json), read and written for the trainers' --init-from/--export-*.
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "io/hf_model_dir.h"
+#include "io/llmc_magic.h"
 #include "strata/core/error.h"
 #include "strata/io/gpt_weights.h"
 
@@ -26,12 +26,7 @@ GptWeights load_gpt2_weights(const std::string& path, int64_t n_head) {
   }
   STRATA_CHECK(fs::is_regular_file(file), IoError, "GPT-2 weights: '", path, "' ",
                fs::is_directory(file) ? "is a directory" : "does not exist");
-  int32_t magic = 0;
-  {
-    std::ifstream in(file, std::ios::binary);
-    in.read(reinterpret_cast<char*>(&magic), sizeof(magic));
-  }
-  if (magic == kLlmcModelMagic) return load_llmc_checkpoint(file.string());
+  if (starts_with_llmc_magic(file)) return load_llmc_checkpoint(file.string());
   return load_hf_gpt2_safetensors(file.string(), n_head);
 }
 

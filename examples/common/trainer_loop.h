@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -116,19 +115,16 @@ class TrainLoop {
 
   int64_t step() const { return step_; }
   int64_t steps_run() const { return steps_run_; }
-  bool lead() const { return lead_; }
   double last_loss() const { return last_loss_; }
-  // The last step's seconds, and its gradient norm before clipping (undefined without clipping).
+  // The last step's seconds.
   double step_seconds() const { return secs_; }
-  const Tensor& grad_norm() const { return norm_; }
-  const MemorySnapshot& memory() const { return memory_; }
   // Seconds since the loop was made, and the run's progress in [0, 1] by steps or by time.
   double elapsed() const;
   double progress() const;
-  // The device's allocator: its peaks are the step's.
-  Allocator& allocator() const { return *parts_.device->allocator; }
 
  private:
+  // The device's allocator: its peaks are the step's.
+  Allocator& allocator() const { return *parts_.device->allocator; }
   friend class TrainStep;
   void finish_update(TrainStep& s);
   void finish_step();
@@ -137,7 +133,7 @@ class TrainLoop {
   bool lead_;
   int64_t step_, steps_run_ = 0;
   double last_loss_ = NAN, secs_ = 0, timed_seconds_ = 0;
-  Tensor norm_;
+  Tensor norm_;  // the last step's gradient norm before clipping (undefined without clipping)
   MemorySnapshot memory_;
   std::chrono::steady_clock::time_point start_, step_start_;
   Profiler profiler_;  // --profile: the steps after the first two

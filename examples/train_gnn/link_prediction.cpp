@@ -2,7 +2,6 @@
 #include "examples/train_gnn/link_prediction.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>

@@ -5,12 +5,10 @@
 // evaluating held-out accuracy, checkpointing, and reporting when --target-accuracy was reached.
 // Data come from io::ImageLoader: worker threads decode, augment and normalize batches ahead of
 // the training step (the same batches for any --workers). See --help.
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
-#include <optional>
 
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
