@@ -69,7 +69,7 @@ endif()
 if(TARGET strata_nn AND STRATA_HAVE_NCCL)
   target_include_directories(strata_nn SYSTEM PRIVATE ${CUDAToolkit_INCLUDE_DIRS} ${NCCL_INCLUDE_DIR})
 endif()
-strata_layer(memory SOURCES memory memory/tiers memory/planner INCLUDES memory/include USES ops)
+strata_layer(memory SOURCES memory memory/tiers memory/planner memory/model_state INCLUDES memory/include USES ops)
 strata_layer(models SOURCES models models/layers models/gpt models/bert models/resnet models/gnn
              INCLUDES models/include USES memory)
 strata_layer(io SOURCES io io/images io/graphs io/features io/text INCLUDES io/include USES memory)

@@ -83,6 +83,24 @@ void adamw_update(T* p, const T* g, T* m, T* v, int64_t n, double step, const Ad
 
 }  // namespace
 
+void AdamW::advance_scalars(TensorDict& scalars) const {
+  if (!scalars.contains("step")) scalars.insert("step", strata::zeros({}, DType::f64));
+  Tensor& step = scalars.at("step");
+  *step.data<double>() += 1.0;
+  step.bump_version();
+}
+
+void AdamW::update_host_chunk(const OptimizerOptions& options, const TensorDict& scalars,
+                              const HostChunk& c) const {
+  const auto& o = static_cast<const AdamWOptions&>(options);
+  const double step = scalars.at("step").item();
+  detail::dispatch_floating(c.dtype, [&](auto t) {
+    using T = decltype(t);
+    adamw_update<T>(static_cast<T*>(c.param), static_cast<const T*>(c.grad), static_cast<T*>(c.buffers[0]),
+                    static_cast<T*>(c.buffers[1]), c.numel, step, o);
+  });
+}
+
 void AdamW::step() {
   for_each_update([](const OptimizerOptions& options, Tensor& p, const Tensor& g, TensorDict& state) {
     const auto& o = static_cast<const AdamWOptions&>(options);

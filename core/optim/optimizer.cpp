@@ -76,6 +76,7 @@ void Optimizer::add_param_group(ParamGroup group) {
   }
   group.initial_lr_ = opts.lr();
   state_.resize(state_.size() + group.params_.size());
+  if (store_) placed_.resize(state_.size(), false);
   groups_.push_back(std::move(group));
 }
 
@@ -85,14 +86,29 @@ void Optimizer::for_each_update(
     const std::function<void(const OptimizerOptions&, Tensor&, const Tensor&, TensorDict&)>& fn) {
   NoGradGuard no_grad;
   const std::string op = std::string(name_) + ".step";
+  // The placed parameters that update, in order: each one's update reads the next one's ahead.
+  std::vector<std::pair<size_t, int64_t>> placed;
   size_t index = 0;
+  for (const ParamGroup& group : groups_)
+    for (const Tensor& p : group.params_) {
+      if (state_placed(index) && p.grad().defined()) placed.emplace_back(index, p.numel());
+      ++index;
+    }
+  index = 0;
+  size_t placed_done = 0;
   for (ParamGroup& group : groups_)
     for (Tensor& p : group.params_) {
-      TensorDict& state = state_[index++];
+      const size_t i = index++;
       if (!p.grad().defined()) continue;
       detail::check_updatable(op.c_str(), "parameter", p);
       Tensor g = detail::dense_grad(op.c_str(), p);
-      fn(*group.options_, p, g, state);
+      if (state_placed(i)) {
+        const bool last = ++placed_done == placed.size();
+        update_placed(i, *group.options_, p, g, last ? kNoParameter : placed[placed_done].first,
+                      last ? 0 : placed[placed_done].second);
+      } else {
+        fn(*group.options_, p, g, state_[i]);
+      }
       p.bump_version();
     }
 }
@@ -116,9 +132,16 @@ const TensorDict* Optimizer::state_of(const Tensor& param) const {
 
 TensorDict Optimizer::state_dict() const {
   TensorDict out;
-  for (size_t i = 0; i < state_.size(); ++i)
+  const std::vector<Tensor> params = parameters();
+  for (size_t i = 0; i < state_.size(); ++i) {
+    if (state_placed(i)) {
+      for (auto& [name, t] : placed_state(i, options_of(i), params[i]))
+        out.insert("state." + std::to_string(i) + "." + name, std::move(t));
+      continue;
+    }
     for (const auto& [name, t] : state_[i])
       out.insert("state." + std::to_string(i) + "." + name, t.detach().clone());
+  }
   for (size_t g = 0; g < groups_.size(); ++g)
     out.insert("param_groups." + std::to_string(g) + ".lr", strata::scalar_tensor(groups_[g].lr(), DType::f64));
   return out;
@@ -197,8 +220,14 @@ void Optimizer::load_state_dict(const TensorDict& state) {
   NoGradGuard no_grad;
   MemoryCategoryGuard category(MemoryCategory::OptimizerState);
   std::vector<TensorDict> loaded(params.size());
+  std::vector<TensorDict> to_place(params.size());  // placed parameters' state, as given
   for (size_t i = 0; i < params.size(); ++i) {
     if (!found_per_param.count(i)) continue;
+    if (state_placed(i)) {
+      for (const std::string& n : names)
+        to_place[i].insert(n, state.at("state." + std::to_string(i) + "." + n));
+      continue;
+    }
     for (const std::string& n : names) {
       const Tensor& src = state.at("state." + std::to_string(i) + "." + n);
       Tensor dst = n == "step" ? Tensor::empty({}, DType::f64, kCPU)
@@ -208,6 +237,8 @@ void Optimizer::load_state_dict(const TensorDict& state) {
     }
   }
   state_ = std::move(loaded);
+  for (size_t i = 0; i < params.size(); ++i)
+    if (state_placed(i)) load_placed(i, options_of(i), params[i], to_place[i]);
   for (const auto& [g, lr] : lrs) groups_[g].set_lr(lr);
 }
 

@@ -41,6 +41,20 @@ void sgd_update(T* p, const T* g, T* buf, bool first_step, int64_t n, const SGDO
 
 }  // namespace
 
+std::vector<std::string> SGD::buffer_names(const OptimizerOptions& options) const {
+  if (static_cast<const SGDOptions&>(options).momentum() == 0.0) return {};
+  return {"momentum_buffer"};
+}
+
+void SGD::update_host_chunk(const OptimizerOptions& options, const TensorDict&, const HostChunk& c) const {
+  const auto& o = static_cast<const SGDOptions&>(options);
+  detail::dispatch_floating(c.dtype, [&](auto t) {
+    using T = decltype(t);
+    sgd_update<T>(static_cast<T*>(c.param), static_cast<const T*>(c.grad),
+                  c.buffers.empty() ? nullptr : static_cast<T*>(c.buffers[0]), c.first, c.numel, o);
+  });
+}
+
 void SGD::step() {
   for_each_update([](const OptimizerOptions& options, Tensor& p, const Tensor& g, TensorDict& state) {
     const auto& o = static_cast<const SGDOptions&>(options);

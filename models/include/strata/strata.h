@@ -8,6 +8,7 @@
 #include "strata/core/backend.h"
 #include "strata/core/byte_size.h"
 #include "strata/core/op_observer.h"
+#include "strata/memory/nvme_state_store.h"
 #include "strata/memory/plan.h"
 #include "strata/memory/tensor_cache.h"
 #include "strata/memory/trainer_cache.h"

@@ -6,3 +6,4 @@
 #include "strata/optim/lr_schedule.h"
 #include "strata/optim/optimizer.h"
 #include "strata/optim/sgd.h"
+#include "strata/optim/state_store.h"

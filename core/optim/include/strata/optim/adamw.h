@@ -37,6 +37,12 @@ class AdamW final : public Optimizer {
 
  protected:
   std::vector<std::string> state_names() const override { return {"step", "exp_avg", "exp_avg_sq"}; }
+  std::vector<std::string> buffer_names(const OptimizerOptions&) const override {
+    return {"exp_avg", "exp_avg_sq"};
+  }
+  void advance_scalars(TensorDict& scalars) const override;
+  void update_host_chunk(const OptimizerOptions& options, const TensorDict& scalars,
+                         const HostChunk& chunk) const override;
 };
 
 }  // namespace strata::optim

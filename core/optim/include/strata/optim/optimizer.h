@@ -16,6 +16,7 @@
 
 #include "strata/core/tensor.h"
 #include "strata/nn/ordered_dict.h"
+#include "strata/optim/state_store.h"
 
 namespace strata::optim {
 
@@ -115,7 +116,8 @@ class Optimizer {
   size_t num_parameters() const { return state_.size(); }
 
   // The state of `param` ("step", "exp_avg", "momentum_buffer", ...); null before its first
-  // update or if it is not in this optimizer.
+  // update or if it is not in this optimizer. For a parameter placed in a StateStore, only the
+  // scalars the optimizer keeps itself ("step"); state_dict() has the rest.
   const TensorDict* state_of(const Tensor& param) const;
 
   // PyTorch's optimizer state as a flat map: "state.<i>.<name>" for parameter i (in
@@ -126,7 +128,44 @@ class Optimizer {
   // bad key: unknown keys, indices out of range, shape mismatches, incomplete states.
   void load_state_dict(const TensorDict& state);
 
+  // ---- Where per-element state lives (AdamW's moments, SGD's momentum) ----
+  // Selects parameters by their index in parameters() order.
+  using ParamFilter = std::function<bool(size_t index, const Tensor& param)>;
+  // Keeps the per-element state of the parameters `which` selects (all when empty) in `store`.
+  // Their updates run on the host a chunk at a time: the gradient (and the parameter, when it
+  // is on a device) come to host memory, each chunk of state is acquired, updated as the
+  // all-in-memory optimizer updates it (the same bits), and released, and the parameter goes
+  // back to its device. State they already have moves into the store; state_dict() gives it
+  // back on the CPU. Throws NotImplementedError for an optimizer without host chunk updates.
+  void place_state(std::shared_ptr<StateStore> store, const ParamFilter& which = {});
+  // Bytes of per-element state the selected parameters carry once updated.
+  uint64_t state_bytes(const ParamFilter& which = {}) const;
+  const StateStore* state_store() const { return store_.get(); }
+  bool state_placed(size_t index) const { return index < placed_.size() && placed_[index]; }
+  // Waits for the store's write-backs (its failures surface here).
+  void flush_state();
+
  protected:
+  // One chunk of a parameter's update on the host: `numel` elements of the parameter, its
+  // gradient and its buffers (buffer_names() order), all of `dtype`; `first` on the parameter's
+  // first update (its buffers were zero-filled).
+  struct HostChunk {
+    DType dtype = DType::f32;
+    void* param = nullptr;
+    const void* grad = nullptr;
+    std::vector<void*> buffers;
+    int64_t numel = 0;
+    bool first = false;
+  };
+  // An optimizer that supports a StateStore overrides these three. The per-element state a
+  // group's parameters carry (in state_names() order); the rest of state_names() are scalars the
+  // optimizer keeps itself.
+  virtual std::vector<std::string> buffer_names(const OptimizerOptions& options) const;
+  // Advances a parameter's scalar state once per update, before its chunks (AdamW: "step").
+  virtual void advance_scalars(TensorDict& scalars) const;
+  virtual void update_host_chunk(const OptimizerOptions& options, const TensorDict& scalars,
+                                 const HostChunk& chunk) const;
+
   Optimizer(std::vector<ParamGroup> groups, const OptimizerOptions& defaults, const char* name);
   // Names of the state one parameter carries (all present or all absent), e.g.
   // {"step", "exp_avg", "exp_avg_sq"}; "step" is a one-element f64 CPU tensor.
@@ -143,7 +182,21 @@ class Optimizer {
   const char* name_;
   std::unique_ptr<OptimizerOptions> defaults_;
   std::vector<ParamGroup> groups_;
+  static constexpr size_t kNoParameter = ~size_t(0);
+  // The update of a parameter whose state is in store_; the next placed parameter to update
+  // (kNoParameter: none) is read ahead.
+  void update_placed(size_t index, const OptimizerOptions& options, Tensor& param, const Tensor& grad,
+                     size_t next_index, int64_t next_numel);
+  // The state of placed parameter `index` as CPU tensors shaped like `param`, in state_names() order.
+  TensorDict placed_state(size_t index, const OptimizerOptions& options, const Tensor& param) const;
+  // Writes `state` (state_names() -> tensors) as placed parameter `index`'s state.
+  void load_placed(size_t index, const OptimizerOptions& options, const Tensor& param,
+                   const TensorDict& state);
+  const OptimizerOptions& options_of(size_t index) const;
+
   std::vector<TensorDict> state_;  // one per parameter, in parameters() order
+  std::shared_ptr<StateStore> store_;
+  std::vector<bool> placed_;  // per parameter: its per-element state is in store_
 };
 
 }  // namespace strata::optim

@@ -36,6 +36,9 @@ class SGD final : public Optimizer {
 
  protected:
   std::vector<std::string> state_names() const override { return {"momentum_buffer"}; }
+  std::vector<std::string> buffer_names(const OptimizerOptions& options) const override;
+  void update_host_chunk(const OptimizerOptions& options, const TensorDict& scalars,
+                         const HostChunk& chunk) const override;
 };
 
 }  // namespace strata::optim
