@@ -42,6 +42,9 @@ void add_lr_schedule_flags(ConfigFlags& f, LrScheduleConfig* schedule) {
 void add_optimizer_flags(ConfigFlags& f, OptimizerConfig* optim) {
   f.option(optim, "weight_decay");
   f.option(optim, "grad_clip");
+  f.option(optim, "optimizer_state", "",
+           "where the optimizer's moments live: device (default), host (updated on the host, as "
+           "ZeRO-Offload does) or nvme (a spill file in --spill-dir, streamed a chunk at a time)");
 }
 
 void add_adamw_beta_flags(ConfigFlags& f, OptimizerConfig* optim) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "examples/common/finite_loss.h"
+#include "examples/common/optimizer_state.h"
 #include "examples/common/trainer_common.pb.h"
 #include "strata/optim/clip_grad.h"
 
@@ -35,6 +36,8 @@ TrainLoop::TrainLoop(TrainLoopParts parts)
       start_(std::chrono::steady_clock::now()) {
   const RunConfig& run = *parts_.run;
   if (lead_) std::printf("  device %s\n", parts_.device->describe().c_str());
+  const std::string state = optimizer_state_line(*parts_.optimizer);
+  if (lead_ && !state.empty()) std::printf("  %s\n", state.c_str());
   if (lead_ && run.max_seconds() > 0)
     std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
   cache_ = std::make_unique<CacheReport>(on_device(parts_.cache, parts_.device->device), lead_);
@@ -139,6 +142,9 @@ void TrainLoop::print_step_line(std::initializer_list<std::string> fields) const
 
 void TrainLoop::finish() {
   cache_->finish();
+  parts_.optimizer->flush_state();
+  const std::string traffic = optimizer_state_traffic(*parts_.optimizer, steps_run_);
+  if (lead_ && !traffic.empty()) std::printf("%s\n", traffic.c_str());
   if (parts_.run->profile() && lead_) report_profile(profiler_, parts_.run->out_dir());
 }
 

@@ -11,6 +11,7 @@
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
+#include "examples/common/optimizer_state.h"
 #include "examples/common/trainer_loop.h"
 #include "strata/io/mlm_batches.h"
 #include "strata/io/safetensors.h"
@@ -134,6 +135,7 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
   }
   model.to(device);
   const std::unique_ptr<optim::AdamW> opt = make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-6);
+  place_optimizer_state(c, device, *opt);
   LrSchedule sched(lr_schedule_options(c.schedule(), run));
   std::printf(
       "train_bert: classification, %s\n  %zu training and %zu held-out examples of %ld classes from %s%s\n",

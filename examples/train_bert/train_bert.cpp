@@ -13,6 +13,7 @@
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
+#include "examples/common/optimizer_state.h"
 #include "examples/common/text_data.h"
 #include "examples/common/trainer_loop.h"
 #include "examples/train_bert/classify.h"
@@ -122,6 +123,7 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
   model.to(device);  // initialized on the CPU: the same weights on every device
   const std::unique_ptr<optim::AdamW> opt =
       examples::make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-6);
+  examples::place_optimizer_state(c, dev.device, *opt);
   examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), run));
 
   int64_t first_step = 0;

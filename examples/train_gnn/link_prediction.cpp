@@ -11,6 +11,7 @@
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
+#include "examples/common/optimizer_state.h"
 #include "examples/common/trainer_loop.h"
 #include "examples/train_gnn/kg_model.h"
 #include "examples/train_gnn/kg_ranking.h"
@@ -119,6 +120,7 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
                          .materialization = o.materialization});
   model.to(device);
   const std::unique_ptr<optim::AdamW> opt = make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-8);
+  place_optimizer_state(c, device, *opt);
   LrScheduleOptions schedule = lr_schedule_options(c.schedule(), run);
   schedule.timed_steps = 4;
   LrSchedule sched(schedule);

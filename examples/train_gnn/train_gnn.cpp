@@ -18,6 +18,7 @@
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
+#include "examples/common/optimizer_state.h"
 #include "examples/common/trainer_loop.h"
 #include "examples/train_gnn/gnn_data.h"
 #include "examples/train_gnn/link_prediction.h"
@@ -223,6 +224,7 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
   model.to(device);  // initialized on the CPU: the same weights on every device
   const std::unique_ptr<optim::AdamW> opt =
       examples::make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-8);
+  examples::place_optimizer_state(c, dev.device, *opt);
   examples::LrScheduleOptions schedule = examples::lr_schedule_options(c.schedule(), run);
   schedule.timed_steps = 4;
   examples::LrSchedule sched(schedule);

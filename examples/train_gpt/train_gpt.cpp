@@ -20,6 +20,7 @@
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
+#include "examples/common/optimizer_state.h"
 #include "examples/common/text_data.h"
 #include "examples/common/trainer_loop.h"
 #include "examples/train_gpt/train_options.h"
@@ -303,6 +304,7 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
     ddp = std::make_unique<dist::DistributedDataParallel>(
         model_ptr, trainer_run.group, dist::DistributedDataParallelOptions{.bucket_cap_mb = c.bucket_mb()});
   const GptOptimizer opt = make_optimizer(c, model.parameters(), trainer_run.group);
+  examples::place_optimizer_state(c, dev.device, *opt.opt);
   // Warmup then cosine decay; a time-bounded run estimates the length from the step time
   // measured over its first steps (the schedule is rebuilt once).
   examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), c.run()));

@@ -12,6 +12,7 @@
 
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
+#include "examples/common/optimizer_state.h"
 #include "examples/common/trainer_loop.h"
 #include "examples/train_resnet/train_options.h"
 #include "strata/io/checkpoint.h"
@@ -234,6 +235,7 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
   models::ResNet model(o.model);
   model.to(device);  // initialized on the CPU: the same weights on every device
   const std::unique_ptr<optim::Optimizer> opt = make_optimizer(c, model.parameters());
+  examples::place_optimizer_state(c, dev.device, *opt);
   // Warmup then cosine decay; a time-bounded run estimates the length from the step time of its
   // first steps (the schedule is rebuilt once), as train_gpt does.
   examples::LrScheduleOptions schedule = examples::lr_schedule_options(c.schedule(), run);
