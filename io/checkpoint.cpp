@@ -290,6 +290,32 @@ CheckpointIndexInfo parse_index(const std::string& dir) {
   return info;
 }
 
+// Writes `src` at the next aligned offset after `end` (moved past it) through a one-piece buffer.
+CheckpointTensorInfo write_streamed(OutputFile& bin, const std::string& name, const TensorSource& src,
+                                    uint64_t& end) {
+  CheckpointTensorInfo t;
+  t.group = kOptimizerGroup;
+  t.name = name;
+  t.dtype = src.dtype;
+  t.shape = src.shape;
+  const int64_t numel = shape_numel(src.shape);
+  const size_t esize = element_size(src.dtype);
+  t.nbytes = uint64_t(numel) * esize;
+  t.offset = align_up(end, kCheckpointAlignment);
+  STRATA_CHECK(src.piece > 0 || numel == 0, ValueError, "save_checkpoint: optimizer tensor '", name,
+               "' streams in pieces of ", src.piece, " elements");
+  std::vector<char> buf(size_t(std::min<int64_t>(numel, std::max<int64_t>(src.piece, 1))) * esize);
+  for (int64_t begin = 0; begin < numel; begin += src.piece) {
+    const int64_t stop = std::min(numel, begin + src.piece);
+    const size_t n = size_t(stop - begin) * esize;
+    src.fill(begin, stop, buf.data());
+    t.crc32c = crc32c(buf.data(), n, t.crc32c);
+    bin.write_at(buf.data(), n, t.offset + uint64_t(begin) * esize);
+  }
+  if (t.nbytes > 0) end = t.offset + t.nbytes;
+  return t;
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& dir_in, const CheckpointState& state) {
@@ -326,6 +352,12 @@ void save_checkpoint(const std::string& dir_in, const CheckpointState& state) {
               continue;
             }
             written.emplace(std::move(key), info.tensors.size());
+          }
+          if (!tensor.defined() && group == std::string(kOptimizerGroup)) {
+            if (auto src = state.optimizer_sources.find(name); src != state.optimizer_sources.end()) {
+              info.tensors.push_back(write_streamed(bin, name, src->second, end));
+              continue;
+            }
           }
           Tensor h = host_contiguous(tensor, detail::concat(group, " tensor '", name, "'"));
           CheckpointTensorInfo t;

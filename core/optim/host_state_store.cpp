@@ -64,7 +64,7 @@ class HostStateStore final : public StateStore {
     }
     return out;
   }
-  void release(size_t, int64_t, int64_t) override {}
+  void release(size_t, int64_t, int64_t, bool) override {}
   uint64_t bytes() const override { return bytes_; }
 
  private:

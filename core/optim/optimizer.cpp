@@ -1,5 +1,6 @@
 #include "strata/optim/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <typeinfo>
@@ -8,9 +9,9 @@
 
 #include "core/optim/cpu_update.h"
 #include "strata/autograd/grad_mode.h"
-#include "strata/nn/module.h"
-#include "strata/core/memory_stats.h"
 #include "strata/core/factory.h"
+#include "strata/core/memory_stats.h"
+#include "strata/nn/module.h"
 
 namespace strata::optim {
 
@@ -130,10 +131,34 @@ const TensorDict* Optimizer::state_of(const Tensor& param) const {
   return nullptr;
 }
 
-TensorDict Optimizer::state_dict() const {
+TensorDict Optimizer::state_dict() const { return state_dict_impl(nullptr); }
+
+TensorDict Optimizer::state_dict(TensorSources& sources) const { return state_dict_impl(&sources); }
+
+TensorDict Optimizer::state_dict_impl(TensorSources* sources) const {
   TensorDict out;
   const std::vector<Tensor> params = parameters();
   for (size_t i = 0; i < state_.size(); ++i) {
+    if (state_placed(i) && sources != nullptr) {
+      const std::string prefix = "state." + std::to_string(i) + ".";
+      const std::vector<std::string> buffers = buffer_names(options_of(i));
+      for (const std::string& name : state_names()) {
+        if (const Tensor* t = state_[i].find(name)) {
+          out.insert(prefix + name, t->detach().clone());
+          continue;
+        }
+        const auto pos = size_t(std::find(buffers.begin(), buffers.end(), name) - buffers.begin());
+        if (pos == buffers.size() || !store_->contains(i)) continue;
+        const Tensor& p = params[i];
+        out.insert(prefix + name, Tensor());
+        (*sources)[prefix + name] = TensorSource{
+            p.dtype(), p.shape(), store_->chunk_elements() > 0 ? store_->chunk_elements() : p.numel(),
+            [this, i, pos, numel = p.numel(), dtype = p.dtype()](int64_t begin, int64_t end, void* dst) {
+              read_placed(i, pos, numel, dtype, begin, end, dst);
+            }};
+      }
+      continue;
+    }
     if (state_placed(i)) {
       for (auto& [name, t] : placed_state(i, options_of(i), params[i]))
         out.insert("state." + std::to_string(i) + "." + name, std::move(t));

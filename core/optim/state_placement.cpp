@@ -117,7 +117,7 @@ void Optimizer::update_placed(size_t index, const OptimizerOptions& options, Ten
     c.first = first;
     for (const Tensor& b : buffers) c.buffers.push_back(b.data_ptr());
     update_host_chunk(options, state_[index], c);
-    store.release(index, begin, end);
+    store.release(index, begin, end, /*modified=*/true);
   }
   if (!p.device().is_cpu()) p.copy_(ph);
 }
@@ -133,18 +133,28 @@ TensorDict Optimizer::placed_state(size_t index, const OptimizerOptions& options
     const auto pos = size_t(std::find(buffers.begin(), buffers.end(), n) - buffers.begin());
     if (pos == buffers.size() || !store_->contains(index)) continue;
     Tensor whole = Tensor::empty(param.shape(), param.dtype(), kCPU);
-    const int64_t total = param.numel(), chunk = chunk_of(*store_, total);
-    const size_t esize = element_size(param.dtype());
-    for (int64_t begin = 0; begin < total; begin += chunk) {
-      const int64_t end = std::min(total, begin + chunk);
-      const std::vector<Tensor> parts = store_->acquire(index, begin, end);
-      std::memcpy(static_cast<char*>(whole.data_ptr()) + size_t(begin) * esize, parts[pos].data_ptr(),
-                  size_t(end - begin) * esize);
-      store_->release(index, begin, end);
-    }
+    read_placed(index, pos, param.numel(), param.dtype(), 0, param.numel(), whole.data_ptr());
     out.insert(n, std::move(whole));
   }
   return out;
+}
+
+void Optimizer::read_placed(size_t index, size_t buffer, int64_t numel, DType dtype, int64_t begin,
+                            int64_t end, void* dst) const {
+  const int64_t chunk = chunk_of(*store_, numel);
+  const size_t esize = element_size(dtype);
+  STRATA_CHECK(begin >= 0 && begin <= end && end <= numel, ValueError, name_, ": elements [", begin, ", ",
+               end, ") of parameter ", index, "'s ", numel);
+  // Whole store chunks, of which [begin, end) takes its part.
+  for (int64_t at = begin / chunk * chunk; at < end; at += chunk) {
+    const int64_t stop = std::min(numel, at + chunk);
+    const std::vector<Tensor> parts = store_->acquire(index, at, stop);
+    const int64_t from = std::max(at, begin), to = std::min(stop, end);
+    std::memcpy(static_cast<char*>(dst) + size_t(from - begin) * esize,
+                static_cast<const char*>(parts[buffer].data_ptr()) + size_t(from - at) * esize,
+                size_t(to - from) * esize);
+    store_->release(index, at, stop, /*modified=*/false);
+  }
 }
 
 void Optimizer::load_placed(size_t index, const OptimizerOptions& options, const Tensor& param,
@@ -180,7 +190,7 @@ void Optimizer::load_placed(size_t index, const OptimizerOptions& options, const
       std::memcpy(parts[b].data_ptr(),
                   static_cast<const char*>(sources[b].data_ptr()) + size_t(begin) * esize,
                   size_t(end - begin) * esize);
-    store_->release(index, begin, end);
+    store_->release(index, begin, end, /*modified=*/true);
   }
 }
 

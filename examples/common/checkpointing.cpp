@@ -20,6 +20,14 @@ io::CheckpointState checkpoint_state(const std::string& config, int64_t step, co
   return st;
 }
 
+io::CheckpointState checkpoint_state(const std::string& config, int64_t step, const io::DataCursor& data,
+                                     const nn::Module& model, const optim::Optimizer& optimizer) {
+  TensorSources sources;
+  io::CheckpointState st = checkpoint_state(config, step, data, model, optimizer.state_dict(sources));
+  st.optimizer_sources = std::move(sources);
+  return st;
+}
+
 void refuse_to_replace_checkpoint(const std::string& dir, bool resume, bool overwrite) {
   if (resume || overwrite || !std::filesystem::exists(std::filesystem::path(dir) / io::kCheckpointIndexFile))
     return;

@@ -5,6 +5,7 @@
 
 #include "strata/io/checkpoint.h"
 #include "strata/nn/module.h"
+#include "strata/optim/optimizer.h"
 
 namespace strata::examples {
 
@@ -12,6 +13,10 @@ namespace strata::examples {
 // (the loader's cursor), the model's weights and `optimizer_state`.
 io::CheckpointState checkpoint_state(const std::string& config, int64_t step, const io::DataCursor& data,
                                      const nn::Module& model, nn::StateDict optimizer_state);
+// The same with `optimizer`'s state; state it keeps in a spill file is streamed into the
+// checkpoint, never gathered in memory.
+io::CheckpointState checkpoint_state(const std::string& config, int64_t step, const io::DataCursor& data,
+                                     const nn::Module& model, const optim::Optimizer& optimizer);
 
 // Refuses to start a new run (neither `resume` nor `overwrite`) where `dir` holds a checkpoint,
 // which the run's first save would replace: a ValueError naming it and its step.

@@ -187,7 +187,7 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
       long(loop.step()), loop.last_loss(), 100.0 * double(held_right) / double(held.size()), held.size(),
       held_loss / double(held.size()), loop.elapsed());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
-  io::save_checkpoint(ckpt_dir, checkpoint_state(o.describe(), loop.step(), {}, model, opt->state_dict()));
+  io::save_checkpoint(ckpt_dir, checkpoint_state(o.describe(), loop.step(), {}, model, *opt));
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());
   return 0;
 }

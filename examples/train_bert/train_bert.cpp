@@ -139,8 +139,8 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
     return 0;
   }
   auto save = [&](int64_t at_step) {
-    io::save_checkpoint(ckpt_dir, examples::checkpoint_state(o.describe(), at_step, train.cursor(), model,
-                                                             opt->state_dict()));
+    io::save_checkpoint(ckpt_dir,
+                        examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, *opt));
   };
 
   const int64_t tokens_per_step = run.batch_size() * c.data().seq_len();

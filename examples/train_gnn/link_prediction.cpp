@@ -134,7 +134,7 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
   auto save = [&](int64_t at_step) {
     io::save_checkpoint(
         ckpt_dir, checkpoint_state(o.describe(), at_step, io::DataCursor{at_step / batches_per_epoch, 0, 0},
-                                   model, opt->state_dict()));
+                                   model, *opt));
   };
 
   std::printf(

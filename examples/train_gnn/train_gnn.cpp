@@ -242,8 +242,7 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
   }
   auto save = [&](int64_t at_step) {
     const io::DataCursor cursor = loader ? loader->cursor() : io::DataCursor{at_step, 0, 0};
-    io::save_checkpoint(ckpt_dir,
-                        examples::checkpoint_state(o.describe(), at_step, cursor, model, opt->state_dict()));
+    io::save_checkpoint(ckpt_dir, examples::checkpoint_state(o.describe(), at_step, cursor, model, *opt));
   };
 
   print_run(o, model, *data, splits, minibatches, load_seconds, dev, graph);

@@ -199,8 +199,12 @@ GptData make_data(const TrainOptions& o, dist::ProcessGroup* pg) {
 struct GptOptimizer {
   std::unique_ptr<optim::Optimizer> opt;
   dist::ZeroRedundancyOptimizer* zero = nullptr;
-  // Collective with ZeRO-1: every rank calls it.
-  nn::StateDict state() const { return zero ? zero->consolidated_state_dict() : opt->state_dict(); }
+  // What a checkpoint at `step` holds; collective with ZeRO-1: every rank calls it.
+  io::CheckpointState checkpoint(const std::string& config, int64_t step, const io::DataCursor& data,
+                                 const nn::Module& model) const {
+    return zero ? examples::checkpoint_state(config, step, data, model, zero->consolidated_state_dict())
+                : examples::checkpoint_state(config, step, data, model, *opt);
+  }
   void load(const nn::StateDict& st) const {
     if (zero)
       zero->load_consolidated_state_dict(st);
@@ -311,9 +315,8 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
 
   const int64_t first_step = run.resume() ? resume(ckpt_dir, o, model, opt, train, world, lead) : 0;
   auto save = [&](int64_t at_step) {
-    // opt.state() is collective with ZeRO-1: every rank calls save().
-    io::CheckpointState st =
-        examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, opt.state());
+    // opt.checkpoint() is collective with ZeRO-1: every rank calls save().
+    io::CheckpointState st = opt.checkpoint(o.describe(), at_step, train.cursor(), model);
     st.metadata["world_size"] = std::to_string(world);
     st.metadata["zero1"] = c.zero1() ? "true" : "false";
     if (lead) io::save_checkpoint(ckpt_dir, st);

@@ -252,8 +252,8 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
                 long(st.data.epoch), long(st.data.sample));
   }
   auto save = [&](int64_t at_step) {
-    io::save_checkpoint(ckpt_dir, examples::checkpoint_state(o.describe(), at_step, train.cursor(), model,
-                                                             opt->state_dict()));
+    io::save_checkpoint(ckpt_dir,
+                        examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, *opt));
   };
 
   print_run(o, model, data, train, dev);

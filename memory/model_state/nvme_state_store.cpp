@@ -139,13 +139,18 @@ class NvmeStateStore final : public optim::StateStore {
     return out;
   }
 
-  void release(size_t param, int64_t begin, int64_t end) override {
+  void release(size_t param, int64_t begin, int64_t end, bool modified) override {
     std::lock_guard<std::mutex> lk(mu_);
     Slot* s = find_slot(param, begin);
     STRATA_CHECK(s != nullptr && s->state == SlotState::Acquired, ValueError, "NVMe state store: parameter ",
                  param, "'s chunk at ", begin, " was released without being acquired");
-    s->state = SlotState::Writing;
     s->stamp = ++clock_;
+    if (!modified) {  // the file holds these bytes already
+      s->state = SlotState::Ready;
+      cv_.notify_all();
+      return;
+    }
+    s->state = SlotState::Writing;
     const Param& p = params_.at(param);
     const size_t chunk = size_t(begin / chunk_elements_);
     stores_.push([this, s, offsets = p.offsets, dtype = p.dtype, param, chunk, begin, end] {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "strata/core/generator.h"
+#include "strata/core/tensor_source.h"
 #include "strata/io/token_shards.h"
 #include "strata/nn/module.h"
 
@@ -41,6 +42,9 @@ struct CheckpointState {
   std::map<std::string, std::string> metadata;  // free-form (git hash, wall time, loss, ...)
   nn::StateDict model;      // Module::state_dict()
   nn::StateDict optimizer;  // Optimizer::state_dict()
+  // Optimizer tensors written a piece at a time (Optimizer::state_dict(sources): state in a spill
+  // file): each stands for the undefined tensor of `optimizer` under its name.
+  TensorSources optimizer_sources;
 };
 
 // Where one tensor lives in tensors.bin.
@@ -77,6 +81,7 @@ struct CheckpointIndexInfo {
 // Missing parent directories are created. Tensors on other devices are copied to the CPU;
 // views are written contiguously; one view listed under several names (tied weights such as
 // lm_head.weight and transformer.wte.weight) is stored once and loads as one shared tensor.
+// A streamed optimizer tensor is written through a buffer of one piece, never held whole.
 // Throws IoError naming the file and call on any I/O failure (the old checkpoint stays
 // intact), ValueError for an undefined or meta tensor.
 void save_checkpoint(const std::string& dir, const CheckpointState& state);

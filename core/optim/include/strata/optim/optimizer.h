@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "strata/core/tensor.h"
+#include "strata/core/tensor_source.h"
 #include "strata/nn/ordered_dict.h"
 #include "strata/optim/state_store.h"
 
@@ -123,6 +124,10 @@ class Optimizer {
   // PyTorch's optimizer state as a flat map: "state.<i>.<name>" for parameter i (in
   // parameters() order) and "param_groups.<g>.lr" per group. Tensors are detached copies.
   TensorDict state_dict() const;
+  // state_dict() for a checkpoint that streams placed state: each placed buffer is an undefined
+  // tensor in the dict, with its reader in `sources` under the same key, so no placed state is
+  // gathered in memory (io::save_checkpoint writes it a chunk at a time).
+  TensorDict state_dict(TensorSources& sources) const;
   // Replaces all state with `state` (copied onto each parameter's device and dtype) and
   // restores each group's lr. Validates everything first and throws ValueError naming each
   // bad key: unknown keys, indices out of range, shape mismatches, incomplete states.
@@ -187,8 +192,13 @@ class Optimizer {
   // (kNoParameter: none) is read ahead.
   void update_placed(size_t index, const OptimizerOptions& options, Tensor& param, const Tensor& grad,
                      size_t next_index, int64_t next_numel);
+  TensorDict state_dict_impl(TensorSources* sources) const;
   // The state of placed parameter `index` as CPU tensors shaped like `param`, in state_names() order.
   TensorDict placed_state(size_t index, const OptimizerOptions& options, const Tensor& param) const;
+  // Copies elements [begin, end) of placed buffer `buffer` (buffer_names() order) of parameter
+  // `index` to `dst`, a store chunk at a time.
+  void read_placed(size_t index, size_t buffer, int64_t numel, DType dtype, int64_t begin, int64_t end,
+                   void* dst) const;
   // Writes `state` (state_names() -> tensors) as placed parameter `index`'s state.
   void load_placed(size_t index, const OptimizerOptions& options, const Tensor& param,
                    const TensorDict& state);

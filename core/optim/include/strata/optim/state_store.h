@@ -42,8 +42,9 @@ class StateStore {
   // Host tensors (1-D, contiguous, on the CPU), one per buffer, holding elements [begin, end),
   // readable and writable until release().
   virtual std::vector<Tensor> acquire(size_t param, int64_t begin, int64_t end) = 0;
-  // Ends an acquire: the store keeps what was written (a file store writes it back).
-  virtual void release(size_t param, int64_t begin, int64_t end) = 0;
+  // Ends an acquire: the store keeps what was written (a file store writes it back, unless the
+  // chunk was only read: `modified` false).
+  virtual void release(size_t param, int64_t begin, int64_t end, bool modified) = 0;
   // Says that acquire(param, begin, end) comes soon, so a file store can read it ahead.
   virtual void will_acquire(size_t param, int64_t begin, int64_t end) {}
   // Waits for every write-back; a store whose writes failed throws here at the latest.
