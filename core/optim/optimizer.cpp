@@ -1,6 +1,5 @@
 #include "strata/optim/optimizer.h"
 
-#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <typeinfo>
@@ -139,29 +138,8 @@ TensorDict Optimizer::state_dict_impl(TensorSources* sources) const {
   TensorDict out;
   const std::vector<Tensor> params = parameters();
   for (size_t i = 0; i < state_.size(); ++i) {
-    if (state_placed(i) && sources != nullptr) {
-      const std::string prefix = "state." + std::to_string(i) + ".";
-      const std::vector<std::string> buffers = buffer_names(options_of(i));
-      for (const std::string& name : state_names()) {
-        if (const Tensor* t = state_[i].find(name)) {
-          out.insert(prefix + name, t->detach().clone());
-          continue;
-        }
-        const auto pos = size_t(std::find(buffers.begin(), buffers.end(), name) - buffers.begin());
-        if (pos == buffers.size() || !store_->contains(i)) continue;
-        const Tensor& p = params[i];
-        out.insert(prefix + name, Tensor());
-        (*sources)[prefix + name] = TensorSource{
-            p.dtype(), p.shape(), store_->chunk_elements() > 0 ? store_->chunk_elements() : p.numel(),
-            [this, i, pos, numel = p.numel(), dtype = p.dtype()](int64_t begin, int64_t end, void* dst) {
-              read_placed(i, pos, numel, dtype, begin, end, dst);
-            }};
-      }
-      continue;
-    }
     if (state_placed(i)) {
-      for (auto& [name, t] : placed_state(i, options_of(i), params[i]))
-        out.insert("state." + std::to_string(i) + "." + name, std::move(t));
+      add_placed_state(i, params[i], out, sources);
       continue;
     }
     for (const auto& [name, t] : state_[i])

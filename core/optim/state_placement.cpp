@@ -122,21 +122,30 @@ void Optimizer::update_placed(size_t index, const OptimizerOptions& options, Ten
   if (!p.device().is_cpu()) p.copy_(ph);
 }
 
-TensorDict Optimizer::placed_state(size_t index, const OptimizerOptions& options, const Tensor& param) const {
-  TensorDict out;
-  const std::vector<std::string> buffers = buffer_names(options);
+void Optimizer::add_placed_state(size_t index, const Tensor& param, TensorDict& out,
+                                 TensorSources* sources) const {
+  const std::string prefix = "state." + std::to_string(index) + ".";
+  const std::vector<std::string> buffers = buffer_names(options_of(index));
   for (const std::string& n : state_names()) {
     if (const Tensor* t = state_[index].find(n)) {
-      out.insert(n, t->detach().clone());
+      out.insert(prefix + n, t->detach().clone());
       continue;
     }
     const auto pos = size_t(std::find(buffers.begin(), buffers.end(), n) - buffers.begin());
     if (pos == buffers.size() || !store_->contains(index)) continue;
+    if (sources != nullptr) {
+      out.insert(prefix + n, Tensor());
+      (*sources)[prefix + n] = TensorSource{param.dtype(), param.shape(), chunk_of(*store_, param.numel()),
+                                            [this, index, pos, numel = param.numel(), dtype = param.dtype()](
+                                                int64_t begin, int64_t end, void* dst) {
+                                              read_placed(index, pos, numel, dtype, begin, end, dst);
+                                            }};
+      continue;
+    }
     Tensor whole = Tensor::empty(param.shape(), param.dtype(), kCPU);
     read_placed(index, pos, param.numel(), param.dtype(), 0, param.numel(), whole.data_ptr());
-    out.insert(n, std::move(whole));
+    out.insert(prefix + n, std::move(whole));
   }
-  return out;
 }
 
 void Optimizer::read_placed(size_t index, size_t buffer, int64_t numel, DType dtype, int64_t begin,

@@ -193,8 +193,10 @@ class Optimizer {
   void update_placed(size_t index, const OptimizerOptions& options, Tensor& param, const Tensor& grad,
                      size_t next_index, int64_t next_numel);
   TensorDict state_dict_impl(TensorSources* sources) const;
-  // The state of placed parameter `index` as CPU tensors shaped like `param`, in state_names() order.
-  TensorDict placed_state(size_t index, const OptimizerOptions& options, const Tensor& param) const;
+  // Adds placed parameter `index`'s state to `out` as "state.<index>.<name>", in state_names()
+  // order: scalars cloned, buffers gathered on the CPU or, with `sources`, left undefined with
+  // a reader each.
+  void add_placed_state(size_t index, const Tensor& param, TensorDict& out, TensorSources* sources) const;
   // Copies elements [begin, end) of placed buffer `buffer` (buffer_names() order) of parameter
   // `index` to `dst`, a store chunk at a time.
   void read_placed(size_t index, size_t buffer, int64_t numel, DType dtype, int64_t begin, int64_t end,
