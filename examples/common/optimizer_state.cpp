@@ -1,23 +1,13 @@
 #include "examples/common/optimizer_state.h"
 
-#include <cstdio>
 #include <filesystem>
 
 #include "examples/common/trainer_common.pb.h"
+#include "strata/core/byte_size.h"
 #include "strata/core/error.h"
 #include "strata/memory/nvme_state_store.h"
 
 namespace strata::examples {
-
-namespace {
-
-std::string mib(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1 << 20));
-  return buf;
-}
-
-}  // namespace
 
 void place_optimizer_state(const OptimizerConfig& optim, const TensorCacheConfig& cache, Device device,
                            optim::Optimizer& optimizer) {
@@ -53,7 +43,8 @@ std::string optimizer_state_line(const optim::Optimizer& optimizer) {
   const optim::StateStore* store = optimizer.state_store();
   if (store == nullptr) return "";
   return "optimizer state: " + std::string(state_placement_name(store->placement())) + ", " +
-         mib(optimizer.state_bytes([&](size_t i, const Tensor&) { return optimizer.state_placed(i); })) +
+         format_bytes(double(
+             optimizer.state_bytes([&](size_t i, const Tensor&) { return optimizer.state_placed(i); }))) +
          " in " + store->describe();
 }
 
@@ -61,8 +52,9 @@ std::string optimizer_state_traffic(const optim::Optimizer& optimizer, int64_t s
   const optim::StateStore* store = optimizer.state_store();
   if (store == nullptr || store->placement() != optim::StatePlacement::Nvme) return "";
   const uint64_t moved = store->bytes_read() + store->bytes_written();
-  return "optimizer state: " + mib(store->bytes_read()) + " read, " + mib(store->bytes_written()) +
-         " written (" + mib(steps > 0 ? moved / uint64_t(steps) : 0) + " per step)";
+  return "optimizer state: " + format_bytes(double(store->bytes_read())) + " read, " +
+         format_bytes(double(store->bytes_written())) + " written (" +
+         format_bytes(steps > 0 ? double(moved) / double(steps) : 0.0) + " per step)";
 }
 
 }  // namespace strata::examples

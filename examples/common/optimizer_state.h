@@ -23,9 +23,9 @@ void place_optimizer_state(const Config& c, Device device, optim::Optimizer& opt
   place_optimizer_state(c.optim(), c.cache(), device, optimizer);
 }
 
-// "optimizer state: nvme, 12.0 MiB in <file>", or "" when the state is on the device.
+// "optimizer state: nvme, 12.00 MiB in <file>", or "" when the state is on the device.
 std::string optimizer_state_line(const optim::Optimizer& optimizer);
-// "optimizer state: 12.0 MiB read, 12.0 MiB written (1.0 MiB per step)" for state on NVMe, else "".
+// "optimizer state: 12.00 MiB read, 12.00 MiB written (1.00 MiB per step)" for state on NVMe, else "".
 std::string optimizer_state_traffic(const optim::Optimizer& optimizer, int64_t steps);
 
 }  // namespace strata::examples

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -13,6 +12,7 @@
 
 #include "memory/tiers/nvme_tier.h"
 #include "memory/worker.h"
+#include "strata/core/byte_size.h"
 #include "strata/core/error.h"
 #include "strata/core/storage.h"
 
@@ -20,21 +20,11 @@ namespace strata::memory {
 
 namespace {
 
-constexpr uint64_t kBlock = 4096;
-
-uint64_t round_block(uint64_t n) { return (n + kBlock - 1) / kBlock * kBlock; }
-
-std::string bytes_text(uint64_t b) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / double(1 << 20));
-  return buf;
-}
-
 class NvmeStateStore final : public optim::StateStore {
  public:
   explicit NvmeStateStore(const NvmeStateSettings& s)
-      : tier_(s.dir, round_block(s.capacity)),
-        chunk_elements_(int64_t(std::max<uint64_t>(s.chunk_bytes / 4, kBlock / 4))),
+      : tier_(s.dir, round_to_spill_block(s.capacity)),
+        chunk_elements_(int64_t(std::max<uint64_t>(s.chunk_bytes / 4, kSpillBlock / 4))),
         slots_(std::max<size_t>(s.slots, 3)) {
     auto counters = std::make_shared<FaultCounters>();
     std::string why;
@@ -68,8 +58,8 @@ class NvmeStateStore final : public optim::StateStore {
       if (!at) {
         for (size_t k = 0; k < b; ++k) tier_.free(p.offsets[k], bytes);
         throw OutOfMemoryError("NVMe state store: " + tier_.describe() + " holds " +
-                               bytes_text(tier_.extents().capacity()) + " and has no room for " +
-                               bytes_text(bytes) + " more (parameter " + std::to_string(param) +
+                               format_bytes(double(tier_.extents().capacity())) + " and has no room for " +
+                               format_bytes(double(bytes)) + " more (parameter " + std::to_string(param) +
                                "'s state); make the file as large as the state (nvme_state_capacity)");
       }
       p.offsets.push_back(*at);
@@ -164,8 +154,8 @@ class NvmeStateStore final : public optim::StateStore {
         const IoStatus st =
             tier_.write(src, bytes, offsets[b] + uint64_t(begin) * esize, TensorMemory{}, crcs[b], nullptr);
         if (!st.ok)
-          failed = "writing " + bytes_text(bytes) + " at offset " + std::to_string(st.file_offset) + ": " +
-                   st.what;
+          failed = "writing " + format_bytes(double(bytes)) + " at offset " + std::to_string(st.file_offset) +
+                   ": " + st.what;
       }
       std::lock_guard<std::mutex> lk2(mu_);
       if (failed.empty()) {
@@ -263,8 +253,8 @@ class NvmeStateStore final : public optim::StateStore {
         const IoStatus st =
             tier_.read(dst, bytes, offsets[b] + uint64_t(begin) * esize, TensorMemory{}, crcs[b]);
         if (!st.ok)
-          failed = "reading " + bytes_text(bytes) + " at offset " + std::to_string(st.file_offset) + ": " +
-                   st.what;
+          failed = "reading " + format_bytes(double(bytes)) + " at offset " + std::to_string(st.file_offset) +
+                   ": " + st.what;
       }
       std::lock_guard<std::mutex> lk(mu_);
       if (!crcs.empty() && failed.empty()) bytes_read_ += bytes * offsets.size();
@@ -292,7 +282,7 @@ class NvmeStateStore final : public optim::StateStore {
 }  // namespace
 
 uint64_t nvme_state_capacity(uint64_t state_bytes, uint64_t buffers) {
-  return round_block(state_bytes) + buffers * kBlock;
+  return round_to_spill_block(state_bytes) + buffers * kSpillBlock;
 }
 
 std::shared_ptr<optim::StateStore> make_nvme_state_store(const NvmeStateSettings& settings) {

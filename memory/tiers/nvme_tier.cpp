@@ -17,10 +17,6 @@
 namespace strata::memory {
 
 namespace {
-constexpr uint64_t kBlock = 4096;
-
-uint64_t round_block(uint64_t n) { return (n + kBlock - 1) / kBlock * kBlock; }
-
 std::string errno_text(int e) { return std::string(std::strerror(e)); }
 
 std::string result_text(int64_t r, uint64_t want) {
@@ -32,7 +28,7 @@ std::string result_text(int64_t r, uint64_t want) {
 }
 }  // namespace
 
-NvmeTier::NvmeTier(const std::string& dir, uint64_t capacity) : extents_(capacity, kBlock) {
+NvmeTier::NvmeTier(const std::string& dir, uint64_t capacity) : extents_(capacity, kSpillBlock) {
   struct stat st {};
   const bool found = ::stat(dir.c_str(), &st) == 0;
   const int stat_errno = errno;
@@ -105,7 +101,7 @@ std::unique_ptr<IoChannel> NvmeTier::open_channel(IoEngineKind kind, size_t chun
                                                    std::shared_ptr<FaultCounters> counters,
                                                    std::string* fallback_reason) {
   STRATA_CHECK(kind != IoEngineKind::CuFile, ValueError, "tensor cache: cuFile runs only a GPU's direct path");
-  chunk = round_block(std::max<size_t>(chunk, kBlock));
+  chunk = round_to_spill_block(std::max<size_t>(chunk, kSpillBlock));
   depth = std::max<size_t>(depth, 1);
   // Staging buffers are allocated (and, for io_uring, registered) here, once.
   std::vector<void*> staging;
@@ -138,7 +134,7 @@ std::unique_ptr<IoChannel> NvmeTier::open_channel(IoEngineKind kind, size_t chun
 std::unique_ptr<IoChannel> NvmeTier::open_device_channel(Backend& backend, int device_index, IoEngineKind engine,
                                                           size_t chunk, size_t depth, const IoFaults& faults,
                                                           std::shared_ptr<FaultCounters> counters) {
-  chunk = round_block(std::max<size_t>(chunk, kBlock));
+  chunk = round_to_spill_block(std::max<size_t>(chunk, kSpillBlock));
   depth = std::max<size_t>(depth, 1);
   if (engine == IoEngineKind::CuFile) {
     std::string why;
@@ -152,9 +148,9 @@ std::unique_ptr<IoChannel> NvmeTier::open_device_channel(Backend& backend, int d
   Allocator& alloc = backend.allocator(device_index);
   std::vector<iovec> iov;
   for (size_t i = 0; i < depth; ++i) {
-    void* block = alloc.allocate(chunk + kBlock, MemoryCategory::CacheStaging);  // freed by the channel
+    void* block = alloc.allocate(chunk + kSpillBlock, MemoryCategory::CacheStaging);  // freed by the channel
     ch->device_blocks_.push_back(block);
-    auto at = (reinterpret_cast<uintptr_t>(block) + kBlock - 1) / kBlock * kBlock;
+    auto at = (reinterpret_cast<uintptr_t>(block) + kSpillBlock - 1) / kSpillBlock * kSpillBlock;
     ch->staging_.push_back(reinterpret_cast<void*>(at));
     iov.push_back({ch->staging_.back(), chunk});
   }
@@ -185,7 +181,8 @@ void IoChannel::pin_staging(Backend& backend) {
 
 bool IoChannel::zero_copy_ok(const void* p, uint64_t n) const {
   // Whole blocks at a block-aligned address in host memory: O_DIRECT takes them as they are.
-  return !device_backend_ && tier_.direct() && n % kBlock == 0 && reinterpret_cast<uintptr_t>(p) % kBlock == 0;
+  return !device_backend_ && tier_.direct() && n % kSpillBlock == 0 &&
+         reinterpret_cast<uintptr_t>(p) % kSpillBlock == 0;
 }
 
 uint32_t IoChannel::checksum(const void* buf, size_t n) const {
@@ -196,7 +193,7 @@ IoChannel::~IoChannel() {
   engine_.reset();  // joins threads / closes the ring before the buffers go
   if (device_backend_) {
     Allocator& alloc = device_backend_->allocator(device_index_);
-    for (void* b : device_blocks_) alloc.deallocate(b, chunk_ + kBlock, MemoryCategory::CacheStaging);
+    for (void* b : device_blocks_) alloc.deallocate(b, chunk_ + kSpillBlock, MemoryCategory::CacheStaging);
     return;
   }
   for (void* p : staging_) {
@@ -237,7 +234,7 @@ IoStatus IoChannel::write(const void* src, uint64_t bytes, uint64_t offset,
       int b = free_bufs.back();
       free_bufs.pop_back();
       uint64_t n = std::min<uint64_t>(chunk_, bytes - next * chunk_);
-      uint64_t padded = round_block(n);
+      uint64_t padded = round_to_spill_block(n);
       auto* buf = static_cast<unsigned char*>(staging_[size_t(b)]);
       if (!copy && zero_copy_ok(s + next * chunk_, n)) {  // straight from tensor memory
         auto* from = const_cast<unsigned char*>(s + next * chunk_);
@@ -316,7 +313,7 @@ IoStatus IoChannel::read(void* dst, uint64_t bytes, uint64_t offset,
       int b = free_bufs.back();
       free_bufs.pop_back();
       uint64_t n = std::min<uint64_t>(chunk_, bytes - next * chunk_);
-      want[size_t(b)] = round_block(n);
+      want[size_t(b)] = round_to_spill_block(n);
       chunk_of[size_t(b)] = next;
       direct[size_t(b)] = !copy && zero_copy_ok(d + next * chunk_, n);
       if (direct[size_t(b)]) {  // straight into tensor memory

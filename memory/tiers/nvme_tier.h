@@ -19,6 +19,10 @@
 
 namespace strata::memory {
 
+// The spill file's block: extents, offsets and O_DIRECT transfers are multiples of it.
+inline constexpr uint64_t kSpillBlock = 4096;
+inline uint64_t round_to_spill_block(uint64_t n) { return (n + kSpillBlock - 1) / kSpillBlock * kSpillBlock; }
+
 class NvmeTier;
 
 // Copies n bytes between a staging buffer and tensor memory (a device copy for device tensors);
