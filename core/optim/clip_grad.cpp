@@ -7,6 +7,7 @@
 #include "core/optim/cpu_update.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/norm_power_sum.h"
+#include "strata/core/storage_pager.h"
 
 namespace strata::optim {
 
@@ -66,25 +67,31 @@ std::vector<Tensor> grads_of(const std::vector<Tensor>& params, double norm_type
 double clip_on_host(const std::vector<Tensor>& grads, double max_norm, double norm_type) {
   const bool inf = std::isinf(norm_type);
   double acc = 0.0;
-  for (const Tensor& g : grads) {
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const Tensor& g = grads[i];
+    if (i + 1 < grads.size()) prefetch_paged(grads[i + 1]);
     double s = 0;
     detail::dispatch_floating(g.dtype(), [&](auto t) {
       using T = decltype(t);
       s = power_sum<T>(g.data<T>(), g.numel(), norm_type);
     });
     acc = inf ? std::max(acc, s) : acc + s;
+    release_paged(g);  // a paged gradient goes back where it lives: one on the device at a time
   }
   const double total_norm = inf ? acc : norm_type == 2.0 ? std::sqrt(acc) : std::pow(acc, 1.0 / norm_type);
   // PyTorch multiplies by min(coef, 1) unconditionally; multiplying by 1 changes nothing, so
   // only the clipping case touches the gradients. A NaN norm propagates, as in PyTorch.
   const double coef = max_norm / (total_norm + 1e-6);
   if (!(coef < 1.0) && !std::isnan(coef)) return total_norm;
-  for (const Tensor& g : grads) {
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const Tensor& g = grads[i];
+    if (i + 1 < grads.size()) prefetch_paged(grads[i + 1]);
     detail::dispatch_floating(g.dtype(), [&](auto t) {
       using T = decltype(t);
       scale<T>(g.data<T>(), g.numel(), T(coef));
     });
     g.bump_version();
+    release_paged(g);
   }
   return total_norm;
 }
@@ -116,8 +123,12 @@ Tensor detail::clip_grads_on_backend(Backend& be, const std::vector<Tensor>& gra
   };
   // The total, folded in parameter order (the host's order), then its 1/p power.
   Tensor norm = scalar(0.0);
-  for (const Tensor& g : grads)
-    apply(inf ? EwOp::Maximum : EwOp::Add, norm, {norm, strata::detail::norm_power_sum_on(be, g, norm_type)});
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (i + 1 < grads.size()) prefetch_paged(grads[i + 1]);
+    apply(inf ? EwOp::Maximum : EwOp::Add, norm,
+          {norm, strata::detail::norm_power_sum_on(be, grads[i], norm_type)});
+    release_paged(grads[i]);
+  }
   if (!inf) {
     if (norm_type == 2.0)
       apply(EwOp::Sqrt, norm, {norm});
@@ -136,6 +147,7 @@ Tensor detail::clip_grads_on_backend(Backend& be, const std::vector<Tensor>& gra
         Tensor::from_storage(c.storage(), g.shape(), Shape(size_t(g.dim()), 0), 0, g.dtype());
     apply(EwOp::Mul, g, {g, spread});
     g.bump_version();
+    release_paged(g);
   }
   return norm;
 }

@@ -10,6 +10,7 @@
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/factory.h"
 #include "strata/core/memory_stats.h"
+#include "strata/core/storage_pager.h"
 #include "strata/nn/module.h"
 
 namespace strata::optim {
@@ -94,23 +95,35 @@ void Optimizer::for_each_update(
       if (state_placed(index) && p.grad().defined()) placed.emplace_back(index, p.numel());
       ++index;
     }
-  index = 0;
-  size_t placed_done = 0;
+  // In order, with the group each belongs to: a paged parameter's next one loads during its update.
+  std::vector<std::pair<ParamGroup*, Tensor*>> order;
   for (ParamGroup& group : groups_)
-    for (Tensor& p : group.params_) {
-      const size_t i = index++;
-      if (!p.grad().defined()) continue;
-      detail::check_updatable(op.c_str(), "parameter", p);
-      Tensor g = detail::dense_grad(op.c_str(), p);
-      if (state_placed(i)) {
-        const bool last = ++placed_done == placed.size();
-        update_placed(i, *group.options_, p, g, last ? kNoParameter : placed[placed_done].first,
-                      last ? 0 : placed[placed_done].second);
-      } else {
-        fn(*group.options_, p, g, state_[i]);
+    for (Tensor& p : group.params_) order.emplace_back(&group, &p);
+  size_t placed_done = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    ParamGroup& group = *order[i].first;
+    Tensor& p = *order[i].second;
+    if (!p.grad().defined()) continue;
+    for (size_t k = i + 1; k < order.size(); ++k)
+      if (order[k].second->grad().defined()) {
+        prefetch_paged(*order[k].second);
+        prefetch_paged(order[k].second->grad());
+        break;
       }
-      p.bump_version();
+    detail::check_updatable(op.c_str(), "parameter", p);
+    Tensor g = detail::dense_grad(op.c_str(), p);
+    if (state_placed(i)) {
+      const bool last = ++placed_done == placed.size();
+      update_placed(i, *group.options_, p, g, last ? kNoParameter : placed[placed_done].first,
+                    last ? 0 : placed[placed_done].second);
+    } else {
+      fn(*group.options_, p, g, state_[i]);
     }
+    p.bump_version();
+    // A paged weight or gradient goes back where it lives (the weight written there).
+    release_paged(g);
+    release_paged(p);
+  }
 }
 
 std::vector<Tensor> Optimizer::parameters() const {

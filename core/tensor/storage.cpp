@@ -1,5 +1,9 @@
 #include "strata/core/storage.h"
 
+#include "strata/core/error.h"
+#include "strata/core/storage_pager.h"
+#include "strata/core/tensor.h"
+
 namespace strata {
 
 namespace {
@@ -22,6 +26,7 @@ uint64_t StorageImpl::next_id() { return next_storage_id.load(); }
 
 StorageImpl::~StorageImpl() {
   if (allocator_) {
+    if (data_ == nullptr) return;  // paged out
     allocator_->deallocate(data_, nbytes_, category_);
   } else if (deleter_) {
     deleter_(data_);
@@ -45,6 +50,49 @@ void StorageImpl::release_saved() {
 void StorageImpl::set_category(MemoryCategory c) {
   if (allocator_) allocator_->retag(nbytes_, category_, c);
   category_ = c;
+}
+
+}  // namespace strata
+
+namespace strata {
+
+void StorageImpl::fault_in() const {
+  STRATA_CHECK(pager_ != nullptr, DeviceError, "storage ", id_, " (", nbytes_,
+               " bytes) is away from its device and has no pager to bring it back");
+  pager_->fault_in(const_cast<StorageImpl&>(*this));
+}
+
+void StorageImpl::set_pager(StoragePager* pager) {
+  STRATA_CHECK(pager == nullptr || allocator_ != nullptr, ValueError, "storage ", id_, " (", nbytes_,
+               " bytes on ", device_.str(), ") wraps memory owned elsewhere and cannot be paged");
+  STRATA_CHECK(pager == nullptr || pager_ == nullptr || pager_ == pager, ValueError, "storage ", id_,
+               " is paged already");
+  STRATA_CHECK(pager != nullptr || resident(), ValueError, "storage ", id_,
+               " is away from its device: bring it back before it leaves its pager");
+  pager_ = pager;
+}
+
+void StorageImpl::release_device_bytes() {
+  STRATA_CHECK(allocator_ != nullptr, ValueError, "storage ", id_, " has no allocator to give its memory to");
+  mark_resident(false);
+  if (data_ != nullptr) allocator_->deallocate(data_, nbytes_, category_);
+  data_ = nullptr;
+}
+
+void release_paged(const Tensor& t) {
+  if (!t.defined()) return;
+  const Storage& s = t.storage();
+  if (s && s->pager() != nullptr) s->pager()->page_out(*s);
+}
+
+void prefetch_paged(const Tensor& t) {
+  if (!t.defined()) return;
+  const Storage& s = t.storage();
+  if (s && s->pager() != nullptr && !s->resident()) s->pager()->prefetch(*s);
+}
+
+void StorageImpl::allocate_device_bytes() {
+  if (data_ == nullptr && allocator_ != nullptr) data_ = allocator_->allocate(nbytes_, category_);
 }
 
 }  // namespace strata

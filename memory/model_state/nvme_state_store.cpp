@@ -25,7 +25,8 @@ class NvmeStateStore final : public optim::StateStore {
   explicit NvmeStateStore(const NvmeStateSettings& s)
       : tier_(s.dir, round_to_spill_block(s.capacity)),
         chunk_elements_(int64_t(std::max<uint64_t>(s.chunk_bytes / 4, kSpillBlock / 4))),
-        slots_(std::max<size_t>(s.slots, 3)) {
+        slots_(std::max<size_t>(s.slots, 3)),
+        what_(s.what) {
     auto counters = std::make_shared<FaultCounters>();
     std::string why;
     const size_t io_chunk = size_t(4) << 20;
@@ -104,14 +105,8 @@ class NvmeStateStore final : public optim::StateStore {
   std::vector<Tensor> acquire(size_t param, int64_t begin, int64_t end) override {
     std::unique_lock<std::mutex> lk(mu_);
     throw_if_failed();
-    auto it = params_.find(param);
-    STRATA_CHECK(it != params_.end(), ValueError, "NVMe state store: parameter ", param, " has no state");
-    STRATA_CHECK(begin >= 0 && begin <= end && end <= it->second.numel, ValueError,
-                 "NVMe state store: elements [", begin, ", ", end, ") of parameter ", param, "'s ",
-                 it->second.numel);
+    auto it = checked(param, begin, end);
     Slot* s = find_slot(param, begin);
-    STRATA_CHECK(s == nullptr || s->state != SlotState::Acquired, ValueError, "NVMe state store: parameter ",
-                 param, "'s chunk at ", begin, " is acquired already");
     if (s == nullptr) {
       cv_.wait(lk, [&] { return free_slot() != nullptr; });
       s = free_slot();
@@ -121,13 +116,24 @@ class NvmeStateStore final : public optim::StateStore {
     throw_if_failed();
     STRATA_CHECK(s->end == end, ValueError, "NVMe state store: parameter ", param, "'s chunk at ", begin,
                  " was asked for up to ", end, " and read up to ", s->end);
-    s->state = SlotState::Acquired;
-    const Param& p = it->second;
-    std::vector<Tensor> out;
-    for (size_t b = 0; b < p.count; ++b)
-      out.push_back(
-          Tensor::from_storage(s->memory, {end - begin}, {1}, int64_t(b) * chunk_elements_, p.dtype));
-    return out;
+    return take(*s, it->second);
+  }
+
+  std::vector<Tensor> acquire_for_write(size_t param, int64_t begin, int64_t end) override {
+    std::unique_lock<std::mutex> lk(mu_);
+    throw_if_failed();
+    auto it = checked(param, begin, end);
+    Slot* s = find_slot(param, begin);
+    if (s == nullptr) {
+      cv_.wait(lk, [&] { return free_slot() != nullptr; });
+      s = free_slot();
+      claim(*s, it->second, param, begin, end);
+      s->state = SlotState::Ready;  // its bytes are about to be overwritten: nothing to read
+    }
+    cv_.wait(lk, [&] { return s->state == SlotState::Ready || !failure_.empty(); });
+    throw_if_failed();
+    s->end = end;
+    return take(*s, it->second);
   }
 
   void release(size_t param, int64_t begin, int64_t end, bool modified) override {
@@ -162,8 +168,8 @@ class NvmeStateStore final : public optim::StateStore {
         written_[{param, chunk}] = std::move(crcs);
         bytes_written_ += bytes * offsets.size();
       } else if (failure_.empty()) {
-        failure_ = "NVMe state store: " + tier_.describe() + ": parameter " + std::to_string(param) +
-                   "'s optimizer state, " + failed;
+        failure_ = "NVMe state store: " + tier_.describe() + ": parameter " + std::to_string(param) + "'s " +
+                   what_ + ", " + failed;
       }
       s->state = SlotState::Ready;
       cv_.notify_all();
@@ -205,6 +211,38 @@ class NvmeStateStore final : public optim::StateStore {
     std::vector<uint64_t> offsets;  // one extent per buffer
   };
 
+  // Under mu_: the parameter, with [begin, end) checked against it and not acquired already.
+  std::unordered_map<size_t, Param>::iterator checked(size_t param, int64_t begin, int64_t end) {
+    auto it = params_.find(param);
+    STRATA_CHECK(it != params_.end(), ValueError, "NVMe state store: parameter ", param, " has no ", what_);
+    STRATA_CHECK(begin >= 0 && begin <= end && end <= it->second.numel, ValueError,
+                 "NVMe state store: elements [", begin, ", ", end, ") of parameter ", param, "'s ",
+                 it->second.numel);
+    const Slot* s = find_slot(param, begin);
+    STRATA_CHECK(s == nullptr || s->state != SlotState::Acquired, ValueError, "NVMe state store: parameter ",
+                 param, "'s chunk at ", begin, " is acquired already");
+    return it;
+  }
+
+  // Under mu_: hands a Ready slot's buffers out.
+  std::vector<Tensor> take(Slot& s, const Param& p) {
+    s.state = SlotState::Acquired;
+    std::vector<Tensor> out;
+    for (size_t b = 0; b < p.count; ++b)
+      out.push_back(
+          Tensor::from_storage(s.memory, {s.end - s.begin}, {1}, int64_t(b) * chunk_elements_, p.dtype));
+    return out;
+  }
+  // Under mu_: gives `s` to (param, [begin, end)), with memory for its buffers.
+  void claim(Slot& s, const Param& p, size_t param, int64_t begin, int64_t end) {
+    const size_t need = p.count * size_t(chunk_elements_) * 8;
+    if (!s.memory || s.memory->nbytes() < need)
+      s.memory = std::make_shared<StorageImpl>(need, kCPU, &cpu_allocator(), MemoryCategory::OptimizerState);
+    s.param = param;
+    s.begin = begin;
+    s.end = end;
+    s.stamp = 0;
+  }
   // Under mu_. The slot holding (param, begin) in any state but Empty.
   Slot* find_slot(size_t param, int64_t begin) {
     for (Slot& s : slots_)
@@ -228,14 +266,8 @@ class NvmeStateStore final : public optim::StateStore {
   // written, else its bytes from the file with their CRCs checked.
   void start_read(Slot& s, size_t param, int64_t begin, int64_t end) {
     const Param& p = params_.at(param);
-    const size_t need = p.count * size_t(chunk_elements_) * 8;
-    if (!s.memory || s.memory->nbytes() < need)
-      s.memory = std::make_shared<StorageImpl>(need, kCPU, &cpu_allocator(), MemoryCategory::OptimizerState);
+    claim(s, p, param, begin, end);
     s.state = SlotState::Reading;
-    s.param = param;
-    s.begin = begin;
-    s.end = end;
-    s.stamp = 0;
     const size_t chunk = size_t(begin / chunk_elements_);
     auto w = written_.find({param, chunk});
     std::vector<std::vector<uint32_t>> crcs;
@@ -259,8 +291,8 @@ class NvmeStateStore final : public optim::StateStore {
       std::lock_guard<std::mutex> lk(mu_);
       if (!crcs.empty() && failed.empty()) bytes_read_ += bytes * offsets.size();
       if (!failed.empty() && failure_.empty())
-        failure_ = "NVMe state store: " + tier_.describe() + ": parameter " + std::to_string(param) +
-                   "'s optimizer state, " + failed;
+        failure_ = "NVMe state store: " + tier_.describe() + ": parameter " + std::to_string(param) + "'s " +
+                   what_ + ", " + failed;
       s.state = failed.empty() ? SlotState::Ready : SlotState::Empty;
       cv_.notify_all();
     });
@@ -268,9 +300,10 @@ class NvmeStateStore final : public optim::StateStore {
 
   NvmeTier tier_;
   const int64_t chunk_elements_;
+  std::vector<Slot> slots_;
+  const std::string what_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<Slot> slots_;
   std::unordered_map<size_t, Param> params_;
   std::map<std::pair<size_t, size_t>, std::vector<std::vector<uint32_t>>>
       written_;  // (param, chunk) -> CRCs per buffer

@@ -20,6 +20,7 @@ struct NvmeStateSettings {
   uint64_t chunk_bytes = uint64_t(8) << 20;  // per buffer of one chunk of an f32 parameter
   size_t slots = 4;                          // chunks in host memory at once (being read, updated, written)
   IoFaults faults;                           // injected under the store (tests)
+  std::string what = "optimizer state";      // what it holds, for messages
 };
 
 // The file's size for `state_bytes` of state in `buffers` buffers (each extent rounds up to 4 KiB).

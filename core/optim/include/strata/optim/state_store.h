@@ -42,6 +42,10 @@ class StateStore {
   // Host tensors (1-D, contiguous, on the CPU), one per buffer, holding elements [begin, end),
   // readable and writable until release().
   virtual std::vector<Tensor> acquire(size_t param, int64_t begin, int64_t end) = 0;
+  // acquire() of a chunk the caller overwrites whole: a file store does not read it first.
+  virtual std::vector<Tensor> acquire_for_write(size_t param, int64_t begin, int64_t end) {
+    return acquire(param, begin, end);
+  }
   // Ends an acquire: the store keeps what was written (a file store writes it back, unless the
   // chunk was only read: `modified` false).
   virtual void release(size_t param, int64_t begin, int64_t end, bool modified) = 0;

@@ -13,6 +13,8 @@
 
 namespace strata {
 
+class StoragePager;
+
 class StorageImpl {
  public:
   // Allocates `nbytes` from `allocator` (nullptr for Meta: shape only, no data).
@@ -23,7 +25,12 @@ class StorageImpl {
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
 
-  void* data() const { return data_; }
+  // The bytes, on the device. A paged storage away from its device is brought back first (by its
+  // pager, which may wait for a load under way): strata/core/storage_pager.h.
+  void* data() const {
+    if (!resident_.load(std::memory_order_acquire)) fault_in();
+    return data_;
+  }
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
   // Process-unique id: the tensor cache keys saved tensors by storage, not by tensor.
@@ -43,6 +50,23 @@ class StorageImpl {
   bool holds_parameter() const { return holds_parameter_; }
   void set_holds_parameter(bool p) { holds_parameter_ = p; }
 
+  // ---- paging: model state placed off its device between uses (strata/core/storage_pager.h) ----
+  // Only the pager calls these, under its own lock.
+  StoragePager* pager() const { return pager_; }
+  // Hands the storage to `pager` (nullptr: back to unmanaged, which needs it resident). Throws
+  // ValueError for memory owned elsewhere (no allocator to give it back to) or a second pager.
+  void set_pager(StoragePager* pager);
+  bool resident() const { return resident_.load(std::memory_order_acquire); }
+  // Whether device memory is held (resident, or being filled or emptied by the pager).
+  bool allocated() const { return data_ != nullptr || nbytes_ == 0; }
+  // The device memory without a fault: the pager's own copies in and out.
+  void* device_bytes() const { return data_; }
+  // Gives the device memory back to the allocator; the storage is not resident until
+  // allocate_device_bytes() and mark_resident().
+  void release_device_bytes();
+  void allocate_device_bytes();
+  void mark_resident(bool resident) { resident_.store(resident, std::memory_order_release); }
+
   MemoryCategory category() const { return category_; }
   // Counts SavedTensors holding this storage: while any does, a Temporary buffer is accounted
   // as SavedActivation (docs/design.md, "Invariants": memory accounting); the last release re-tags it back.
@@ -52,8 +76,12 @@ class StorageImpl {
   void set_category(MemoryCategory c);
 
  private:
+  void fault_in() const;
+
   void* data_ = nullptr;
   size_t nbytes_ = 0;
+  StoragePager* pager_ = nullptr;
+  std::atomic<bool> resident_{true};
   Device device_;
   Allocator* allocator_ = nullptr;
   MemoryCategory category_;

@@ -1,0 +1,538 @@
+// ParamPager: paged weights and gradients. Every paged storage is a Page: on the device, loading
+// onto it, at home (its store), or being written home. Loads run on one worker and writes on
+// another; the calling thread only allocates, records the device's compute, and waits when it
+// touches a page that is not on the device yet.
+#include "strata/memory/param_pager.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "memory/worker.h"
+#include "strata/core/backend.h"
+#include "strata/core/byte_size.h"
+#include "strata/core/error.h"
+#include "strata/core/stream.h"
+
+namespace strata::memory {
+
+namespace {
+
+using autograd::Phase;
+using autograd::ScopeEvent;
+using Clock = std::chrono::steady_clock;
+using optim::StatePlacement;
+
+enum class Where : uint8_t { Device, Loading, Home, Writing };
+
+struct Page {
+  bool gradient = false;
+  size_t slot = 0;   // its index in its store
+  size_t block = 0;  // the planner block its parameter belongs to
+  Tensor param;      // the parameter (a gradient page's storage is its current .grad())
+  std::weak_ptr<StorageImpl> storage;
+  uint64_t id = 0;  // the storage's id (0: a gradient page before its first gradient)
+  Where where = Where::Device;
+  bool home_valid = false;  // home holds the bytes of version synced_version
+  uint64_t synced_version = 0;
+  bool keep_after_write = false;  // touched while being written: stays on the device
+  size_t nbytes = 0;
+};
+
+// A storage a paged parameter or gradient can own alone: whole, contiguous, its allocator's.
+bool pageable(const Tensor& t) {
+  return t.defined() && t.is_contiguous() && t.storage_offset() == 0 && t.storage()->nbytes() == t.nbytes() &&
+         t.nbytes() > 0;
+}
+
+}  // namespace
+
+struct ParamPager::Impl {
+  Impl(Device d, ParamPagerSettings settings) : device(d), backend(backend_for(d)), s(std::move(settings)) {}
+
+  Device device;
+  Backend& backend;
+  ParamPagerSettings s;
+  StoragePager* self = nullptr;
+  std::vector<std::string> block_paths;
+  std::unordered_map<std::string, size_t> block_index;  // exact block path -> index
+  std::vector<std::vector<size_t>> block_weights;       // weight pages per block
+  std::vector<Page> pages;                              // fixed after create(): jobs hold indices
+  std::unordered_map<uint64_t, size_t> by_id;           // storage id -> page
+  std::unordered_map<std::string, int> block_of_scope;  // scope path -> block (-1: none), memoized
+  bool in_backward = false;
+  int backward_block = -1;
+  size_t params = 0;  // parameters with a page (a slot in each store used)
+  uint64_t param_bytes = 0;
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  PagerStats stats;
+  std::string failure;
+  Worker loads, stores;  // last: their threads stop first
+
+  optim::StateStore& store_of(const Page& pg) const {
+    return pg.gradient ? *s.gradient_store : *s.weight_store;
+  }
+  const char* kind(const Page& pg) const { return pg.gradient ? "gradient" : "weight"; }
+  std::string name_of(const Page& pg) const {
+    return std::string(kind(pg)) + " of parameter " + std::to_string(pg.slot) + " (block " +
+           block_paths[pg.block] + ", " + format_bytes(double(pg.nbytes)) + ")";
+  }
+
+  int block_of(const std::string& path) {
+    auto it = block_of_scope.find(path);
+    if (it != block_of_scope.end()) return it->second;
+    int best = -1;
+    size_t best_len = 0;
+    for (size_t b = 0; b < block_paths.size(); ++b) {
+      const std::string& bp = block_paths[b];
+      const bool inside = path.size() >= bp.size() && path.compare(0, bp.size(), bp) == 0 &&
+                          (path.size() == bp.size() || path[bp.size()] == '.' || bp.empty());
+      if (inside && (best < 0 || bp.size() > best_len)) {
+        best = int(b);
+        best_len = bp.size();
+      }
+    }
+    block_of_scope.emplace(path, best);
+    return best;
+  }
+
+  // Copies between device memory and a host chunk of a store, waiting for the copy.
+  void copy(void* dst, const void* src, size_t bytes, Event* after) {
+    std::unique_ptr<Event> done = backend.copy_bytes_async(dst, src, bytes, device.index, after);
+    if (done) done->synchronize();
+  }
+
+  int64_t chunk_of(const Page& pg) const {
+    const int64_t numel = pg.param.numel(), c = store_of(pg).chunk_elements();
+    return c > 0 ? c : std::max<int64_t>(numel, 1);
+  }
+
+  // ---- the workers' jobs ----
+
+  void run_load(size_t index, Storage st, std::shared_ptr<Event> after) {
+    Page& pg = pages[index];
+    optim::StateStore& store = store_of(pg);
+    const int64_t numel = pg.param.numel(), chunk = chunk_of(pg);
+    const size_t esize = pg.param.element_size();
+    std::string failed;
+    try {
+      store.will_acquire(pg.slot, 0, std::min(numel, chunk));
+      for (int64_t begin = 0; begin < numel; begin += chunk) {
+        const int64_t end = std::min(numel, begin + chunk);
+        if (end < numel) store.will_acquire(pg.slot, end, std::min(numel, end + chunk));
+        const std::vector<Tensor> parts = store.acquire(pg.slot, begin, end);
+        copy(static_cast<char*>(st->device_bytes()) + size_t(begin) * esize, parts[0].data_ptr(),
+             size_t(end - begin) * esize, begin == 0 ? after.get() : nullptr);
+        store.release(pg.slot, begin, end, /*modified=*/false);
+      }
+    } catch (const std::exception& e) {
+      failed = e.what();
+    }
+    std::lock_guard<std::mutex> lk(mu);
+    if (failed.empty()) {
+      pg.where = Where::Device;
+      pg.synced_version = st->version();
+      st->mark_resident(true);
+      (pg.gradient ? stats.gradient_bytes_in : stats.weight_bytes_in) += pg.nbytes;
+    } else {
+      pg.where = Where::Home;
+      st->release_device_bytes();
+      if (failure.empty())
+        failure = "loading the " + name_of(pg) + " from " + store.describe() + ": " + failed;
+    }
+    cv.notify_all();
+  }
+
+  void run_write(size_t index, Storage st, uint64_t version, std::shared_ptr<Event> after) {
+    Page& pg = pages[index];
+    optim::StateStore& store = store_of(pg);
+    const int64_t numel = pg.param.numel(), chunk = chunk_of(pg);
+    const size_t esize = pg.param.element_size();
+    std::string failed;
+    try {
+      for (int64_t begin = 0; begin < numel; begin += chunk) {
+        const int64_t end = std::min(numel, begin + chunk);
+        const std::vector<Tensor> parts = store.acquire_for_write(pg.slot, begin, end);
+        copy(parts[0].data_ptr(), static_cast<const char*>(st->device_bytes()) + size_t(begin) * esize,
+             size_t(end - begin) * esize, begin == 0 ? after.get() : nullptr);
+        store.release(pg.slot, begin, end, /*modified=*/true);
+      }
+    } catch (const std::exception& e) {
+      failed = e.what();
+    }
+    std::lock_guard<std::mutex> lk(mu);
+    if (!failed.empty()) {
+      // The device copy is the only one: it stays, and the failure is reported at the next touch.
+      pg.where = Where::Device;
+      st->mark_resident(true);
+      if (failure.empty()) failure = "writing the " + name_of(pg) + " to " + store.describe() + ": " + failed;
+    } else {
+      pg.home_valid = true;
+      pg.synced_version = version;
+      (pg.gradient ? stats.gradient_bytes_out : stats.weight_bytes_out) += pg.nbytes;
+      if (pg.keep_after_write) {
+        pg.where = Where::Device;
+        st->mark_resident(true);
+      } else {
+        pg.where = Where::Home;
+        st->release_device_bytes();
+      }
+    }
+    cv.notify_all();
+  }
+
+  // ---- under mu ----
+
+  void start_load(size_t index, const Storage& st) {
+    Page& pg = pages[index];
+    st->allocate_device_bytes();
+    pg.where = Where::Loading;
+    std::shared_ptr<Event> after(backend.record_compute(device.index));
+    loads.push([this, index, st, after] { run_load(index, st, after); });
+  }
+
+  void start_write(size_t index, const Storage& st) {
+    Page& pg = pages[index];
+    st->mark_resident(false);  // a touch from now on waits for the write
+    pg.where = Where::Writing;
+    pg.keep_after_write = false;
+    std::shared_ptr<Event> after(backend.record_compute(device.index));
+    stores.push([this, index, st, version = st->version(), after] { run_write(index, st, version, after); });
+  }
+
+  void throw_if_failed() const {
+    if (!failure.empty()) throw IoError("parameter pager: " + failure);
+  }
+
+  // Makes page `index` (whose storage is `st`) resident, waiting as needed.
+  void make_resident(size_t index, const Storage& st, std::unique_lock<std::mutex>& lk) {
+    Page& pg = pages[index];
+    const auto t0 = Clock::now();
+    bool waited = false;
+    for (;;) {
+      throw_if_failed();
+      if (pg.where == Where::Device) break;
+      if (pg.where == Where::Home) {
+        ++stats.demand_loads;
+        start_load(index, st);
+      } else if (pg.where == Where::Writing) {
+        pg.keep_after_write = true;
+      }
+      waited = true;
+      cv.wait(lk);
+    }
+    if (waited) stats.wait_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+  void page_out(size_t index, const Storage& st, std::unique_lock<std::mutex>& lk) {
+    Page& pg = pages[index];
+    while (pg.where == Where::Loading) cv.wait(lk);  // let it land, then decide
+    if (pg.where != Where::Device) return;
+    if (pg.home_valid && st->version() == pg.synced_version) {
+      st->release_device_bytes();  // home has these bytes already
+      pg.where = Where::Home;
+    } else {
+      start_write(index, st);
+    }
+  }
+
+  // Page `index` is wanted soon: a load starts, or a write under way keeps the device copy.
+  void want(size_t index) {
+    Page& pg = pages[index];
+    if (pg.where == Where::Writing) {
+      pg.keep_after_write = true;
+    } else if (pg.where == Where::Home) {
+      if (Storage st = pg.storage.lock()) start_load(index, st);
+    }
+  }
+
+  void request(int block) {
+    if (block < 0 || size_t(block) >= block_weights.size()) return;
+    for (size_t index : block_weights[size_t(block)]) want(index);
+  }
+
+  void release(int block, std::unique_lock<std::mutex>& lk) {
+    if (block < 0 || size_t(block) >= block_weights.size()) return;
+    for (size_t index : block_weights[size_t(block)])
+      if (Storage st = pages[index].storage.lock()) page_out(index, st, lk);
+  }
+
+  void request_ahead(int block, int direction) {
+    for (size_t k = 1; k <= s.prefetch_blocks; ++k) request(block + direction * int(k));
+  }
+
+  // A gradient page's storage is the parameter's current .grad(): a new one (after zero_grad)
+  // replaces the old, which comes back to its device first if something still holds it.
+  bool adopt_gradient(size_t index, const Storage& st, std::unique_lock<std::mutex>& lk) {
+    Page& pg = pages[index];
+    if (pg.id == st->id()) return true;
+    if (st->pager() != nullptr) return false;  // paged by someone else
+    if (Storage old = pg.storage.lock()) {
+      make_resident(index, old, lk);
+      old->set_pager(nullptr);
+    }
+    by_id.erase(pg.id);
+    st->set_pager(self);
+    pg.storage = st;
+    pg.id = st->id();
+    by_id[pg.id] = index;
+    pg.where = Where::Device;
+    pg.home_valid = false;
+    return true;
+  }
+
+  void on_gradient(size_t index) {
+    const Tensor& g = pages[index].param.grad();
+    if (!pageable(g) || g.dtype() != pages[index].param.dtype()) return;
+    const Storage st = g.storage();
+    std::unique_lock<std::mutex> lk(mu);
+    if (adopt_gradient(index, st, lk)) page_out(index, st, lk);
+  }
+};
+
+ParamPager::ParamPager(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) { impl_->self = this; }
+
+std::shared_ptr<ParamPager> ParamPager::create(const nn::Module& model, Device device,
+                                               ParamPagerSettings settings) {
+  STRATA_CHECK(settings.weights == StatePlacement::Device || settings.weight_store != nullptr, ValueError,
+               "parameter pager: weights placed in ", optim::state_placement_name(settings.weights),
+               " need a store to live in");
+  STRATA_CHECK(settings.gradients == StatePlacement::Device || settings.gradient_store != nullptr, ValueError,
+               "parameter pager: gradients placed in ", optim::state_placement_name(settings.gradients),
+               " need a store to live in");
+  STRATA_CHECK(settings.weight_store == nullptr || settings.weight_store != settings.gradient_store,
+               ValueError, "parameter pager: weights and gradients need a store each");
+  std::shared_ptr<ParamPager> pager(new ParamPager(std::make_unique<Impl>(device, std::move(settings))));
+  Impl& m = *pager->impl_;
+  const bool weights = m.s.weights != StatePlacement::Device, grads = m.s.gradients != StatePlacement::Device;
+
+  // Each parameter belongs to its innermost block (named_modules is preorder: inner ones come later).
+  std::unordered_map<const TensorImpl*, size_t> block_of_param;
+  for (const auto& [path, module] : model.named_modules()) {
+    if (!module->is_block()) continue;
+    const size_t b = m.block_paths.size();
+    m.block_paths.push_back(path);
+    m.block_index.emplace(path, b);
+    for (const auto& [name, p] : module->named_parameters()) block_of_param[p.impl()] = b;
+  }
+  m.block_weights.resize(m.block_paths.size());
+
+  std::unordered_map<uint64_t, int> storage_users;
+  const auto named = model.named_parameters();
+  for (const auto& [name, p] : named) ++storage_users[p.storage()->id()];
+  for (const auto& [name, p] : named) {
+    auto it = block_of_param.find(p.impl());
+    if (it == block_of_param.end() || !pageable(p) || storage_users[p.storage()->id()] != 1) continue;
+    if (!weights && !(grads && p.requires_grad())) continue;
+    STRATA_CHECK(p.device() == device, DeviceError, "parameter pager: parameter ", name, " is on ",
+                 p.device().str(), ", the model's device is ", device.str());
+    const size_t slot = m.params++;
+    m.param_bytes += p.nbytes();
+    if (weights) {
+      Page pg;
+      pg.slot = slot;
+      pg.block = it->second;
+      pg.param = p;
+      pg.nbytes = p.nbytes();
+      m.s.weight_store->add(slot, 1, p.numel(), p.dtype());
+      m.block_weights[pg.block].push_back(m.pages.size());
+      m.pages.push_back(std::move(pg));
+    }
+    if (grads && p.requires_grad()) {
+      Page pg;
+      pg.gradient = true;
+      pg.slot = slot;
+      pg.block = it->second;
+      pg.param = p;
+      pg.nbytes = p.nbytes();
+      m.s.gradient_store->add(slot, 1, p.numel(), p.dtype());
+      m.pages.push_back(std::move(pg));
+    }
+  }
+  // Hooks and storages only once the page list is final (jobs and hooks keep indices).
+  std::weak_ptr<ParamPager> weak = pager;
+  for (size_t i = 0; i < m.pages.size(); ++i) {
+    Page& pg = m.pages[i];
+    if (pg.gradient) {
+      pg.param.register_post_accumulate_grad_hook([weak, i](const Tensor&) {
+        if (auto p = weak.lock()) p->impl_->on_gradient(i);
+      });
+      continue;
+    }
+    const Storage& st = pg.param.storage();
+    st->set_pager(pager.get());
+    pg.storage = st;
+    pg.id = st->id();
+    m.by_id[pg.id] = i;
+  }
+  {
+    std::unique_lock<std::mutex> lk(m.mu);
+    for (size_t i = 0; i < m.pages.size(); ++i)
+      if (!m.pages[i].gradient) m.page_out(i, m.pages[i].param.storage(), lk);
+  }
+  pager->end_step();
+  return pager;
+}
+
+ParamPager::~ParamPager() {
+  Impl& m = *impl_;
+  try {
+    std::unique_lock<std::mutex> lk(m.mu);
+    m.failure.clear();  // what failed was reported; bring back what can come back
+    for (size_t i = 0; i < m.pages.size(); ++i)
+      if (Storage st = m.pages[i].storage.lock()) {
+        m.make_resident(i, st, lk);
+        st->set_pager(nullptr);
+      }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata: parameter pager: %s\n", e.what());
+  }
+  m.loads.wait_idle();
+  m.stores.wait_idle();
+}
+
+namespace {
+
+// The SavePolicy wrap() gives: the inner policy's decisions, the pager told of every scope.
+class PagingPolicy final : public autograd::SavePolicy {
+ public:
+  PagingPolicy(std::shared_ptr<ParamPager> pager, std::shared_ptr<autograd::SavePolicy> inner)
+      : pager_(std::move(pager)),
+        inner_(inner ? std::move(inner) : std::make_shared<autograd::KeepAllPolicy>()) {}
+  autograd::Packed pack(const Tensor& t, const autograd::SaveInfo& info) override {
+    return inner_->pack(t, info);
+  }
+  Tensor unpack(autograd::Packed& p, const autograd::SaveInfo& info) override {
+    return inner_->unpack(p, info);
+  }
+  void on_scope(ScopeEvent event, Phase phase, const std::string& path) override {
+    pager_->on_scope(event, phase, path);
+    inner_->on_scope(event, phase, path);
+  }
+  bool wants_segment(const std::string& block_path) override { return inner_->wants_segment(block_path); }
+  void observe_recompute(const Tensor& t, const autograd::SaveInfo& info) override {
+    inner_->observe_recompute(t, info);
+  }
+  bool prefers_lean(const char* op) override { return inner_->prefers_lean(op); }
+
+ private:
+  std::shared_ptr<ParamPager> pager_;
+  std::shared_ptr<autograd::SavePolicy> inner_;
+};
+
+}  // namespace
+
+std::shared_ptr<autograd::SavePolicy> ParamPager::wrap(std::shared_ptr<autograd::SavePolicy> inner) {
+  return std::make_shared<PagingPolicy>(shared_from_this(), std::move(inner));
+}
+
+void ParamPager::on_scope(ScopeEvent event, Phase phase, const std::string& path) {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> lk(m.mu);
+  if (phase == Phase::Backward) {
+    if (event != ScopeEvent::Enter) return;
+    const int b = m.block_of(path);
+    if (!m.in_backward) {
+      m.in_backward = true;
+      m.backward_block = -1;
+      if (b < 0) m.request_ahead(int(m.block_paths.size()), -1);  // the last blocks come first
+    }
+    if (b == m.backward_block) return;
+    m.release(m.backward_block, lk);
+    m.backward_block = b;
+    if (b >= 0) {
+      m.request(b);
+      m.request_ahead(b, -1);
+    }
+    return;
+  }
+  auto it = m.block_index.find(path);
+  if (it == m.block_index.end()) return;
+  const int b = int(it->second);
+  if (phase == Phase::Recompute) {
+    if (event == ScopeEvent::Enter) {
+      m.request(b);
+      m.request_ahead(b, -1);
+    }
+    return;
+  }
+  if (event == ScopeEvent::Enter) {
+    m.in_backward = false;
+    m.request(b);
+    m.request_ahead(b, +1);
+  } else {
+    m.release(b, lk);
+  }
+}
+
+void ParamPager::fault_in(StorageImpl& s) {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> lk(m.mu);
+  auto it = m.by_id.find(s.id());
+  STRATA_CHECK(it != m.by_id.end(), DeviceError, "parameter pager: storage ", s.id(),
+               " is away from its device and no page holds it");
+  Storage st = m.pages[it->second].storage.lock();
+  STRATA_CHECK(st != nullptr && st.get() == &s, DeviceError, "parameter pager: storage ", s.id(),
+               " was replaced while away from its device");
+  m.make_resident(it->second, st, lk);
+}
+
+void ParamPager::page_out(StorageImpl& s) {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> lk(m.mu);
+  auto it = m.by_id.find(s.id());
+  if (it == m.by_id.end()) return;
+  Storage st = m.pages[it->second].storage.lock();
+  if (st != nullptr && st.get() == &s) m.page_out(it->second, st, lk);
+}
+
+void ParamPager::prefetch(StorageImpl& s) {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> lk(m.mu);
+  auto it = m.by_id.find(s.id());
+  if (it == m.by_id.end()) return;
+  Storage st = m.pages[it->second].storage.lock();
+  if (st != nullptr && st.get() == &s) m.want(it->second);
+}
+
+void ParamPager::end_step() {
+  Impl& m = *impl_;
+  {
+    std::unique_lock<std::mutex> lk(m.mu);
+    m.in_backward = false;
+    m.backward_block = -1;
+    for (size_t i = 0; i < m.pages.size(); ++i)
+      if (Storage st = m.pages[i].storage.lock()) m.page_out(i, st, lk);
+  }
+  m.stores.wait_idle();
+  if (m.s.weight_store) m.s.weight_store->flush();
+  if (m.s.gradient_store) m.s.gradient_store->flush();
+  std::lock_guard<std::mutex> lk(m.mu);
+  m.throw_if_failed();
+}
+
+size_t ParamPager::blocks() const { return impl_->block_paths.size(); }
+
+size_t ParamPager::paged_parameters() const { return impl_->params; }
+
+uint64_t ParamPager::paged_bytes() const { return impl_->param_bytes; }
+
+const ParamPagerSettings& ParamPager::settings() const { return impl_->s; }
+
+PagerStats ParamPager::stats() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->stats;
+}
+
+std::string ParamPager::describe() const {
+  const ParamPagerSettings& s = impl_->s;
+  return std::string("weights ") + optim::state_placement_name(s.weights) + ", gradients " +
+         optim::state_placement_name(s.gradients) + ": " + std::to_string(blocks()) + " blocks, " +
+         std::to_string(paged_parameters()) + " parameters, " + format_bytes(double(paged_bytes()));
+}
+
+}  // namespace strata::memory
