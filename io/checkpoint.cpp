@@ -21,6 +21,7 @@
 #include "io/file_io.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/crc32c.h"
+#include "strata/core/storage_pager.h"
 
 namespace strata::io {
 namespace fs = std::filesystem;
@@ -373,6 +374,7 @@ void save_checkpoint(const std::string& dir_in, const CheckpointState& state) {
             end = t.offset + t.nbytes;
           }
           info.tensors.push_back(std::move(t));
+          release_paged(tensor);  // a paged weight goes back where it lives: one on the device at a time
         }
       }
       bin.truncate(end);  // the alignment gaps are holes that read as zeros

@@ -45,6 +45,12 @@ void add_optimizer_flags(ConfigFlags& f, OptimizerConfig* optim) {
   f.option(optim, "optimizer_state", "",
            "where the optimizer's moments live: device (default), host (updated on the host, as "
            "ZeRO-Offload does) or nvme (a spill file in --spill-dir, streamed a chunk at a time)");
+  f.option(optim, "weights", "",
+           "where the blocks' weights live between uses: device (default), host or nvme (in --spill-dir); "
+           "each block's come onto the device ahead of its forward and backward");
+  f.option(
+      optim, "gradients", "",
+      "where the blocks' gradients go once backward has accumulated them: device (default), host or nvme");
 }
 
 void add_adamw_beta_flags(ConfigFlags& f, OptimizerConfig* optim) {

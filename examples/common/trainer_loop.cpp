@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "examples/common/finite_loss.h"
-#include "examples/common/optimizer_state.h"
+#include "examples/common/model_state.h"
 #include "examples/common/trainer_common.pb.h"
 #include "strata/optim/clip_grad.h"
 
@@ -38,6 +38,14 @@ TrainLoop::TrainLoop(TrainLoopParts parts)
   if (lead_) std::printf("  device %s\n", parts_.device->describe().c_str());
   const std::string state = optimizer_state_line(*parts_.optimizer);
   if (lead_ && !state.empty()) std::printf("  %s\n", state.c_str());
+  if (parts_.pager) {
+    STRATA_CHECK(
+        parts_.group == nullptr || parts_.pager->settings().gradients == optim::StatePlacement::Device,
+        ValueError, "--gradients ", optim::state_placement_name(parts_.pager->settings().gradients),
+        ": under mpirun gradients stay on the device (data parallel averages them there)");
+    if (lead_) std::printf("  %s\n", pager_line(*parts_.pager).c_str());
+    pager_guard_.emplace(parts_.pager->wrap(nullptr));
+  }
   if (lead_ && run.max_seconds() > 0)
     std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
   cache_ = std::make_unique<CacheReport>(on_device(parts_.cache, parts_.device->device), lead_);
@@ -70,7 +78,10 @@ TrainStep::TrainStep(TrainLoop& loop)
   loop.allocator().stats().reset_peaks();
   loop.parts_.schedule->apply(*loop.parts_.optimizer, loop.step_);
   loop.parts_.optimizer->zero_grad();
-  cache_guard_.emplace(loop.cache_->tensor_cache());
+  if (loop.parts_.pager)
+    cache_guard_.emplace(loop.parts_.pager->wrap(loop.cache_->tensor_cache()));
+  else
+    cache_guard_.emplace(loop.cache_->tensor_cache());
   loop.cache_->begin_step();
 }
 
@@ -80,6 +91,7 @@ void TrainLoop::finish_update(TrainStep& s) {
   norm_ =
       parts_.grad_clip > 0 ? optim::clip_grad_norm_tensor_(parts_.parameters, parts_.grad_clip) : Tensor();
   parts_.optimizer->step();
+  if (parts_.pager) parts_.pager->end_step();
   s.profile_.step_done();
   s.cache_guard_.reset();
   cache_->end_step(allocator().stats().snapshot());
@@ -145,6 +157,7 @@ void TrainLoop::finish() {
   parts_.optimizer->flush_state();
   const std::string traffic = optimizer_state_traffic(*parts_.optimizer, steps_run_);
   if (lead_ && !traffic.empty()) std::printf("%s\n", traffic.c_str());
+  if (lead_ && parts_.pager) std::printf("%s\n", pager_traffic(*parts_.pager, steps_run_).c_str());
   if (parts_.run->profile() && lead_) report_profile(profiler_, parts_.run->out_dir());
 }
 

@@ -18,6 +18,7 @@
 #include "strata/core/memory_stats.h"
 #include "strata/core/profiler.h"
 #include "strata/core/tensor.h"
+#include "strata/memory/param_pager.h"
 #include "strata/memory/trainer_cache.h"
 #include "strata/optim/optimizer.h"
 
@@ -43,6 +44,9 @@ struct TrainLoopParts {
   int64_t first_step = 0;             // the resumed checkpoint's step, else 0
   // Under mpirun: rank 0 alone prints, and its clock decides when a time-bounded run stops.
   dist::ProcessGroup* group = nullptr;
+  // --weights, --gradients (page_parameters in model_state.h): told of every block's scope during
+  // the run, its paged tensors sent home after each update.
+  std::shared_ptr<memory::ParamPager> pager;
 };
 
 // The parts of a trainer whose settings `c` have run() and optim() (--grad-clip): its device, its
@@ -138,6 +142,7 @@ class TrainLoop {
   std::chrono::steady_clock::time_point start_, step_start_;
   Profiler profiler_;  // --profile: the steps after the first two
   std::unique_ptr<CacheReport> cache_;
+  std::optional<autograd::SavePolicyGuard> pager_guard_;  // evaluation's forwards see the pager too
 };
 
 // One step's body, between TrainLoop::keep_going() and end_step(): made after the batch is

@@ -11,7 +11,7 @@
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
-#include "examples/common/optimizer_state.h"
+#include "examples/common/model_state.h"
 #include "examples/common/trainer_loop.h"
 #include "strata/io/mlm_batches.h"
 #include "strata/io/safetensors.h"
@@ -147,7 +147,9 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), rng);
   size_t at = 0;
-  TrainLoop loop(loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run));
+  TrainLoopParts parts = loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run);
+  parts.pager = page_parameters(c, dev.device, model);
+  TrainLoop loop(std::move(parts));
   int64_t seen = 0, right = 0;
   while (loop.keep_going()) {
     std::vector<const Example*> rows;

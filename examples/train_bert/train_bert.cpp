@@ -13,7 +13,7 @@
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
-#include "examples/common/optimizer_state.h"
+#include "examples/common/model_state.h"
 #include "examples/common/text_data.h"
 #include "examples/common/trainer_loop.h"
 #include "examples/train_bert/classify.h"
@@ -150,8 +150,10 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
       o.describe().c_str(), long(model.num_parameters()), long(tokens_per_step), mlm.train_glob.c_str(),
       long(train.num_tokens()), mlm.unigram);
 
-  examples::TrainLoop loop(
-      examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step));
+  examples::TrainLoopParts parts =
+      examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step);
+  parts.pager = examples::page_parameters(c, dev.device, model);
+  examples::TrainLoop loop(std::move(parts));
   std::optional<double> last_val;  // the held-out loss of the latest evaluation
   int64_t masked_total = 0;
   while (loop.keep_going()) {

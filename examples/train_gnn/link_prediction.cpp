@@ -11,7 +11,7 @@
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
-#include "examples/common/optimizer_state.h"
+#include "examples/common/model_state.h"
 #include "examples/common/trainer_loop.h"
 #include "examples/train_gnn/kg_model.h"
 #include "examples/train_gnn/kg_ranking.h"
@@ -152,7 +152,10 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
     for (size_t l = 0; l < plans.size(); ++l) std::printf("  convs.%zu: %s\n", l, plans[l].str().c_str());
   }
 
-  TrainLoop loop(loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step));
+  TrainLoopParts parts =
+      loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step);
+  parts.pager = page_parameters(c, dev.device, model);
+  TrainLoop loop(std::move(parts));
   std::vector<int64_t> order;
   int64_t order_epoch = -1, best_step = -1;
   SplitScores best;

@@ -18,7 +18,7 @@
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
-#include "examples/common/optimizer_state.h"
+#include "examples/common/model_state.h"
 #include "examples/common/trainer_loop.h"
 #include "examples/train_gnn/gnn_data.h"
 #include "examples/train_gnn/link_prediction.h"
@@ -247,8 +247,10 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
 
   print_run(o, model, *data, splits, minibatches, load_seconds, dev, graph);
 
-  examples::TrainLoop loop(
-      examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step));
+  examples::TrainLoopParts parts =
+      examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step);
+  parts.pager = examples::page_parameters(c, dev.device, model);
+  examples::TrainLoop loop(std::move(parts));
   int64_t epoch = 0;
   EvalHistory history;
   bool reached = false;

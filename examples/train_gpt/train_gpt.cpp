@@ -20,7 +20,7 @@
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
-#include "examples/common/optimizer_state.h"
+#include "examples/common/model_state.h"
 #include "examples/common/text_data.h"
 #include "examples/common/trainer_loop.h"
 #include "examples/train_gpt/train_options.h"
@@ -327,6 +327,7 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   examples::TrainLoopParts parts =
       examples::loop_parts(c, dev, *opt.opt, sched, model.parameters(), o.cache, trainer_run, first_step);
   parts.group = pg;
+  parts.pager = examples::page_parameters(c, dev.device, model);
   examples::TrainLoop loop(std::move(parts));
   std::optional<double> last_val;  // the held-out loss of the latest evaluation
   SyncTotals sync;                 // data-parallel totals after step 1

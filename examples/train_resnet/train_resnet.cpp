@@ -12,7 +12,7 @@
 
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
-#include "examples/common/optimizer_state.h"
+#include "examples/common/model_state.h"
 #include "examples/common/trainer_loop.h"
 #include "examples/train_resnet/train_options.h"
 #include "strata/io/checkpoint.h"
@@ -258,8 +258,10 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
 
   print_run(o, model, data, train, dev);
 
-  examples::TrainLoop loop(
-      examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step));
+  examples::TrainLoopParts parts =
+      examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step);
+  parts.pager = examples::page_parameters(c, dev.device, model);
+  examples::TrainLoop loop(std::move(parts));
   AccuracyWindow window(train.batches_per_epoch());
   Accuracy last_val;
   bool reached = false;

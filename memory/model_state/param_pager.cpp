@@ -531,8 +531,9 @@ PagerStats ParamPager::stats() const {
 std::string ParamPager::describe() const {
   const ParamPagerSettings& s = impl_->s;
   return std::string("weights ") + optim::state_placement_name(s.weights) + ", gradients " +
-         optim::state_placement_name(s.gradients) + ": " + std::to_string(blocks()) + " blocks, " +
-         std::to_string(paged_parameters()) + " parameters, " + format_bytes(double(paged_bytes()));
+         optim::state_placement_name(s.gradients) + ": " + std::to_string(blocks()) +
+         (blocks() == 1 ? " block, " : " blocks, ") + std::to_string(paged_parameters()) +
+         (paged_parameters() == 1 ? " parameter, " : " parameters, ") + format_bytes(double(paged_bytes()));
 }
 
 }  // namespace strata::memory
