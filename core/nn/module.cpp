@@ -1,7 +1,5 @@
 #include "strata/nn/module.h"
 
-#include "strata/nn/meta_init.h"
-
 #include <cxxabi.h>
 
 #include <cstdlib>
@@ -13,23 +11,12 @@
 #include "strata/autograd/grad_mode.h"
 #include "strata/autograd/saved_tensor.h"
 #include "strata/core/memory_stats.h"
+#include "strata/core/storage_pager.h"
+#include "strata/nn/meta_init.h"
 
 namespace strata::nn {
 
 namespace {
-
-// Points `dst`'s TensorImpl at `src`'s data, keeping dst's autograd state (requires_grad,
-// is_parameter, grad, hooks), so every handle on dst sees the new data: PyTorch's
-// `param.data = new_data`. Core has no set_data, so this relies on TensorImpl being
-// move-assignable.
-void assign_data(Tensor& dst, const Tensor& src) {
-  static_assert(std::is_move_assignable_v<TensorImpl>,
-                "Module::to needs to swap a TensorImpl's data in place");
-  std::optional<AutogradMeta> meta;
-  if (AutogradMeta* m = dst.autograd_meta_if_exists()) meta.emplace(std::move(*m));
-  *dst.impl() = TensorImpl(src.storage(), src.shape(), src.strides(), src.storage_offset(), src.dtype());
-  if (meta) dst.impl()->ensure_autograd() = std::move(*meta);
-}
 
 std::string quoted_list(const std::vector<std::string>& keys) {
   std::string out;
@@ -233,7 +220,20 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
   }
   NoGradGuard no_grad;
   for (auto& [key, dst] : own)
-    if (const Tensor* src = state.find(key)) dst.copy_(*src);
+    if (const Tensor* src = state.find(key)) {
+      dst.copy_(*src);
+      release_paged(dst);  // a paged parameter goes home written: one on the device at a time
+    }
+}
+
+// Core's TensorImpl has no set_data: this relies on TensorImpl being move-assignable.
+void set_data(Tensor& dst, const Tensor& src) {
+  static_assert(std::is_move_assignable_v<TensorImpl>,
+                "Module::to needs to swap a TensorImpl's data in place");
+  std::optional<AutogradMeta> meta;
+  if (AutogradMeta* m = dst.autograd_meta_if_exists()) meta.emplace(std::move(*m));
+  *dst.impl() = TensorImpl(src.storage(), src.shape(), src.strides(), src.storage_offset(), src.dtype());
+  if (meta) dst.impl()->ensure_autograd() = std::move(*meta);
 }
 
 void Module::convert_tensors(const std::function<Tensor(const Tensor&)>& fn) {
@@ -246,7 +246,7 @@ void Module::convert_tensors(const std::function<Tensor(const Tensor&)>& fn) {
       MemoryCategoryGuard cat(category);
       converted = fn(t.detach());
     }
-    if (converted.storage() != t.storage()) assign_data(t, converted);
+    if (converted.storage() != t.storage()) set_data(t, converted);
     if (Tensor g = t.grad(); g.defined()) {
       MemoryCategoryGuard cat(MemoryCategory::Gradient);
       Tensor cg = fn(g.detach());

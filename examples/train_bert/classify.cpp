@@ -133,6 +133,7 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
     load_pooler(model, c.init_from());
     o.init_weights.reset();
   }
+  const auto pager = page_parameters(c, device, model);  // before the move: straight home
   model.to(device);
   const std::unique_ptr<optim::AdamW> opt = make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-6);
   place_optimizer_state(c, device, *opt);
@@ -148,7 +149,7 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
   std::shuffle(order.begin(), order.end(), rng);
   size_t at = 0;
   TrainLoopParts parts = loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run);
-  parts.pager = page_parameters(c, dev.device, model);
+  parts.pager = pager;
   TrainLoop loop(std::move(parts));
   int64_t seen = 0, right = 0;
   while (loop.keep_going()) {

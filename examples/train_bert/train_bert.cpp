@@ -120,6 +120,8 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
     std::printf("  weights from %s\n", c.init_from().c_str());
     o.init_weights.reset();
   }
+  // Paged weights go straight from the CPU to where they live: the device never holds them all.
+  const auto pager = examples::page_parameters(c, dev.device, model);
   model.to(device);  // initialized on the CPU: the same weights on every device
   const std::unique_ptr<optim::AdamW> opt =
       examples::make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-6);
@@ -152,7 +154,7 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
 
   examples::TrainLoopParts parts =
       examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step);
-  parts.pager = examples::page_parameters(c, dev.device, model);
+  parts.pager = pager;
   examples::TrainLoop loop(std::move(parts));
   std::optional<double> last_val;  // the held-out loss of the latest evaluation
   int64_t masked_total = 0;

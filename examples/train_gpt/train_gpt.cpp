@@ -299,6 +299,8 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
     if (lead) std::printf("  weights from %s\n", c.init_from().c_str());
     o.init_weights.reset();
   }
+  // Paged weights go straight from the CPU to where they live: the device never holds them all.
+  const auto pager = examples::page_parameters(c, dev.device, model);
   model.to(device);  // initialized on the CPU: the same weights on every device
   // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
   // DDP's hooks see only accumulated gradients, so every cache policy works unchanged; each
@@ -327,7 +329,7 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   examples::TrainLoopParts parts =
       examples::loop_parts(c, dev, *opt.opt, sched, model.parameters(), o.cache, trainer_run, first_step);
   parts.group = pg;
-  parts.pager = examples::page_parameters(c, dev.device, model);
+  parts.pager = pager;
   examples::TrainLoop loop(std::move(parts));
   std::optional<double> last_val;  // the held-out loss of the latest evaluation
   SyncTotals sync;                 // data-parallel totals after step 1

@@ -233,6 +233,8 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
   o.model.num_classes = data.train->num_classes();  // describe() prints it
   o.model.validate();
   models::ResNet model(o.model);
+  // Paged weights go straight from the CPU to where they live: the device never holds them all.
+  const auto pager = examples::page_parameters(c, dev.device, model);
   model.to(device);  // initialized on the CPU: the same weights on every device
   const std::unique_ptr<optim::Optimizer> opt = make_optimizer(c, model.parameters());
   examples::place_optimizer_state(c, dev.device, *opt);
@@ -260,7 +262,7 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
 
   examples::TrainLoopParts parts =
       examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step);
-  parts.pager = examples::page_parameters(c, dev.device, model);
+  parts.pager = pager;
   examples::TrainLoop loop(std::move(parts));
   AccuracyWindow window(train.batches_per_epoch());
   Accuracy last_val;

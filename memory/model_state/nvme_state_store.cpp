@@ -103,37 +103,11 @@ class NvmeStateStore final : public optim::StateStore {
   }
 
   std::vector<Tensor> acquire(size_t param, int64_t begin, int64_t end) override {
-    std::unique_lock<std::mutex> lk(mu_);
-    throw_if_failed();
-    auto it = checked(param, begin, end);
-    Slot* s = find_slot(param, begin);
-    if (s == nullptr) {
-      cv_.wait(lk, [&] { return free_slot() != nullptr; });
-      s = free_slot();
-      start_read(*s, param, begin, end);
-    }
-    cv_.wait(lk, [&] { return s->state == SlotState::Ready || !failure_.empty(); });
-    throw_if_failed();
-    STRATA_CHECK(s->end == end, ValueError, "NVMe state store: parameter ", param, "'s chunk at ", begin,
-                 " was asked for up to ", end, " and read up to ", s->end);
-    return take(*s, it->second);
+    return acquire_chunk(param, begin, end, /*read=*/true);
   }
 
   std::vector<Tensor> acquire_for_write(size_t param, int64_t begin, int64_t end) override {
-    std::unique_lock<std::mutex> lk(mu_);
-    throw_if_failed();
-    auto it = checked(param, begin, end);
-    Slot* s = find_slot(param, begin);
-    if (s == nullptr) {
-      cv_.wait(lk, [&] { return free_slot() != nullptr; });
-      s = free_slot();
-      claim(*s, it->second, param, begin, end);
-      s->state = SlotState::Ready;  // its bytes are about to be overwritten: nothing to read
-    }
-    cv_.wait(lk, [&] { return s->state == SlotState::Ready || !failure_.empty(); });
-    throw_if_failed();
-    s->end = end;
-    return take(*s, it->second);
+    return acquire_chunk(param, begin, end, /*read=*/false);
   }
 
   void release(size_t param, int64_t begin, int64_t end, bool modified) override {
@@ -211,6 +185,29 @@ class NvmeStateStore final : public optim::StateStore {
     std::vector<uint64_t> offsets;  // one extent per buffer
   };
 
+  // acquire() and acquire_for_write(): a chunk not in a slot is read into one, or, when its bytes
+  // are about to be overwritten whole (`read` false), only given one.
+  std::vector<Tensor> acquire_chunk(size_t param, int64_t begin, int64_t end, bool read) {
+    std::unique_lock<std::mutex> lk(mu_);
+    throw_if_failed();
+    auto it = checked(param, begin, end);
+    Slot* s = find_slot(param, begin);
+    if (s == nullptr) {
+      cv_.wait(lk, [&] { return free_slot() != nullptr; });
+      s = free_slot();
+      if (read) {
+        start_read(*s, param, begin, end);
+      } else {
+        claim(*s, it->second, param, begin, end);
+        s->state = SlotState::Ready;
+      }
+    }
+    cv_.wait(lk, [&] { return s->state == SlotState::Ready || !failure_.empty(); });
+    throw_if_failed();
+    STRATA_CHECK(s->end == end, ValueError, "NVMe state store: parameter ", param, "'s chunk at ", begin,
+                 " was asked for up to ", end, " and read up to ", s->end);
+    return take(*s, it->second);
+  }
   // Under mu_: the parameter, with [begin, end) checked against it and not acquired already.
   std::unordered_map<size_t, Param>::iterator checked(size_t param, int64_t begin, int64_t end) {
     auto it = params_.find(param);

@@ -65,7 +65,9 @@ struct ParamPager::Impl {
   std::unordered_map<std::string, int> block_of_scope;  // scope path -> block (-1: none), memoized
   bool in_backward = false;
   int backward_block = -1;
-  size_t params = 0;  // parameters with a page (a slot in each store used)
+  uint64_t writing_bytes = 0;  // pages being written home, whose device memory is still held
+  uint64_t write_window = 0;   // the most writing_bytes may be: (prefetch_blocks + 1) blocks
+  size_t params = 0;           // parameters with a page (a slot in each store used)
   uint64_t param_bytes = 0;
   mutable std::mutex mu;
   std::condition_variable cv;
@@ -111,24 +113,33 @@ struct ParamPager::Impl {
     return c > 0 ? c : std::max<int64_t>(numel, 1);
   }
 
+  // Calls fn(begin, end, byte offset, bytes) for each chunk of page `pg` its store moves at once.
+  template <class Fn>
+  void for_each_chunk(const Page& pg, Fn&& fn) const {
+    const int64_t numel = pg.param.numel(), chunk = chunk_of(pg);
+    const size_t esize = pg.param.element_size();
+    for (int64_t begin = 0; begin < numel; begin += chunk) {
+      const int64_t end = std::min(numel, begin + chunk);
+      fn(begin, end, size_t(begin) * esize, size_t(end - begin) * esize);
+    }
+  }
+
   // ---- the workers' jobs ----
 
   void run_load(size_t index, Storage st, std::shared_ptr<Event> after) {
     Page& pg = pages[index];
     optim::StateStore& store = store_of(pg);
     const int64_t numel = pg.param.numel(), chunk = chunk_of(pg);
-    const size_t esize = pg.param.element_size();
     std::string failed;
     try {
       store.will_acquire(pg.slot, 0, std::min(numel, chunk));
-      for (int64_t begin = 0; begin < numel; begin += chunk) {
-        const int64_t end = std::min(numel, begin + chunk);
+      for_each_chunk(pg, [&](int64_t begin, int64_t end, size_t at, size_t bytes) {
         if (end < numel) store.will_acquire(pg.slot, end, std::min(numel, end + chunk));
         const std::vector<Tensor> parts = store.acquire(pg.slot, begin, end);
-        copy(static_cast<char*>(st->device_bytes()) + size_t(begin) * esize, parts[0].data_ptr(),
-             size_t(end - begin) * esize, begin == 0 ? after.get() : nullptr);
+        copy(static_cast<char*>(st->device_bytes()) + at, parts[0].data_ptr(), bytes,
+             begin == 0 ? after.get() : nullptr);
         store.release(pg.slot, begin, end, /*modified=*/false);
-      }
+      });
     } catch (const std::exception& e) {
       failed = e.what();
     }
@@ -150,21 +161,19 @@ struct ParamPager::Impl {
   void run_write(size_t index, Storage st, uint64_t version, std::shared_ptr<Event> after) {
     Page& pg = pages[index];
     optim::StateStore& store = store_of(pg);
-    const int64_t numel = pg.param.numel(), chunk = chunk_of(pg);
-    const size_t esize = pg.param.element_size();
     std::string failed;
     try {
-      for (int64_t begin = 0; begin < numel; begin += chunk) {
-        const int64_t end = std::min(numel, begin + chunk);
+      for_each_chunk(pg, [&](int64_t begin, int64_t end, size_t at, size_t bytes) {
         const std::vector<Tensor> parts = store.acquire_for_write(pg.slot, begin, end);
-        copy(parts[0].data_ptr(), static_cast<const char*>(st->device_bytes()) + size_t(begin) * esize,
-             size_t(end - begin) * esize, begin == 0 ? after.get() : nullptr);
+        copy(parts[0].data_ptr(), static_cast<const char*>(st->device_bytes()) + at, bytes,
+             begin == 0 ? after.get() : nullptr);
         store.release(pg.slot, begin, end, /*modified=*/true);
-      }
+      });
     } catch (const std::exception& e) {
       failed = e.what();
     }
     std::lock_guard<std::mutex> lk(mu);
+    writing_bytes -= pg.nbytes;
     if (!failed.empty()) {
       // The device copy is the only one: it stays, and the failure is reported at the next touch.
       pg.where = Where::Device;
@@ -185,6 +194,26 @@ struct ParamPager::Impl {
     cv.notify_all();
   }
 
+  // A weight still on the CPU (a model not yet moved to `device`): its bytes go to its store, and
+  // the parameter becomes a device storage without memory, at home.
+  void place_from_host(Page& pg) {
+    Tensor& p = pg.param;
+    optim::StateStore& store = store_of(pg);
+    for_each_chunk(pg, [&](int64_t begin, int64_t end, size_t at, size_t bytes) {
+      const std::vector<Tensor> parts = store.acquire_for_write(pg.slot, begin, end);
+      std::memcpy(parts[0].data_ptr(), static_cast<const char*>(p.data_ptr()) + at, bytes);
+      store.release(pg.slot, begin, end, /*modified=*/true);
+    });
+    auto st = std::make_shared<StorageImpl>(pg.nbytes, device, &backend.allocator(device.index),
+                                            MemoryCategory::Parameter);
+    st->release_device_bytes();
+    nn::set_data(p, Tensor::from_storage(st, p.shape(), p.strides(), 0, p.dtype()));
+    pg.where = Where::Home;
+    pg.home_valid = true;
+    pg.synced_version = st->version();
+    stats.weight_bytes_out += pg.nbytes;
+  }
+
   // ---- under mu ----
 
   void start_load(size_t index, const Storage& st) {
@@ -195,8 +224,16 @@ struct ParamPager::Impl {
     loads.push([this, index, st, after] { run_load(index, st, after); });
   }
 
-  void start_write(size_t index, const Storage& st) {
+  void start_write(size_t index, const Storage& st, std::unique_lock<std::mutex>& lk) {
     Page& pg = pages[index];
+    // Device memory leaves only once its write ends: writes under way are held to a window, so a
+    // slow store costs time, not device memory.
+    if (writing_bytes > 0 && writing_bytes + pg.nbytes > write_window) {
+      const auto t0 = Clock::now();
+      cv.wait(lk, [&] { return writing_bytes == 0 || writing_bytes + pg.nbytes <= write_window; });
+      stats.wait_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+    writing_bytes += pg.nbytes;
     st->mark_resident(false);  // a touch from now on waits for the write
     pg.where = Where::Writing;
     pg.keep_after_write = false;
@@ -236,7 +273,7 @@ struct ParamPager::Impl {
       st->release_device_bytes();  // home has these bytes already
       pg.where = Where::Home;
     } else {
-      start_write(index, st);
+      start_write(index, st, lk);
     }
   }
 
@@ -328,8 +365,9 @@ std::shared_ptr<ParamPager> ParamPager::create(const nn::Module& model, Device d
     auto it = block_of_param.find(p.impl());
     if (it == block_of_param.end() || !pageable(p) || storage_users[p.storage()->id()] != 1) continue;
     if (!weights && !(grads && p.requires_grad())) continue;
-    STRATA_CHECK(p.device() == device, DeviceError, "parameter pager: parameter ", name, " is on ",
-                 p.device().str(), ", the model's device is ", device.str());
+    STRATA_CHECK(p.device() == device || p.device().is_cpu(), DeviceError, "parameter pager: parameter ",
+                 name, " is on ", p.device().str(),
+                 "; page a model on its device, or on the CPU before it moves there");
     const size_t slot = m.params++;
     m.param_bytes += p.nbytes();
     if (weights) {
@@ -353,6 +391,9 @@ std::shared_ptr<ParamPager> ParamPager::create(const nn::Module& model, Device d
       m.pages.push_back(std::move(pg));
     }
   }
+  std::vector<uint64_t> block_bytes(m.block_paths.size(), 0);
+  for (const Page& pg : m.pages) block_bytes[pg.block] += pg.nbytes;
+  for (uint64_t b : block_bytes) m.write_window = std::max(m.write_window, (m.s.prefetch_blocks + 1) * b);
   // Hooks and storages only once the page list is final (jobs and hooks keep indices).
   std::weak_ptr<ParamPager> weak = pager;
   for (size_t i = 0; i < m.pages.size(); ++i) {
@@ -363,6 +404,7 @@ std::shared_ptr<ParamPager> ParamPager::create(const nn::Module& model, Device d
       });
       continue;
     }
+    if (pg.param.device() != device) m.place_from_host(pg);  // straight home: never all on the device
     const Storage& st = pg.param.storage();
     st->set_pager(pager.get());
     pg.storage = st;
@@ -372,7 +414,8 @@ std::shared_ptr<ParamPager> ParamPager::create(const nn::Module& model, Device d
   {
     std::unique_lock<std::mutex> lk(m.mu);
     for (size_t i = 0; i < m.pages.size(); ++i)
-      if (!m.pages[i].gradient) m.page_out(i, m.pages[i].param.storage(), lk);
+      if (!m.pages[i].gradient && m.pages[i].where == Where::Device)
+        m.page_out(i, m.pages[i].param.storage(), lk);
   }
   pager->end_step();
   return pager;

@@ -45,6 +45,11 @@ class Module;
 // Optimizer::zero_grad).
 void zero_grad(const std::vector<Tensor>& tensors, bool set_to_none = true);
 
+// Points `param` at `data`'s storage and view, keeping its autograd state (requires_grad, grad,
+// hooks), so every handle on the parameter sees the new data: PyTorch's `param.data = data`
+// (Module::to; a pager placing a parameter straight into its store).
+void set_data(Tensor& param, const Tensor& data);
+
 // Pushes `module`'s scope (its path and block flag) for the lifetime of this object; pushes
 // nothing for a module without a path (a root model, or one never registered) or one whose scope
 // is already the innermost (a public forward that opens its own scope, called through call()).
