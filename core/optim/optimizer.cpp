@@ -156,7 +156,7 @@ TensorDict Optimizer::state_dict_impl(TensorSources* sources) const {
       continue;
     }
     for (const auto& [name, t] : state_[i])
-      out.insert("state." + std::to_string(i) + "." + name, t.detach().clone());
+      out.insert("state." + std::to_string(i) + "." + name, sources ? t.detach() : t.detach().clone());
   }
   for (size_t g = 0; g < groups_.size(); ++g)
     out.insert("param_groups." + std::to_string(g) + ".lr", strata::scalar_tensor(groups_[g].lr(), DType::f64));

@@ -91,6 +91,9 @@ void TrainLoop::finish_update(TrainStep& s) {
   norm_ =
       parts_.grad_clip > 0 ? optim::clip_grad_norm_tensor_(parts_.parameters, parts_.grad_clip) : Tensor();
   parts_.optimizer->step();
+  // The gradients go once the update has used them: evaluation and checkpoints between steps run
+  // without them (the next step would drop them anyway).
+  parts_.optimizer->zero_grad();
   if (parts_.pager) parts_.pager->end_step();
   s.profile_.step_done();
   s.cache_guard_.reset();

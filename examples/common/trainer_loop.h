@@ -86,10 +86,10 @@ class TrainLoop {
   bool keep_going();
 
   // Ends the step `s` began, after its backward: the optimizer phase (gradients clipped, the
-  // update), the cache's step end (a plan printed when one was made), the step count, the loss
-  // read (after the update, so the device is not waited for before it) and checked: a non-finite
-  // loss stops the run naming the step. The step's time, and for a time-bounded run the
-  // schedule's length once the first steps are timed.
+  // update, then the gradients dropped), the cache's step end (a plan printed when one was made), the step
+  // count, the loss read (after the update, so the device is not waited for before it) and checked: a
+  // non-finite loss stops the run naming the step. The step's time, and for a time-bounded run the schedule's
+  // length once the first steps are timed.
   void end_step(TrainStep& s, const Tensor& loss);
   // The same with the loss already read (a sum over micro-batches or ranks): checked before the
   // update, so a non-finite loss never reaches the weights.

@@ -126,7 +126,9 @@ class Optimizer {
   TensorDict state_dict() const;
   // state_dict() for a checkpoint that streams placed state: each placed buffer is an undefined
   // tensor in the dict, with its reader in `sources` under the same key, so no placed state is
-  // gathered in memory (io::save_checkpoint writes it a chunk at a time).
+  // gathered in memory (io::save_checkpoint writes it a chunk at a time), and state beside the
+  // parameters is the optimizer's own tensors, not copies (no second copy on the device): write
+  // the dict before the next step.
   TensorDict state_dict(TensorSources& sources) const;
   // Replaces all state with `state` (copied onto each parameter's device and dtype) and
   // restores each group's lr. Validates everything first and throws ValueError naming each
