@@ -15,7 +15,7 @@ namespace {
 // The spill directory a placement on NVMe needs, checked, for `flag`'s messages.
 const std::string& spill_dir_for(const std::string& flag, const TensorCacheConfig& cache, const char* what) {
   STRATA_CHECK(!cache.spill_dir().empty(), ValueError, flag,
-               " needs --spill-dir: the directory for the spill file of ", what);
+               " needs --spill-dir: the directory for the spill file of the ", what);
   std::error_code ec;
   STRATA_CHECK(std::filesystem::is_directory(cache.spill_dir(), ec), ValueError, flag, ": --spill-dir '",
                cache.spill_dir(), "' is not a directory");
@@ -50,7 +50,7 @@ void place_optimizer_state(const OptimizerConfig& optim, const TensorCacheConfig
     throw ValueError(flag + ": " + e.what());
   }
   optimizer.place_state(
-      store_for(where, flag, cache, device, bytes, 2 * optimizer.parameters().size(), "the optimizer state"));
+      store_for(where, flag, cache, device, bytes, 2 * optimizer.parameters().size(), "optimizer state"));
 }
 
 std::shared_ptr<memory::ParamPager> page_parameters(const OptimizerConfig& optim,
@@ -64,9 +64,9 @@ std::shared_ptr<memory::ParamPager> page_parameters(const OptimizerConfig& optim
   uint64_t bytes = 0, tensors = 0;
   for (const Tensor& p : model.parameters()) bytes += p.nbytes(), ++tensors;
   s.weight_store =
-      store_for(s.weights, "--weights " + optim.weights(), cache, device, bytes, tensors, "the weights");
-  s.gradient_store = store_for(s.gradients, "--gradients " + optim.gradients(), cache, device, bytes, tensors,
-                               "the gradients");
+      store_for(s.weights, "--weights " + optim.weights(), cache, device, bytes, tensors, "weights");
+  s.gradient_store =
+      store_for(s.gradients, "--gradients " + optim.gradients(), cache, device, bytes, tensors, "gradients");
   return memory::ParamPager::create(model, device, std::move(s));
 }
 

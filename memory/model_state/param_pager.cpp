@@ -66,7 +66,7 @@ struct ParamPager::Impl {
   bool in_backward = false;
   int backward_block = -1;
   uint64_t writing_bytes = 0;  // pages being written home, whose device memory is still held
-  uint64_t write_window = 0;   // the most writing_bytes may be: (prefetch_blocks + 1) blocks
+  uint64_t write_window = 0;   // the most writing_bytes may be: one block's (below)
   size_t params = 0;           // parameters with a page (a slot in each store used)
   uint64_t param_bytes = 0;
   mutable std::mutex mu;
@@ -267,7 +267,8 @@ struct ParamPager::Impl {
 
   void page_out(size_t index, const Storage& st, std::unique_lock<std::mutex>& lk) {
     Page& pg = pages[index];
-    while (pg.where == Where::Loading) cv.wait(lk);  // let it land, then decide
+    while (pg.where == Where::Loading) cv.wait(lk);               // let it land, then decide
+    if (pg.where == Where::Writing) pg.keep_after_write = false;  // released after being wanted
     if (pg.where != Where::Device) return;
     if (pg.home_valid && st->version() == pg.synced_version) {
       st->release_device_bytes();  // home has these bytes already
@@ -391,9 +392,11 @@ std::shared_ptr<ParamPager> ParamPager::create(const nn::Module& model, Device d
       m.pages.push_back(std::move(pg));
     }
   }
+  // Writes under way hold at most one block's weights (or gradients, when only they are paged).
   std::vector<uint64_t> block_bytes(m.block_paths.size(), 0);
-  for (const Page& pg : m.pages) block_bytes[pg.block] += pg.nbytes;
-  for (uint64_t b : block_bytes) m.write_window = std::max(m.write_window, (m.s.prefetch_blocks + 1) * b);
+  for (const Page& pg : m.pages)
+    if (pg.gradient != weights) block_bytes[pg.block] += pg.nbytes;
+  for (uint64_t b : block_bytes) m.write_window = std::max(m.write_window, b);
   // Hooks and storages only once the page list is final (jobs and hooks keep indices).
   std::weak_ptr<ParamPager> weak = pager;
   for (size_t i = 0; i < m.pages.size(); ++i) {

@@ -57,8 +57,6 @@ class StorageImpl {
   // ValueError for memory owned elsewhere (no allocator to give it back to) or a second pager.
   void set_pager(StoragePager* pager);
   bool resident() const { return resident_.load(std::memory_order_acquire); }
-  // Whether device memory is held (resident, or being filled or emptied by the pager).
-  bool allocated() const { return data_ != nullptr || nbytes_ == 0; }
   // The device memory without a fault: the pager's own copies in and out.
   void* device_bytes() const { return data_; }
   // Gives the device memory back to the allocator; the storage is not resident until
