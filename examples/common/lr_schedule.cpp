@@ -4,10 +4,15 @@
 
 #include "examples/common/trainer_common.pb.h"
 #include "examples/common/trainer_settings.h"
+#include "strata/core/error.h"
 
 namespace strata::examples {
 
 LrScheduleOptions lr_schedule_options(const LrScheduleConfig& schedule, const RunConfig& run) {
+  // The flags' names here: the schedule's own check would name its class and fields.
+  STRATA_CHECK(schedule.lr() > 0, ValueError, "--lr ", schedule.lr(), " must be positive");
+  STRATA_CHECK(schedule.min_lr() <= schedule.lr(), ValueError, "--min-lr ", schedule.min_lr(),
+               " is above --lr ", schedule.lr(), ": the rate decays from --lr down to --min-lr");
   return {.lr = schedule.lr(),
           .min_lr = schedule.min_lr(),
           .warmup_cap = schedule.warmup_steps(),
