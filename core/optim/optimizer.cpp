@@ -87,35 +87,40 @@ void Optimizer::for_each_update(
     const std::function<void(const OptimizerOptions&, Tensor&, const Tensor&, TensorDict&)>& fn) {
   NoGradGuard no_grad;
   const std::string op = std::string(name_) + ".step";
-  // The placed parameters that update, in order: each one's update reads the next one's ahead.
-  std::vector<std::pair<size_t, int64_t>> placed;
+  // The parameters that update (those with a gradient), in order.
+  struct Update {
+    ParamGroup* group;
+    Tensor* param;
+    size_t index;
+  };
+  std::vector<Update> updates;
   size_t index = 0;
-  for (const ParamGroup& group : groups_)
-    for (const Tensor& p : group.params_) {
-      if (state_placed(index) && p.grad().defined()) placed.emplace_back(index, p.numel());
+  for (ParamGroup& group : groups_)
+    for (Tensor& p : group.params_) {
+      if (p.grad().defined()) updates.push_back({&group, &p, index});
       ++index;
     }
-  // In order, with the group each belongs to: a paged parameter's next one loads during its update.
-  std::vector<std::pair<ParamGroup*, Tensor*>> order;
-  for (ParamGroup& group : groups_)
-    for (Tensor& p : group.params_) order.emplace_back(&group, &p);
-  size_t placed_done = 0;
-  for (size_t i = 0; i < order.size(); ++i) {
-    ParamGroup& group = *order[i].first;
-    Tensor& p = *order[i].second;
-    if (!p.grad().defined()) continue;
-    for (size_t k = i + 1; k < order.size(); ++k)
-      if (order[k].second->grad().defined()) {
-        prefetch_paged(*order[k].second);
-        prefetch_paged(order[k].second->grad());
-        break;
-      }
+  // A placed parameter's update reads the next placed one's state ahead.
+  constexpr size_t kNone = size_t(-1);
+  std::vector<size_t> next_placed(updates.size(), kNone);
+  for (size_t u = updates.size(), next = kNone; u-- > 0;) {
+    next_placed[u] = next;
+    if (state_placed(updates[u].index)) next = u;
+  }
+  for (size_t u = 0; u < updates.size(); ++u) {
+    ParamGroup& group = *updates[u].group;
+    Tensor& p = *updates[u].param;
+    const size_t i = updates[u].index;
+    if (u + 1 < updates.size()) {  // a paged parameter's next one loads during its update
+      prefetch_paged(*updates[u + 1].param);
+      prefetch_paged(updates[u + 1].param->grad());
+    }
     detail::check_updatable(op.c_str(), "parameter", p);
     Tensor g = detail::dense_grad(op.c_str(), p);
     if (state_placed(i)) {
-      const bool last = ++placed_done == placed.size();
-      update_placed(i, *group.options_, p, g, last ? kNoParameter : placed[placed_done].first,
-                    last ? 0 : placed[placed_done].second);
+      const size_t n = next_placed[u];
+      update_placed(i, *group.options_, p, g, n == kNone ? kNoParameter : updates[n].index,
+                    n == kNone ? 0 : updates[n].param->numel());
     } else {
       fn(*group.options_, p, g, state_[i]);
     }

@@ -25,10 +25,6 @@ Tensor host_copy(const Tensor& t) {
   return out;
 }
 
-int64_t chunk_of(const StateStore& store, int64_t numel) {
-  return store.chunk_elements() > 0 ? store.chunk_elements() : std::max<int64_t>(numel, 1);
-}
-
 }  // namespace
 
 std::vector<std::string> Optimizer::buffer_names(const OptimizerOptions&) const {
@@ -97,7 +93,7 @@ void Optimizer::update_placed(size_t index, const OptimizerOptions& options, Ten
     advance_scalars(state_[index]);
   }
   const Tensor ph = host_copy(p), gh = host_copy(g);
-  const int64_t n = p.numel(), chunk = chunk_of(store, n);
+  const int64_t n = p.numel(), chunk = store.chunk_for(n);
   const size_t esize = element_size(p.dtype());
   auto* param = static_cast<char*>(ph.data_ptr());
   const auto* grad = static_cast<const char*>(gh.data_ptr());
@@ -107,7 +103,7 @@ void Optimizer::update_placed(size_t index, const OptimizerOptions& options, Ten
     if (end < n)
       store.will_acquire(index, end, std::min(n, end + chunk));
     else if (next_index != kNoParameter)
-      store.will_acquire(next_index, 0, std::min(next_numel, chunk_of(store, next_numel)));
+      store.will_acquire(next_index, 0, std::min(next_numel, store.chunk_for(next_numel)));
     const std::vector<Tensor> buffers = store.acquire(index, begin, end);
     HostChunk c;
     c.dtype = p.dtype();
@@ -135,7 +131,7 @@ void Optimizer::add_placed_state(size_t index, const Tensor& param, TensorDict& 
     if (pos == buffers.size() || !store_->contains(index)) continue;
     if (sources != nullptr) {
       out.insert(prefix + n, Tensor());
-      (*sources)[prefix + n] = TensorSource{param.dtype(), param.shape(), chunk_of(*store_, param.numel()),
+      (*sources)[prefix + n] = TensorSource{param.dtype(), param.shape(), store_->chunk_for(param.numel()),
                                             [this, index, pos, numel = param.numel(), dtype = param.dtype()](
                                                 int64_t begin, int64_t end, void* dst) {
                                               read_placed(index, pos, numel, dtype, begin, end, dst);
@@ -150,7 +146,7 @@ void Optimizer::add_placed_state(size_t index, const Tensor& param, TensorDict& 
 
 void Optimizer::read_placed(size_t index, size_t buffer, int64_t numel, DType dtype, int64_t begin,
                             int64_t end, void* dst) const {
-  const int64_t chunk = chunk_of(*store_, numel);
+  const int64_t chunk = store_->chunk_for(numel);
   const size_t esize = element_size(dtype);
   STRATA_CHECK(begin >= 0 && begin <= end && end <= numel, ValueError, name_, ": elements [", begin, ", ",
                end, ") of parameter ", index, "'s ", numel);
@@ -190,7 +186,7 @@ void Optimizer::load_placed(size_t index, const OptimizerOptions& options, const
     sources.push_back(std::move(src));
   }
   store_->add(index, buffers.size(), param.numel(), param.dtype());
-  const int64_t total = param.numel(), chunk = chunk_of(*store_, total);
+  const int64_t total = param.numel(), chunk = store_->chunk_for(total);
   const size_t esize = element_size(param.dtype());
   for (int64_t begin = 0; begin < total; begin += chunk) {
     const int64_t end = std::min(total, begin + chunk);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "memory/worker.h"
@@ -108,10 +109,7 @@ struct ParamPager::Impl {
     if (done) done->synchronize();
   }
 
-  int64_t chunk_of(const Page& pg) const {
-    const int64_t numel = pg.param.numel(), c = store_of(pg).chunk_elements();
-    return c > 0 ? c : std::max<int64_t>(numel, 1);
-  }
+  int64_t chunk_of(const Page& pg) const { return store_of(pg).chunk_for(pg.param.numel()); }
 
   // Calls fn(begin, end, byte offset, bytes) for each chunk of page `pg` its store moves at once.
   template <class Fn>
@@ -215,6 +213,15 @@ struct ParamPager::Impl {
   }
 
   // ---- under mu ----
+
+  // The page whose current storage is `s` (with that storage), or none.
+  std::optional<std::pair<size_t, Storage>> page_holding(const StorageImpl& s) {
+    auto it = by_id.find(s.id());
+    if (it == by_id.end()) return std::nullopt;
+    Storage st = pages[it->second].storage.lock();
+    if (st == nullptr || st.get() != &s) return std::nullopt;
+    return std::make_pair(it->second, std::move(st));
+  }
 
   void start_load(size_t index, const Storage& st) {
     Page& pg = pages[index];
@@ -518,31 +525,22 @@ void ParamPager::on_scope(ScopeEvent event, Phase phase, const std::string& path
 void ParamPager::fault_in(StorageImpl& s) {
   Impl& m = *impl_;
   std::unique_lock<std::mutex> lk(m.mu);
-  auto it = m.by_id.find(s.id());
-  STRATA_CHECK(it != m.by_id.end(), DeviceError, "parameter pager: storage ", s.id(),
+  const auto page = m.page_holding(s);
+  STRATA_CHECK(page.has_value(), DeviceError, "parameter pager: storage ", s.id(),
                " is away from its device and no page holds it");
-  Storage st = m.pages[it->second].storage.lock();
-  STRATA_CHECK(st != nullptr && st.get() == &s, DeviceError, "parameter pager: storage ", s.id(),
-               " was replaced while away from its device");
-  m.make_resident(it->second, st, lk);
+  m.make_resident(page->first, page->second, lk);
 }
 
 void ParamPager::page_out(StorageImpl& s) {
   Impl& m = *impl_;
   std::unique_lock<std::mutex> lk(m.mu);
-  auto it = m.by_id.find(s.id());
-  if (it == m.by_id.end()) return;
-  Storage st = m.pages[it->second].storage.lock();
-  if (st != nullptr && st.get() == &s) m.page_out(it->second, st, lk);
+  if (const auto page = m.page_holding(s)) m.page_out(page->first, page->second, lk);
 }
 
 void ParamPager::prefetch(StorageImpl& s) {
   Impl& m = *impl_;
-  std::unique_lock<std::mutex> lk(m.mu);
-  auto it = m.by_id.find(s.id());
-  if (it == m.by_id.end()) return;
-  Storage st = m.pages[it->second].storage.lock();
-  if (st != nullptr && st.get() == &s) m.want(it->second);
+  std::lock_guard<std::mutex> lk(m.mu);
+  if (const auto page = m.page_holding(s)) m.want(page->first);
 }
 
 void ParamPager::end_step() {

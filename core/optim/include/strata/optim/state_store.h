@@ -6,6 +6,7 @@
 //   opt.step();   // offloaded parameters update on the host, with the same bits
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -55,6 +56,10 @@ class StateStore {
   virtual void flush() {}
   // The most elements the optimizer acquires at once (0: whole parameters).
   virtual int64_t chunk_elements() const { return 0; }
+  // The elements of a parameter of `numel` acquired at once: chunk_elements(), or all of them.
+  int64_t chunk_for(int64_t numel) const {
+    return chunk_elements() > 0 ? chunk_elements() : std::max<int64_t>(numel, 1);
+  }
   // Bytes held for buffers, and bytes moved to and from where they live (a file store's I/O).
   virtual uint64_t bytes() const = 0;
   virtual uint64_t bytes_read() const { return 0; }
