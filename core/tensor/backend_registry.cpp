@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "strata/core/backend.h"
@@ -30,72 +31,6 @@ void Backend::arange(const Tensor& dst, double start, double step) {
                             shape, contiguous_strides(shape), 0, DType::f64));
 }
 
-void Backend::attention(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                        const Tensor&, bool, double) {
-  throw NotImplementedError("attention: no fused kernel on " + out.device().str());
-}
-
-void Backend::attention_backward(const Tensor& grad_q, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                                 const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool,
-                                 double) {
-  throw NotImplementedError("attention_backward: no fused kernel on " + grad_q.device().str());
-}
-
-void Backend::conv2d(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&) {
-  throw NotImplementedError("conv2d: no kernel on " + out.device().str());
-}
-
-void Backend::conv2d_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor& grad_out, const Tensor&,
-                              const Tensor&, const Conv2dParams&) {
-  throw NotImplementedError("conv2d_backward: no kernel on " + grad_out.device().str());
-}
-
-void Backend::batch_norm(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                         const Tensor&, const Tensor&, const Tensor&, bool, double, double) {
-  throw NotImplementedError("batch_norm: no kernel on " + out.device().str());
-}
-
-void Backend::batch_norm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor& grad_out,
-                                  const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool) {
-  throw NotImplementedError("batch_norm_backward: no kernel on " + grad_out.device().str());
-}
-
-void Backend::pool2d(const Tensor& out, const Tensor&, const Tensor&, const Pool2dParams&) {
-  throw NotImplementedError("pool2d: no kernel on " + out.device().str());
-}
-
-void Backend::pool2d_backward(const Tensor& grad_x, const Tensor&, const Tensor&, const Pool2dParams&) {
-  throw NotImplementedError("pool2d_backward: no kernel on " + grad_x.device().str());
-}
-
-void Backend::spmm(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                   const Tensor&) {
-  throw NotImplementedError("spmm: no message-passing kernel on " + out.device().str());
-}
-
-void Backend::spmm_extreme(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                           const Tensor&, bool) {
-  throw NotImplementedError("spmm_extreme: no message-passing kernel on " + out.device().str());
-}
-
-void Backend::spmm_extreme_backward(const Tensor& grad_x, const Tensor&, const Tensor&, const Tensor&,
-                                    const Tensor&, const Tensor&) {
-  throw NotImplementedError("spmm_extreme_backward: no message-passing kernel on " + grad_x.device().str());
-}
-
-void Backend::sddmm_dot(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
-  throw NotImplementedError("sddmm_dot: no message-passing kernel on " + out.device().str());
-}
-
-void Backend::segment_softmax(const Tensor& out, const Tensor&, const Tensor&) {
-  throw NotImplementedError("segment_softmax: no kernel on " + out.device().str());
-}
-
-void Backend::segment_softmax_backward(const Tensor& grad_scores, const Tensor&, const Tensor&,
-                                       const Tensor&) {
-  throw NotImplementedError("segment_softmax_backward: no kernel on " + grad_scores.device().str());
-}
-
 void Backend::gather_host_rows(const Tensor& out, const void* host_rows, int64_t num_rows, int64_t row_bytes,
                                const Tensor& ids) {
   const Device d = out.device();
@@ -115,15 +50,22 @@ void Backend::gather_host_rows(const Tensor& out, const void* host_rows, int64_t
   }
 }
 
-void Backend::segment_mm(const Tensor& out, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                         const Tensor&, const Tensor&, bool) {
-  throw NotImplementedError("segment_mm: no relational GEMM on " + out.device().str());
+namespace {
+
+// The default of a kernel no backend has to have: NotImplementedError naming the kernel and the device.
+template <class... Rest>
+[[noreturn]] void throw_no_kernel(const char* kernel, const Tensor& first, const Rest&...) {
+  throw NotImplementedError(std::string(kernel) + ": no kernel on " + first.device().str());
 }
 
-void Backend::segment_mm_weight_grad(const Tensor& grad_weight, const Tensor&, const Tensor&, const Tensor&,
-                                     const Tensor&, const Tensor&, const Tensor&, bool) {
-  throw NotImplementedError("segment_mm_weight_grad: no relational GEMM on " + grad_weight.device().str());
-}
+}  // namespace
+
+#define STRATA_NO_KERNEL(ret, name, params, args) \
+  ret Backend::name params { throw_no_kernel(#name, STRATA_KERNEL_ARGS args); }
+#define STRATA_NN_KERNEL STRATA_NO_KERNEL
+#define STRATA_GRAPH_KERNEL STRATA_NO_KERNEL
+#include "strata/core/backend_kernels.def"
+#undef STRATA_NO_KERNEL
 
 BackendRegistry& BackendRegistry::instance() {
   // Leaked on purpose: tensors may be freed during static destruction.

@@ -46,7 +46,7 @@ struct TrainLoopParts {
   dist::ProcessGroup* group = nullptr;
   // --weights, --gradients (page_parameters in model_state.h): told of every block's scope during
   // the run, its paged tensors sent home after each update.
-  std::shared_ptr<memory::ParamPager> pager;
+  std::shared_ptr<memory::ParamPager> pager = nullptr;
 };
 
 // The parts of a trainer whose settings `c` have run() and optim() (--grad-clip): its device, its

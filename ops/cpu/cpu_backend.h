@@ -1,11 +1,12 @@
-// CpuBackend: the CPU implementation of the Backend interface (OpenMP + OpenBLAS + Eigen).
+// CpuBackend: the CPU implementation of the Backend interface (OpenMP + OpenBLAS + Eigen); the sim
+// device derives from it (its kernels, its own memory).
 #pragma once
 
 #include "strata/core/backend.h"
 
 namespace strata::cpu {
 
-class CpuBackend final : public Backend {
+class CpuBackend : public Backend {
  public:
   DeviceType type() const override { return DeviceType::CPU; }
   Allocator& allocator(int) override { return cpu_allocator(); }
@@ -14,68 +15,10 @@ class CpuBackend final : public Backend {
   std::unique_ptr<Event> create_event() override;
   void synchronize(int) override {}
 
-  void copy(const Tensor& dst, const Tensor& src) override;
-  void fill(const Tensor& dst, double value) override;
-  void elementwise(EwOp op, const Tensor& out, std::span<const Tensor> inputs,
-                   const EwParams& params) override;
-  void reduce_rows(ReduceOp op, const Tensor& out, const Tensor& in, int64_t reduce_numel) override;
-  void bmm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) override;
-  void softmax(const Tensor& out, const Tensor& in, bool log) override;
-  void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out,
-                        bool log) override;
-  void layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
-                  const Tensor& weight, const Tensor& bias, double eps) override;
-  void layer_norm_backward(const Tensor& grad_x, const Tensor& grad_weight,
-                           const Tensor& grad_bias, const Tensor& grad_out, const Tensor& x,
-                           const Tensor& mean, const Tensor& rstd, const Tensor& weight) override;
-  void cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& logits,
-                     const Tensor& target, int64_t ignore_index) override;
-  void cross_entropy_backward(const Tensor& grad_logits, const Tensor& grad_loss,
-                              const Tensor& logits, const Tensor& lse, const Tensor& target,
-                              int64_t ignore_index) override;
-  void index_select(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) override;
-  void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override;
-  void gather(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) override;
-  void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override;
-  void attention(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                 const Tensor& mask, bool causal, double scale) override;
-  void attention_backward(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v,
-                          const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
-                          const Tensor& out, const Tensor& lse, const Tensor& mask, bool causal,
-                          double scale) override;
-  void conv2d(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
-              const Conv2dParams& p) override;
-  void conv2d_backward(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
-                       const Tensor& grad_out, const Tensor& x, const Tensor& weight,
-                       const Conv2dParams& p) override;
-  void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x,
-                  const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                  const Tensor& running_var, bool training, double momentum, double eps) override;
-  void batch_norm_backward(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
-                           const Tensor& grad_out, const Tensor& x, const Tensor& weight,
-                           const Tensor& mean, const Tensor& invstd, bool training) override;
-  void pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p) override;
-  void pool2d_backward(const Tensor& grad_x, const Tensor& grad_out, const Tensor& indices,
-                       const Pool2dParams& p) override;
-  void random_uniform(const Tensor& out, RngState state, double low, double high) override;
-  void random_normal(const Tensor& out, RngState state, double mean, double std) override;
-  void spmm(const Tensor& out, const Tensor& offsets, const Tensor& indices, const Tensor& weights,
-            const Tensor& weight_index, const Tensor& x) override;
-  void spmm_extreme(const Tensor& out, const Tensor& arg, const Tensor& offsets, const Tensor& indices,
-                    const Tensor& weight_index, const Tensor& x, bool minimum) override;
-  void spmm_extreme_backward(const Tensor& grad_x, const Tensor& offsets, const Tensor& positions,
-                             const Tensor& rows, const Tensor& arg, const Tensor& grad_out) override;
-  void sddmm_dot(const Tensor& out, const Tensor& a_index, const Tensor& a, const Tensor& b_index,
-                 const Tensor& b) override;
-  void segment_softmax(const Tensor& out, const Tensor& offsets, const Tensor& scores) override;
-  void segment_softmax_backward(const Tensor& grad_scores, const Tensor& offsets, const Tensor& grad_out,
-                                const Tensor& out) override;
-  void segment_mm(const Tensor& out, const Tensor& x, const Tensor& gather, const Tensor& weight,
-                  const Tensor& offsets, const Tensor& scatter, const Tensor& scale,
-                  bool accumulate) override;
-  void segment_mm_weight_grad(const Tensor& grad_weight, const Tensor& x, const Tensor& gather,
-                              const Tensor& grad_y, const Tensor& scatter, const Tensor& scale,
-                              const Tensor& offsets, bool accumulate) override;
+#define STRATA_DENSE_KERNEL STRATA_KERNEL_OVERRIDE
+#define STRATA_NN_KERNEL STRATA_KERNEL_OVERRIDE
+#define STRATA_GRAPH_KERNEL STRATA_KERNEL_OVERRIDE
+#include "strata/core/backend_kernels.def"
 };
 
 // Helpers shared by the CPU kernel files.

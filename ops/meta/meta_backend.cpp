@@ -31,6 +31,9 @@ class MetaEvent final : public Event {
   void synchronize() override {}
 };
 
+template <class... Args>
+void ignore(const Args&...) {}
+
 class MetaBackend final : public Backend {
  public:
   DeviceType type() const override { return DeviceType::Meta; }
@@ -39,53 +42,15 @@ class MetaBackend final : public Backend {
   std::unique_ptr<Stream> create_stream(int) override { return std::make_unique<MetaStream>(); }
   std::unique_ptr<Event> create_event() override { return std::make_unique<MetaEvent>(); }
   void synchronize(int) override {}
-  void copy(const Tensor&, const Tensor&) override {}
-  void fill(const Tensor&, double) override {}
-  void elementwise(EwOp, const Tensor&, std::span<const Tensor>, const EwParams&) override {}
-  void reduce_rows(ReduceOp, const Tensor&, const Tensor&, int64_t) override {}
-  void bmm(const Tensor&, const Tensor&, const Tensor&, double, double) override {}
-  void softmax(const Tensor&, const Tensor&, bool) override {}
-  void softmax_backward(const Tensor&, const Tensor&, const Tensor&, bool) override {}
-  void layer_norm(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                  const Tensor&, double) override {}
-  void layer_norm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                           const Tensor&, const Tensor&, const Tensor&) override {}
-  void cross_entropy(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t) override {}
-  void cross_entropy_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                              int64_t) override {}
-  void index_select(const Tensor&, const Tensor&, int64_t, const Tensor&) override {}
-  void index_add(const Tensor&, int64_t, const Tensor&, const Tensor&) override {}
-  void gather(const Tensor&, const Tensor&, int64_t, const Tensor&) override {}
-  void scatter_add(const Tensor&, int64_t, const Tensor&, const Tensor&) override {}
-  void attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool,
-                 double) override {}
-  void attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                          const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool, double) override {}
-  void conv2d(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&) override {}
-  void conv2d_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                       const Conv2dParams&) override {}
-  void batch_norm(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                  const Tensor&, const Tensor&, bool, double, double) override {}
-  void batch_norm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                           const Tensor&, const Tensor&, bool) override {}
-  void pool2d(const Tensor&, const Tensor&, const Tensor&, const Pool2dParams&) override {}
-  void spmm(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-            const Tensor&) override {}
-  void spmm_extreme(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                    bool) override {}
-  void spmm_extreme_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                             const Tensor&) override {}
-  void sddmm_dot(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&) override {}
-  void segment_softmax(const Tensor&, const Tensor&, const Tensor&) override {}
-  void segment_softmax_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&) override {}
   void gather_host_rows(const Tensor&, const void*, int64_t, int64_t, const Tensor&) override {}
-  void segment_mm(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                  const Tensor&, bool) override {}
-  void segment_mm_weight_grad(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                              const Tensor&, const Tensor&, bool) override {}
-  void pool2d_backward(const Tensor&, const Tensor&, const Tensor&, const Pool2dParams&) override {}
-  void random_uniform(const Tensor&, RngState, double, double) override {}
-  void random_normal(const Tensor&, RngState, double, double) override {}
+  // Every kernel does nothing: a meta tensor has no data.
+#define STRATA_META_KERNEL(ret, name, params, args) \
+  ret name params override { ignore(STRATA_KERNEL_ARGS args); }
+#define STRATA_DENSE_KERNEL STRATA_META_KERNEL
+#define STRATA_NN_KERNEL STRATA_META_KERNEL
+#define STRATA_GRAPH_KERNEL STRATA_META_KERNEL
+#include "strata/core/backend_kernels.def"
+#undef STRATA_META_KERNEL
 
  private:
   NullAllocator alloc_;

@@ -36,8 +36,9 @@ uint64_t default_capacity() {
   return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(16) << 30;
 }
 
-// The sim devices' state: one allocator and one copy stream per device, made when first used.
-class SimBackend final : public Backend {
+// The CPU's kernels on the sim devices' memory: one allocator and one copy stream per device, made
+// when first used.
+class SimBackend final : public cpu::CpuBackend {
  public:
   SimBackend() : count_(env_device_count()), devices_(size_t(count_)) {}
   ~SimBackend() override {
@@ -52,9 +53,8 @@ class SimBackend final : public Backend {
   Allocator& host_allocator() override { return cpu_allocator(); }
   std::unique_ptr<Stream> create_stream(int index) override {
     state(index);
-    return cpu_.create_stream(0);
+    return CpuBackend::create_stream(0);
   }
-  std::unique_ptr<Event> create_event() override { return cpu_.create_event(); }
   // Kernels run on the caller's thread: what remains is the copy stream's work.
   void synchronize(int index) override { state(index).copies->synchronize(); }
 
@@ -68,7 +68,7 @@ class SimBackend final : public Backend {
     Stream& s = *state(index).copies;
     if (after) s.wait(*after);
     s.enqueue([=] { std::memcpy(dst, src, bytes); });
-    auto done = cpu_.create_event();
+    auto done = CpuBackend::create_event();
     done->record(s);
     return done;
   }
@@ -81,128 +81,7 @@ class SimBackend final : public Backend {
     STRATA_CHECK(dst.device().is_host_memory() && src.device().is_host_memory(), DeviceError,
                  "sim copy from ", src.str(), " to ", dst.str(),
                  ": the sim device copies to and from the CPU only");
-    cpu_.copy(dst, src);
-  }
-  void fill(const Tensor& dst, double value) override { cpu_.fill(dst, value); }
-  void elementwise(EwOp op, const Tensor& out, std::span<const Tensor> inputs,
-                   const EwParams& params) override {
-    cpu_.elementwise(op, out, inputs, params);
-  }
-  void reduce_rows(ReduceOp op, const Tensor& out, const Tensor& in, int64_t reduce_numel) override {
-    cpu_.reduce_rows(op, out, in, reduce_numel);
-  }
-  void bmm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) override {
-    cpu_.bmm(out, a, b, alpha, beta);
-  }
-  void softmax(const Tensor& out, const Tensor& in, bool log) override { cpu_.softmax(out, in, log); }
-  void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out, bool log) override {
-    cpu_.softmax_backward(grad_in, grad_out, out, log);
-  }
-  void layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
-                  const Tensor& weight, const Tensor& bias, double eps) override {
-    cpu_.layer_norm(out, mean, rstd, x, weight, bias, eps);
-  }
-  void layer_norm_backward(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
-                           const Tensor& grad_out, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                           const Tensor& weight) override {
-    cpu_.layer_norm_backward(grad_x, grad_weight, grad_bias, grad_out, x, mean, rstd, weight);
-  }
-  void cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& target,
-                     int64_t ignore_index) override {
-    cpu_.cross_entropy(loss, lse, logits, target, ignore_index);
-  }
-  void cross_entropy_backward(const Tensor& grad_logits, const Tensor& grad_loss, const Tensor& logits,
-                              const Tensor& lse, const Tensor& target, int64_t ignore_index) override {
-    cpu_.cross_entropy_backward(grad_logits, grad_loss, logits, lse, target, ignore_index);
-  }
-  void index_select(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) override {
-    cpu_.index_select(out, in, dim, index);
-  }
-  void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override {
-    cpu_.index_add(out, dim, index, src);
-  }
-  void gather(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) override {
-    cpu_.gather(out, in, dim, index);
-  }
-  void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override {
-    cpu_.scatter_add(out, dim, index, src);
-  }
-  void attention(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                 const Tensor& mask, bool causal, double scale) override {
-    cpu_.attention(out, lse, q, k, v, mask, causal, scale);
-  }
-  void attention_backward(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v,
-                          const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
-                          const Tensor& out, const Tensor& lse, const Tensor& mask, bool causal,
-                          double scale) override {
-    cpu_.attention_backward(grad_q, grad_k, grad_v, grad_out, q, k, v, out, lse, mask, causal, scale);
-  }
-  void conv2d(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
-              const Conv2dParams& p) override {
-    cpu_.conv2d(out, x, weight, bias, p);
-  }
-  void conv2d_backward(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
-                       const Tensor& grad_out, const Tensor& x, const Tensor& weight,
-                       const Conv2dParams& p) override {
-    cpu_.conv2d_backward(grad_x, grad_weight, grad_bias, grad_out, x, weight, p);
-  }
-  void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x,
-                  const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                  const Tensor& running_var, bool training, double momentum, double eps) override {
-    cpu_.batch_norm(out, mean, invstd, x, weight, bias, running_mean, running_var, training, momentum, eps);
-  }
-  void batch_norm_backward(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
-                           const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Tensor& mean,
-                           const Tensor& invstd, bool training) override {
-    cpu_.batch_norm_backward(grad_x, grad_weight, grad_bias, grad_out, x, weight, mean, invstd, training);
-  }
-  void pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p) override {
-    cpu_.pool2d(out, indices, x, p);
-  }
-  void pool2d_backward(const Tensor& grad_x, const Tensor& grad_out, const Tensor& indices,
-                       const Pool2dParams& p) override {
-    cpu_.pool2d_backward(grad_x, grad_out, indices, p);
-  }
-  void random_uniform(const Tensor& out, RngState state, double low, double high) override {
-    cpu_.random_uniform(out, state, low, high);
-  }
-  void random_normal(const Tensor& out, RngState state, double mean, double std) override {
-    cpu_.random_normal(out, state, mean, std);
-  }
-
-  void spmm(const Tensor& out, const Tensor& offsets, const Tensor& indices, const Tensor& weights,
-            const Tensor& weight_index, const Tensor& x) override {
-    cpu_.spmm(out, offsets, indices, weights, weight_index, x);
-  }
-  void spmm_extreme(const Tensor& out, const Tensor& arg, const Tensor& offsets, const Tensor& indices,
-                    const Tensor& weight_index, const Tensor& x, bool minimum) override {
-    cpu_.spmm_extreme(out, arg, offsets, indices, weight_index, x, minimum);
-  }
-  void spmm_extreme_backward(const Tensor& grad_x, const Tensor& offsets, const Tensor& positions,
-                             const Tensor& rows, const Tensor& arg, const Tensor& grad_out) override {
-    cpu_.spmm_extreme_backward(grad_x, offsets, positions, rows, arg, grad_out);
-  }
-  void sddmm_dot(const Tensor& out, const Tensor& a_index, const Tensor& a, const Tensor& b_index,
-                 const Tensor& b) override {
-    cpu_.sddmm_dot(out, a_index, a, b_index, b);
-  }
-
-  void segment_softmax(const Tensor& out, const Tensor& offsets, const Tensor& scores) override {
-    cpu_.segment_softmax(out, offsets, scores);
-  }
-  void segment_softmax_backward(const Tensor& grad_scores, const Tensor& offsets, const Tensor& grad_out,
-                                const Tensor& out) override {
-    cpu_.segment_softmax_backward(grad_scores, offsets, grad_out, out);
-  }
-  void segment_mm(const Tensor& out, const Tensor& x, const Tensor& gather, const Tensor& weight,
-                  const Tensor& offsets, const Tensor& scatter, const Tensor& scale,
-                  bool accumulate) override {
-    cpu_.segment_mm(out, x, gather, weight, offsets, scatter, scale, accumulate);
-  }
-  void segment_mm_weight_grad(const Tensor& grad_weight, const Tensor& x, const Tensor& gather,
-                              const Tensor& grad_y, const Tensor& scatter, const Tensor& scale,
-                              const Tensor& offsets, bool accumulate) override {
-    cpu_.segment_mm_weight_grad(grad_weight, x, gather, grad_y, scatter, scale, offsets, accumulate);
+    CpuBackend::copy(dst, src);
   }
 
   SimAllocator& sim_allocator(int index) { return *state(index).alloc; }
@@ -219,12 +98,11 @@ class SimBackend final : public Backend {
     DeviceState& d = devices_[size_t(index)];
     if (!d.alloc) {
       d.alloc = std::make_unique<SimAllocator>(index, default_capacity());
-      d.copies = cpu_.create_stream(0);
+      d.copies = CpuBackend::create_stream(0);
     }
     return d;
   }
 
-  cpu::CpuBackend cpu_;
   const int count_;
   std::mutex mu_;
   std::vector<DeviceState> devices_;

@@ -107,27 +107,8 @@ class StandInGpu final : public Backend {
     return Backend::crc32c_of(ptr, bytes, device_index);  // the stand-in's memory is the host's
   }
 
-  void copy(const Tensor&, const Tensor&) override STAND_IN_UNUSED()
-  void fill(const Tensor&, double) override STAND_IN_UNUSED()
-  void elementwise(EwOp, const Tensor&, std::span<const Tensor>, const EwParams&) override STAND_IN_UNUSED()
-  void reduce_rows(ReduceOp, const Tensor&, const Tensor&, int64_t) override STAND_IN_UNUSED()
-  void bmm(const Tensor&, const Tensor&, const Tensor&, double, double) override STAND_IN_UNUSED()
-  void softmax(const Tensor&, const Tensor&, bool) override STAND_IN_UNUSED()
-  void softmax_backward(const Tensor&, const Tensor&, const Tensor&, bool) override STAND_IN_UNUSED()
-  void layer_norm(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                  double) override STAND_IN_UNUSED()
-  void layer_norm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                           const Tensor&, const Tensor&, const Tensor&) override STAND_IN_UNUSED()
-  void cross_entropy(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t) override
-      STAND_IN_UNUSED()
-  void cross_entropy_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                              int64_t) override STAND_IN_UNUSED()
-  void index_select(const Tensor&, const Tensor&, int64_t, const Tensor&) override STAND_IN_UNUSED()
-  void index_add(const Tensor&, int64_t, const Tensor&, const Tensor&) override STAND_IN_UNUSED()
-  void gather(const Tensor&, const Tensor&, int64_t, const Tensor&) override STAND_IN_UNUSED()
-  void scatter_add(const Tensor&, int64_t, const Tensor&, const Tensor&) override STAND_IN_UNUSED()
-  void random_uniform(const Tensor&, RngState, double, double) override STAND_IN_UNUSED()
-  void random_normal(const Tensor&, RngState, double, double) override STAND_IN_UNUSED()
+#define STRATA_DENSE_KERNEL(ret, name, params, args) ret name params override STAND_IN_UNUSED()
+#include "strata/core/backend_kernels.def"
 
   StandInAllocator alloc;
   std::atomic<int> registered{0}, unregistered{0}, compute_marks{0}, copies{0}, copies_after_mark{0}, checksums{0};
