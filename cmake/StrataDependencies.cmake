@@ -53,7 +53,7 @@ if(PkgConfig_FOUND)
   endif()
 endif()
 
-find_package(Protobuf REQUIRED)  # checkpoint index (io/checkpoint.proto); tools/setup.sh installs it
+find_package(Protobuf REQUIRED)  # checkpoint index (io/checkpoint/checkpoint.proto); tools/setup.sh installs it
 find_package(nlohmann_json 3 REQUIRED)
 find_package(PNG REQUIRED)   # io/images: folders of PNG images (libpng-dev)
 find_package(JPEG REQUIRED)  # io/images: folders of JPEG images (libjpeg-dev, libjpeg-turbo)

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "strata/core/error.h"
+#include "strata/io/text/token_shards.h"
+#include "strata/io/text/tokenizer.h"
 #include "strata/io/text/wordpiece.h"
-#include "strata/io/token_shards.h"
-#include "strata/io/tokenizer.h"
 #include "tools/cli_parse.h"
 
 namespace {

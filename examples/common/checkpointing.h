@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "strata/io/checkpoint.h"
+#include "strata/io/checkpoint/checkpoint.h"
 #include "strata/nn/module.h"
 #include "strata/optim/optimizer.h"
 

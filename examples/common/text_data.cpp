@@ -9,8 +9,8 @@
 #include "examples/common/default_corpus.h"
 #include "examples/common/trainer_common.pb.h"
 #include "strata/core/error.h"
-#include "strata/io/token_shards.h"
-#include "strata/io/tokenizer.h"
+#include "strata/io/text/token_shards.h"
+#include "strata/io/text/tokenizer.h"
 
 namespace strata::examples {
 

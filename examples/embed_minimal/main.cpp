@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include "strata/io/checkpoint.h"
+#include "strata/io/checkpoint/checkpoint.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
 

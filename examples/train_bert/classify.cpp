@@ -13,8 +13,8 @@
 #include "examples/common/lr_schedule.h"
 #include "examples/common/model_state.h"
 #include "examples/common/trainer_loop.h"
-#include "strata/io/mlm_batches.h"
-#include "strata/io/safetensors.h"
+#include "strata/io/text/mlm_batches.h"
+#include "strata/io/weights/safetensors.h"
 #include "strata/models/bert.h"
 #include "strata/strata.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "examples/train_bert/train_bert.pb.h"
-#include "strata/io/bert_weights.h"
+#include "strata/io/weights/bert_weights.h"
 #include "strata/memory/trainer_cache.h"
 #include "strata/models/bert.h"
 

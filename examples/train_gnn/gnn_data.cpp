@@ -11,10 +11,10 @@
 
 #include "examples/train_gnn/train_options.h"
 #include "strata/core/philox.h"
-#include "strata/io/feature_file.h"
-#include "strata/io/graph_formats.h"
-#include "strata/io/graph_generators.h"
-#include "strata/io/safetensors.h"
+#include "strata/io/features/feature_file.h"
+#include "strata/io/graphs/graph_formats.h"
+#include "strata/io/graphs/graph_generators.h"
+#include "strata/io/weights/safetensors.h"
 #include "strata/ops/factory.h"
 #include "strata/ops/shape_ops.h"
 

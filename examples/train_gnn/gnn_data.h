@@ -7,8 +7,8 @@
 
 #include "examples/train_gnn/train_gnn.pb.h"
 #include "strata/core/device.h"
-#include "strata/io/feature_store.h"
-#include "strata/io/graph_dataset.h"
+#include "strata/io/features/feature_store.h"
+#include "strata/io/graphs/graph_dataset.h"
 
 namespace strata::examples {
 

@@ -16,8 +16,8 @@
 #include "examples/train_gnn/kg_model.h"
 #include "examples/train_gnn/kg_ranking.h"
 #include "examples/train_gnn/negative_sampling.h"
-#include "strata/io/checkpoint.h"
-#include "strata/io/knowledge_graph.h"
+#include "strata/io/checkpoint/checkpoint.h"
+#include "strata/io/graphs/knowledge_graph.h"
 #include "strata/strata.h"
 
 namespace strata::examples {

@@ -18,7 +18,7 @@
 #include "examples/train_gnn/kg_ranking.h"
 #include "examples/train_gnn/known_triples.h"
 #include "examples/train_gnn/negative_sampling.h"
-#include "strata/io/knowledge_graph.h"
+#include "strata/io/graphs/knowledge_graph.h"
 #include "strata/strata.h"
 
 using namespace strata;

@@ -24,8 +24,8 @@
 #include "examples/train_gnn/link_prediction.h"
 #include "examples/train_gnn/train_options.h"
 #include "strata/core/output_path.h"
-#include "strata/io/checkpoint.h"
-#include "strata/io/graph_loader.h"
+#include "strata/io/checkpoint/checkpoint.h"
+#include "strata/io/graphs/graph_loader.h"
 #include "strata/models/gnn.h"
 #include "strata/strata.h"
 

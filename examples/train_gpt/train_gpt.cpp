@@ -26,9 +26,9 @@
 #include "examples/train_gpt/train_options.h"
 #include "strata/dist/ddp.h"
 #include "strata/dist/zero.h"
-#include "strata/io/checkpoint.h"
-#include "strata/io/token_shards.h"
-#include "strata/io/tokenizer.h"
+#include "strata/io/checkpoint/checkpoint.h"
+#include "strata/io/text/token_shards.h"
+#include "strata/io/text/tokenizer.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
 

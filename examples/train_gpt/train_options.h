@@ -4,7 +4,7 @@
 #include <string>
 
 #include "examples/train_gpt/train_gpt.pb.h"
-#include "strata/io/gpt_weights.h"
+#include "strata/io/weights/gpt_weights.h"
 #include "strata/memory/trainer_cache.h"
 #include "strata/models/gpt.h"
 

@@ -1,7 +1,7 @@
 // FeatureFileWriter: the .npy layout of numpy/lib/format.py, version 1: "\x93NUMPY", 1, 0, the
 // header's length (uint16, little-endian), the header dict padded with spaces and a newline so
 // that the data starts on a 64-byte boundary, then the rows.
-#include "strata/io/feature_file.h"
+#include "strata/io/features/feature_file.h"
 
 #include "io/file_io.h"
 #include "strata/core/error.h"

@@ -1,7 +1,7 @@
 // FeatureStore: the checks and the placement every store shares. Rows are copied by tasks of
 // rows_per_task rows on the loader threads and the calling thread; each task writes its own rows
 // of the output, so the bits do not depend on which thread ran it.
-#include "strata/io/feature_store.h"
+#include "strata/io/features/feature_store.h"
 
 #include <cstring>
 #include <memory>

@@ -35,7 +35,7 @@
 #include "io/features/row_cache.h"
 #include "io/graphs/npy_file.h"
 #include "strata/core/error.h"
-#include "strata/io/feature_store.h"
+#include "strata/io/features/feature_store.h"
 
 namespace strata::io {
 namespace {

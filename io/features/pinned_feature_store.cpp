@@ -9,7 +9,7 @@
 #include "strata/core/backend.h"
 #include "strata/core/error.h"
 #include "strata/core/factory.h"
-#include "strata/io/feature_store.h"
+#include "strata/io/features/feature_store.h"
 
 namespace strata::io {
 

@@ -1,5 +1,5 @@
 // TensorFeatureStore: rows copied out of a contiguous host-memory tensor, the in-memory baseline.
-#include "strata/io/feature_store.h"
+#include "strata/io/features/feature_store.h"
 
 namespace strata::io {
 namespace {

@@ -10,7 +10,7 @@
 #include "io/graphs/graph_assembly.h"
 #include "io/graphs/random_draws.h"
 #include "strata/core/error.h"
-#include "strata/io/graph_generators.h"
+#include "strata/io/graphs/graph_generators.h"
 
 namespace strata::io {
 namespace {

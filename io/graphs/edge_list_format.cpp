@@ -8,7 +8,7 @@
 #include "io/graphs/graph_assembly.h"
 #include "io/graphs/text_lines.h"
 #include "strata/core/error.h"
-#include "strata/io/graph_formats.h"
+#include "strata/io/graphs/graph_formats.h"
 
 namespace strata::io {
 namespace {

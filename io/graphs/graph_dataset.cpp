@@ -1,5 +1,5 @@
 // split_nodes: a stratified, seeded train/val/test split of the labelled nodes.
-#include "strata/io/graph_dataset.h"
+#include "strata/io/graphs/graph_dataset.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "strata/io/graph_loader.h"
+#include "strata/io/graphs/graph_loader.h"
 
 #include <algorithm>
 #include <chrono>
@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "strata/core/error.h"
-#include "strata/io/image_transforms.h"  // AugmentRng: Philox keyed by (seed, epoch, index)
+#include "strata/io/images/image_transforms.h"  // AugmentRng: Philox keyed by (seed, epoch, index)
 
 namespace strata::io {
 namespace {

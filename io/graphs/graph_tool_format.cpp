@@ -10,7 +10,7 @@
 #include "io/graphs/compressed_file.h"
 #include "io/graphs/graph_assembly.h"
 #include "strata/core/error.h"
-#include "strata/io/graph_formats.h"
+#include "strata/io/graphs/graph_formats.h"
 
 namespace strata::io {
 namespace {

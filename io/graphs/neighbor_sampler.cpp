@@ -1,4 +1,4 @@
-#include "strata/io/neighbor_sampler.h"
+#include "strata/io/graphs/neighbor_sampler.h"
 
 #include <algorithm>
 #include <mutex>

@@ -8,7 +8,7 @@
 #include "io/graphs/random_draws.h"
 #include "io/graphs/rmat_quadrants.h"
 #include "strata/core/error.h"
-#include "strata/io/graph_generators.h"
+#include "strata/io/graphs/graph_generators.h"
 
 namespace strata::io {
 namespace {

@@ -11,7 +11,7 @@
 #include "io/graphs/graph_assembly.h"
 #include "io/graphs/text_lines.h"
 #include "strata/core/error.h"
-#include "strata/io/knowledge_graph.h"
+#include "strata/io/graphs/knowledge_graph.h"
 
 namespace strata::io {
 namespace {

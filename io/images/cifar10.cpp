@@ -1,4 +1,4 @@
-#include "strata/io/cifar10.h"
+#include "strata/io/images/cifar10.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "strata/io/image_dataset.h"
+#include "strata/io/images/image_dataset.h"
 
 namespace strata::io {
 

@@ -5,7 +5,7 @@
 
 #include "io/file_io.h"
 #include "strata/core/error.h"
-#include "strata/io/image.h"
+#include "strata/io/images/image.h"
 
 namespace strata::io {
 

@@ -1,4 +1,4 @@
-#include "strata/io/image_folder.h"
+#include "strata/io/images/image_folder.h"
 
 #include <algorithm>
 #include <cctype>
@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "strata/core/error.h"
-#include "strata/io/image_transforms.h"
+#include "strata/io/images/image_transforms.h"
 
 namespace strata::io {
 namespace {

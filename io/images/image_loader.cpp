@@ -1,4 +1,4 @@
-#include "strata/io/image_loader.h"
+#include "strata/io/images/image_loader.h"
 
 #include <chrono>
 #include <condition_variable>

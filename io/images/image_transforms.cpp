@@ -1,4 +1,4 @@
-#include "strata/io/image_transforms.h"
+#include "strata/io/images/image_transforms.h"
 
 #include <algorithm>
 #include <cmath>

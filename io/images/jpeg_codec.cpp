@@ -2,14 +2,17 @@
 // records the message and longjmps back to the call (the libjpeg manual's "setjmp" example).
 // Warnings (corrupt entropy data, data that ends before the last pixel) are errors too: a
 // damaged image must not train silently as garbage.
-#include <cstdio>
 #include <csetjmp>
+#include <cstdio>
 #include <cstring>
 
+// jpeglib.h needs size_t and FILE declared before it.
+// clang-format off
 #include <jpeglib.h>
+// clang-format on
 
 #include "strata/core/error.h"
-#include "strata/io/image.h"
+#include "strata/io/images/image.h"
 
 namespace strata::io {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "strata/core/error.h"
-#include "strata/io/image.h"
+#include "strata/io/images/image.h"
 
 namespace strata::io {
 namespace {

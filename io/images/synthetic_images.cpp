@@ -1,4 +1,4 @@
-#include "strata/io/synthetic_images.h"
+#include "strata/io/images/synthetic_images.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "strata/core/error.h"
 #include "strata/core/philox.h"
-#include "strata/io/image_transforms.h"
+#include "strata/io/images/image_transforms.h"
 
 namespace strata::io {
 namespace {

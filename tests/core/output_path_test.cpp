@@ -16,7 +16,7 @@
 
 #include "io/file_io.h"
 #include "strata/core/factory.h"
-#include "strata/io/safetensors.h"
+#include "strata/io/weights/safetensors.h"
 #include "strata/memory/plan.h"
 #include "strata/memory/planner/hardware.h"
 #include "support/loader_files.h"

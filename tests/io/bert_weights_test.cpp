@@ -1,9 +1,10 @@
+#include "strata/io/weights/bert_weights.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "strata/io/bert_weights.h"
-#include "strata/io/safetensors.h"
+#include "strata/io/weights/safetensors.h"
 #include "strata/models/bert.h"
 #include "strata/strata.h"
 

@@ -1,4 +1,4 @@
-#include "strata/io/checkpoint.h"
+#include "strata/io/checkpoint/checkpoint.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

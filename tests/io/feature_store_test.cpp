@@ -2,7 +2,7 @@
 // for any ids, loader thread count and device; a file larger than the resident limit is gathered
 // right without the process mapping any of it; bad ids and bad files are errors naming the id, or
 // the file and the offset.
-#include "strata/io/feature_store.h"
+#include "strata/io/features/feature_store.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include "strata/core/backend.h"
 #include "strata/core/error.h"
 #include "strata/core/factory.h"
-#include "strata/io/feature_file.h"
+#include "strata/io/features/feature_file.h"
 #include "support/device_present.h"
 #include "support/error_of.h"
 

@@ -1,4 +1,4 @@
-#include "strata/io/gpt_weights.h"
+#include "strata/io/weights/gpt_weights.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "strata/io/safetensors.h"
+#include "strata/io/weights/safetensors.h"
 #include "strata/models/gpt.h"
 #include "strata/ops.h"
 #include "support/error_of.h"

@@ -1,4 +1,4 @@
-#include "strata/io/graph_formats.h"
+#include "strata/io/graphs/graph_formats.h"
 
 #include <gtest/gtest.h>
 

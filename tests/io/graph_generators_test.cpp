@@ -1,4 +1,4 @@
-#include "strata/io/graph_generators.h"
+#include "strata/io/graphs/graph_generators.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 
 #include "strata/core/error.h"
 #include "strata/core/factory.h"
-#include "strata/io/graph_dataset.h"
+#include "strata/io/graphs/graph_dataset.h"
 #include "tests/support/omp_threads.h"
 
 using namespace strata;

@@ -1,7 +1,7 @@
 // GraphBatchLoader: every seed once per epoch in batches whose features and labels are the rows of
 // their nodes, the same bits for any number of worker threads, resumable, sharded across ranks,
 // bounded prefetch, errors handed to the caller, and a full-graph mode.
-#include "strata/io/graph_loader.h"
+#include "strata/io/graphs/graph_loader.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "io/graphs/compressed_file.h"
-#include "strata/io/graph_formats.h"
+#include "strata/io/graphs/graph_formats.h"
 #include "tests/support/loader_files.h"
 
 namespace strata::io {

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "strata/core/error.h"
-#include "strata/io/cifar10.h"
+#include "strata/io/images/cifar10.h"
 #include "tests/io/image_test_support.h"
 
 using namespace strata;

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "strata/core/error.h"
-#include "strata/io/image.h"
+#include "strata/io/images/image.h"
 #include "tests/io/image_test_support.h"
 
 using namespace strata;

@@ -1,12 +1,13 @@
 // ImageFolderDataset on folders of PNG/JPEG files the test writes.
+#include "strata/io/images/image_folder.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "strata/core/error.h"
-#include "strata/io/image_folder.h"
-#include "strata/io/image_loader.h"
+#include "strata/io/images/image_loader.h"
 #include "tests/io/image_test_support.h"
 
 using namespace strata;

@@ -1,5 +1,7 @@
 // ImageLoader: every sample once per epoch, the same bits for any number of worker threads,
 // resumable, sharded across ranks, bounded prefetch, and errors handed to the caller.
+#include "strata/io/images/image_loader.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,8 +12,7 @@
 #include <thread>
 
 #include "strata/core/error.h"
-#include "strata/io/image_loader.h"
-#include "strata/io/synthetic_images.h"
+#include "strata/io/images/synthetic_images.h"
 
 using namespace strata;
 using namespace strata::io;

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "strata/core/error.h"
-#include "strata/io/synthetic_images.h"
+#include "strata/io/images/synthetic_images.h"
 
 using namespace strata;
 using namespace strata::io;

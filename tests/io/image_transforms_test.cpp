@@ -1,11 +1,12 @@
 // Crop, flip, resize and normalize give exact values; random transforms depend only on
 // (seed, epoch, index).
+#include "strata/io/images/image_transforms.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "strata/core/error.h"
-#include "strata/io/image_transforms.h"
 
 using namespace strata;
 using namespace strata::io;

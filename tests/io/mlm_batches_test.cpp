@@ -1,9 +1,10 @@
+#include "strata/io/text/mlm_batches.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 
-#include "strata/io/mlm_batches.h"
 #include "strata/strata.h"
 
 using namespace strata;

@@ -1,7 +1,7 @@
 // NeighborSampler: blocks hold parent edges with their ids, min(fanout, degree) distinct in-edges
 // per destination drawn uniformly, destinations first and chained to the seeds, the same bits for
 // the same (seed, epoch, batch) on any thread; full_graph_blocks is the whole graph.
-#include "strata/io/neighbor_sampler.h"
+#include "strata/io/graphs/neighbor_sampler.h"
 
 #include <gtest/gtest.h>
 

@@ -1,3 +1,5 @@
+#include "strata/io/weights/safetensors.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -7,7 +9,6 @@
 #include <functional>
 #include <string>
 
-#include "strata/io/safetensors.h"
 #include "strata/ops.h"
 
 using namespace strata;

@@ -1,11 +1,11 @@
+#include "strata/io/text/token_shards.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
-
-#include "strata/io/token_shards.h"
 
 using namespace strata;
 using namespace strata::io;

@@ -1,10 +1,11 @@
+#include "strata/io/text/tokenizer.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "strata/core/error.h"
-#include "strata/io/tokenizer.h"
 
 using namespace strata;
 using namespace strata::io;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "strata/core/error.h"
-#include "strata/io/knowledge_graph.h"
+#include "strata/io/graphs/knowledge_graph.h"
 #include "tests/support/gzip_stored.h"
 #include "tests/support/loader_files.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "strata/core/error.h"
-#include "strata/io/graph_generators.h"
+#include "strata/io/graphs/graph_generators.h"
 #include "tests/support/omp_threads.h"
 
 using namespace strata;

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "memory/cache_parity.h"
-#include "strata/io/mlm_batches.h"
+#include "strata/io/text/mlm_batches.h"
 #include "strata/models/bert.h"
 #include "strata/strata.h"
 

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "strata/io/neighbor_sampler.h"
+#include "strata/io/graphs/neighbor_sampler.h"
 #include "strata/strata.h"
 
 using namespace strata;

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "strata/io/gpt_weights.h"
+#include "strata/io/weights/gpt_weights.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
 

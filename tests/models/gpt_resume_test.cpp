@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
-#include "strata/io/checkpoint.h"
-#include "strata/io/token_shards.h"
+#include "strata/io/checkpoint/checkpoint.h"
+#include "strata/io/text/token_shards.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
 

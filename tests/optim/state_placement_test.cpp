@@ -7,7 +7,7 @@
 #include <fstream>
 #include <functional>
 
-#include "strata/io/checkpoint.h"
+#include "strata/io/checkpoint/checkpoint.h"
 #include "strata/memory/nvme_state_store.h"
 #include "strata/strata.h"
 #include "support/error_of.h"

@@ -33,10 +33,10 @@
 #include "strata/core/backend.h"
 #include "strata/core/byte_size.h"
 #include "strata/core/factory.h"
-#include "strata/io/feature_file.h"
-#include "strata/io/feature_store.h"
-#include "strata/io/graph_generators.h"
-#include "strata/io/neighbor_sampler.h"
+#include "strata/io/features/feature_file.h"
+#include "strata/io/features/feature_store.h"
+#include "strata/io/graphs/graph_generators.h"
+#include "strata/io/graphs/neighbor_sampler.h"
 #include "strata/ops/indexing.h"
 
 #if STRATA_HAVE_CUDA

@@ -34,9 +34,9 @@
 #include <vector>
 
 #include "step_timing.h"
-#include "strata/io/graph_generators.h"
-#include "strata/io/knowledge_graph.h"
-#include "strata/io/safetensors.h"
+#include "strata/io/graphs/graph_generators.h"
+#include "strata/io/graphs/knowledge_graph.h"
+#include "strata/io/weights/safetensors.h"
 #include "strata/models/layers/hgt_conv.h"
 #include "strata/models/layers/materialization.h"
 #include "strata/models/layers/rgat_conv.h"

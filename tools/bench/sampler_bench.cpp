@@ -23,8 +23,8 @@
 
 #include "strata/core/factory.h"
 #include "strata/core/philox.h"
-#include "strata/io/graph_loader.h"
-#include "strata/io/neighbor_sampler.h"
+#include "strata/io/graphs/graph_loader.h"
+#include "strata/io/graphs/neighbor_sampler.h"
 
 using namespace strata;
 using namespace strata::io;

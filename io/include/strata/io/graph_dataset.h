@@ -1,34 +1,4 @@
-// GraphDataset: a graph with its node features, labels and splits, as the loaders
-// (graph_formats.h), the generators (graph_generators.h) and train_gnn exchange it.
+// Moved to strata/io/graphs/graph_dataset.h; this path forwards there for one release.
 #pragma once
 
-#include <cstdint>
-#include <map>
-#include <string>
-
-#include "strata/core/tensor.h"
-#include "strata/ops/graph.h"
-
-namespace strata::io {
-
-struct GraphDataset {
-  std::string name;  // what the trainer prints: "polblogs", "dcsbm(n=2000, k=4)", a file name
-  Graph graph;       // on the CPU; homogeneous or typed
-  Tensor features;   // f32 [N, F], undefined when the source has none
-  Tensor labels;     // i64 [N] in [0, num_classes), -1 where a node has no label; may be undefined
-  int64_t num_classes = 0;
-  // boolean [N] each, undefined when the source gives no split (train_gnn then draws a
-  // stratified random one, split_nodes below).
-  Tensor train_mask, val_mask, test_mask;
-  // Every property the source had, by name, raw: node properties [N, ...], edge properties
-  // [E, ...] in the input's edge order (Graph::edge_ids() maps CSC positions to it).
-  std::map<std::string, Tensor> node_properties, edge_properties;
-};
-
-// A stratified random split of the labelled nodes: within each class, a `train` fraction, a
-// `val` fraction and the rest as test (each class keeps at least one training node when it has
-// any), reproducible from `seed`. Fills the three masks; throws ValueError when labels are
-// undefined or the fractions are not in [0, 1] with train + val <= 1.
-void split_nodes(GraphDataset* data, double train, double val, uint64_t seed);
-
-}  // namespace strata::io
+#include "strata/io/graphs/graph_dataset.h"

@@ -24,7 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "strata/io/tokenizer.h"
+#include "strata/io/text/tokenizer.h"
 
 namespace strata::io {
 

@@ -1,5 +1,3 @@
-#include "strata/io/gpt_weights.h"
-
 #include <algorithm>
 #include <bit>
 #include <cstdio>
@@ -11,7 +9,8 @@
 
 #include "io/file_io.h"
 #include "strata/autograd/grad_mode.h"
-#include "strata/io/safetensors.h"
+#include "strata/io/weights/gpt_weights.h"
+#include "strata/io/weights/safetensors.h"
 #include "strata/ops/shape_ops.h"
 
 namespace strata::io {
@@ -63,7 +62,8 @@ std::vector<ParamSpec> param_specs(const GptShape& s, int64_t vocab_rows) {
   out.push_back({"wte.weight", {vocab_rows, C}, false, "wte"});
   out.push_back({"wpe.weight", {s.block_size, C}, false, "wpe"});
   for (int64_t l = 0; l < s.n_layer; ++l)
-    for (const BlockParam& p : kBlockParams) out.push_back({block_name(l, p), block_shape(p, C), p.conv1d, p.llmc_name});
+    for (const BlockParam& p : kBlockParams)
+      out.push_back({block_name(l, p), block_shape(p, C), p.conv1d, p.llmc_name});
   out.push_back({"ln_f.weight", {C}, false, "lnfw"});
   out.push_back({"ln_f.bias", {C}, false, "lnfb"});
   return out;
@@ -86,11 +86,11 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
 }
 
 void check_shape_sane(const GptShape& s, const char* fn) {
-  STRATA_CHECK(s.n_layer > 0 && s.n_head > 0 && s.n_embd > 0 && s.block_size > 0 && s.vocab_size > 0, ValueError,
-               fn, ": GptShape L=", s.n_layer, " NH=", s.n_head, " C=", s.n_embd, " T=", s.block_size, " V=",
-               s.vocab_size, " must be positive");
-  STRATA_CHECK(s.n_embd % s.n_head == 0, ValueError, fn, ": n_embd ", s.n_embd, " is not a multiple of n_head ",
-               s.n_head);
+  STRATA_CHECK(s.n_layer > 0 && s.n_head > 0 && s.n_embd > 0 && s.block_size > 0 && s.vocab_size > 0,
+               ValueError, fn, ": GptShape L=", s.n_layer, " NH=", s.n_head, " C=", s.n_embd,
+               " T=", s.block_size, " V=", s.vocab_size, " must be positive");
+  STRATA_CHECK(s.n_embd % s.n_head == 0, ValueError, fn, ": n_embd ", s.n_embd,
+               " is not a multiple of n_head ", s.n_head);
 }
 
 // The state dict's tensors in param_specs order, as contiguous f32 [out, in] tensors with V
@@ -129,13 +129,14 @@ std::vector<Tensor> gather_for_export(const GptShape& s, const nn::StateDict& sd
     // Tied in GPT-2: writing wte alone must not lose a different lm_head. state_dict()
     // detaches each entry, so tied entries are distinct tensors viewing the same storage.
     const Tensor& wte = sd.at("transformer.wte.weight");
-    bool tied = lm->defined() && lm->storage() == wte.storage() && lm->storage_offset() == wte.storage_offset() &&
-                lm->shape() == wte.shape() && lm->strides() == wte.strides() && lm->dtype() == wte.dtype();
+    bool tied = lm->defined() && lm->storage() == wte.storage() &&
+                lm->storage_offset() == wte.storage_offset() && lm->shape() == wte.shape() &&
+                lm->strides() == wte.strides() && lm->dtype() == wte.dtype();
     if (!tied && !(lm->defined() && !lm->device().is_meta() && same_bytes(host_f32(*lm), host_f32(wte))))
       problems += "\n\t'lm_head.weight' differs from 'transformer.wte.weight' (GPT-2 ties them)";
   }
-  STRATA_CHECK(problems.empty(), ValueError, fn, ": the state dict does not match GPT L=", s.n_layer, " C=", s.n_embd,
-               " T=", s.block_size, " V=", s.vocab_size, ":", problems);
+  STRATA_CHECK(problems.empty(), ValueError, fn, ": the state dict does not match GPT L=", s.n_layer,
+               " C=", s.n_embd, " T=", s.block_size, " V=", s.vocab_size, ":", problems);
   return out;
 }
 
@@ -173,7 +174,9 @@ int64_t n_head_beside(const std::string& path) {
 
 GptWeights load_hf_gpt2_safetensors(const std::string& path, int64_t n_head) {
   Safetensors file = read_safetensors(path);
-  auto bad = [&](auto&&... what) { return IoError(detail::concat("HF GPT-2 safetensors '", path, "': ", what...)); };
+  auto bad = [&](auto&&... what) {
+    return IoError(detail::concat("HF GPT-2 safetensors '", path, "': ", what...));
+  };
 
   // Strip the "transformer." prefix (GPT2LMHeadModel) so GPT2Model files read the same.
   nn::StateDict by_name;
@@ -193,8 +196,10 @@ GptWeights load_hf_gpt2_safetensors(const std::string& path, int64_t n_head) {
   GptShape s;
   const Tensor* wte = by_name.find("wte.weight");
   const Tensor* wpe = by_name.find("wpe.weight");
-  if (!wte || wte->dim() != 2) throw bad("no 2-D 'wte.weight' (or 'transformer.wte.weight'): not a GPT-2 checkpoint");
-  if (!wpe || wpe->dim() != 2) throw bad("no 2-D 'wpe.weight' (or 'transformer.wpe.weight'): not a GPT-2 checkpoint");
+  if (!wte || wte->dim() != 2)
+    throw bad("no 2-D 'wte.weight' (or 'transformer.wte.weight'): not a GPT-2 checkpoint");
+  if (!wpe || wpe->dim() != 2)
+    throw bad("no 2-D 'wpe.weight' (or 'transformer.wpe.weight'): not a GPT-2 checkpoint");
   s.vocab_size = s.padded_vocab_size = wte->size(0);
   s.n_embd = wte->size(1);
   s.block_size = wpe->size(0);
@@ -264,7 +269,8 @@ GptWeights load_hf_gpt2_safetensors(const std::string& path, int64_t n_head) {
   return {s, assemble(specs, std::move(tensors))};
 }
 
-void save_hf_gpt2_safetensors(const std::string& path, const GptShape& shape, const nn::StateDict& state_dict) {
+void save_hf_gpt2_safetensors(const std::string& path, const GptShape& shape,
+                              const nn::StateDict& state_dict) {
   std::vector<Tensor> tensors = gather_for_export(shape, state_dict, "save_hf_gpt2_safetensors");
   std::vector<ParamSpec> specs = param_specs(shape, shape.vocab_size);
   nn::StateDict out;
@@ -276,7 +282,9 @@ void save_hf_gpt2_safetensors(const std::string& path, const GptShape& shape, co
 
 GptWeights load_llmc_checkpoint(const std::string& path) {
   InputFile f(path);
-  auto bad = [&](auto&&... what) { return IoError(detail::concat("llm.c checkpoint '", path, "': ", what...)); };
+  auto bad = [&](auto&&... what) {
+    return IoError(detail::concat("llm.c checkpoint '", path, "': ", what...));
+  };
   if (f.size() < uint64_t(kLlmcHeaderBytes))
     throw bad(f.size(), " bytes is shorter than the ", kLlmcHeaderBytes, "-byte header");
   int32_t h[kLlmcHeaderInts];
@@ -287,7 +295,8 @@ GptWeights load_llmc_checkpoint(const std::string& path) {
     throw bad("unsupported version ", h[1], " at offset 4 (expected 3 = fp32 or 5 = bf16)");
   const char* fields[] = {"maxT", "V", "L", "NH", "C", "Vp"};
   for (int i = 0; i < 6; ++i)
-    if (h[2 + i] <= 0) throw bad("header field ", fields[i], " = ", h[2 + i], " at offset ", 4 * (2 + i), " is not positive");
+    if (h[2 + i] <= 0)
+      throw bad("header field ", fields[i], " = ", h[2 + i], " at offset ", 4 * (2 + i), " is not positive");
   GptShape s;
   s.block_size = h[2];
   s.vocab_size = h[3];
@@ -296,7 +305,8 @@ GptWeights load_llmc_checkpoint(const std::string& path) {
   s.n_embd = h[6];
   s.padded_vocab_size = h[7];
   if (s.padded_vocab_size < s.vocab_size)
-    throw bad("padded vocab Vp = ", s.padded_vocab_size, " (offset 28) is below V = ", s.vocab_size, " (offset 12)");
+    throw bad("padded vocab Vp = ", s.padded_vocab_size, " (offset 28) is below V = ", s.vocab_size,
+              " (offset 12)");
   if (s.n_embd % s.n_head != 0)
     throw bad("C = ", s.n_embd, " (offset 24) is not a multiple of NH = ", s.n_head, " (offset 20)");
 
@@ -324,16 +334,17 @@ GptWeights load_llmc_checkpoint(const std::string& path) {
     unsigned __int128 n = es;
     for (int64_t d : a.shape) n *= uint64_t(d);
     if (offset + n > f.size()) {
-      throw bad("truncated: ", a.name, " ", shape_str(a.shape), " at offset ", uint64_t(offset), " needs bytes up to ",
-                offset + n > (unsigned __int128)(UINT64_MAX) ? UINT64_MAX : uint64_t(offset + n), ", but the file has ",
-                f.size(), " (or the header's sizes are wrong: maxT=", h[2], " V=", h[3], " L=", h[4], " NH=", h[5],
-                " C=", h[6], " Vp=", h[7], ")");
+      throw bad("truncated: ", a.name, " ", shape_str(a.shape), " at offset ", uint64_t(offset),
+                " needs bytes up to ",
+                offset + n > (unsigned __int128)(UINT64_MAX) ? UINT64_MAX : uint64_t(offset + n),
+                ", but the file has ", f.size(), " (or the header's sizes are wrong: maxT=", h[2],
+                " V=", h[3], " L=", h[4], " NH=", h[5], " C=", h[6], " Vp=", h[7], ")");
     }
     offset += n;
   }
   if (uint64_t(offset) != f.size())
-    throw bad(f.size() - uint64_t(offset), " unexpected bytes after the last tensor (lnfb) at offset ", uint64_t(offset),
-              " (the header's sizes do not describe this file)");
+    throw bad(f.size() - uint64_t(offset), " unexpected bytes after the last tensor (lnfb) at offset ",
+              uint64_t(offset), " (the header's sizes do not describe this file)");
 
   NoGradGuard no_grad;
   std::vector<Tensor> whole;
@@ -360,7 +371,8 @@ void save_llmc_checkpoint(const std::string& path, const GptShape& shape, const 
   const int64_t C = shape.n_embd, L = shape.n_layer, V = shape.vocab_size;
   const int64_t Vp = (V + 127) / 128 * 128;
   for (int64_t v : {shape.block_size, V, L, shape.n_head, C, Vp})
-    STRATA_CHECK(v <= INT32_MAX, ValueError, "save_llmc_checkpoint: size ", v, " does not fit llm.c's int32 header");
+    STRATA_CHECK(v <= INT32_MAX, ValueError, "save_llmc_checkpoint: size ", v,
+                 " does not fit llm.c's int32 header");
   int32_t h[kLlmcHeaderInts] = {};
   h[0] = kLlmcModelMagic;
   h[1] = bf16 ? kLlmcVersionBF16 : kLlmcVersionF32;

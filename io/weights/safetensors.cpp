@@ -1,13 +1,12 @@
-#include "strata/io/safetensors.h"
+#include "strata/io/weights/safetensors.h"
 
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <filesystem>
 #include <limits>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "io/file_io.h"
 #include "strata/autograd/grad_mode.h"
@@ -27,8 +26,8 @@ struct DTypeName {
   DType dtype;
   const char* name;
 };
-constexpr DTypeName kDTypes[] = {{DType::f64, "F64"},  {DType::f32, "F32"}, {DType::f16, "F16"},
-                                 {DType::bf16, "BF16"}, {DType::i64, "I64"}, {DType::i32, "I32"},
+constexpr DTypeName kDTypes[] = {{DType::f64, "F64"},   {DType::f32, "F32"},     {DType::f16, "F16"},
+                                 {DType::bf16, "BF16"}, {DType::i64, "I64"},     {DType::i32, "I32"},
                                  {DType::u8, "U8"},     {DType::boolean, "BOOL"}};
 
 const char* safetensors_dtype(DType d) {
@@ -93,12 +92,14 @@ Safetensors read_safetensors(const std::string& path) {
     const DTypeName* found = nullptr;
     for (const DTypeName& d : kDTypes)
       if (dt == d.name) found = &d;
-    if (!found) throw bad_tensor("unsupported dtype '", dt, "' (Strata reads F64 F32 F16 BF16 I64 I32 U8 BOOL)");
+    if (!found)
+      throw bad_tensor("unsupported dtype '", dt, "' (Strata reads F64 F32 F16 BF16 I64 I32 U8 BOOL)");
     e.dtype = found->dtype;
     uint64_t expect = element_size(e.dtype);
     bool overflow = false;
     for (const ordered_json& d : v["shape"]) {
-      if (!d.is_number_unsigned()) throw bad_tensor("shape ", v["shape"].dump(), " has a non-integer or negative entry");
+      if (!d.is_number_unsigned())
+        throw bad_tensor("shape ", v["shape"].dump(), " has a non-integer or negative entry");
       uint64_t n = d.get<uint64_t>();
       if (n > uint64_t(std::numeric_limits<int64_t>::max())) overflow = true;
       if (n != 0 && expect > std::numeric_limits<uint64_t>::max() / n) overflow = true;
@@ -113,21 +114,22 @@ Safetensors read_safetensors(const std::string& path) {
     e.end = offs[1].get<uint64_t>();
     if (e.begin > e.end) throw bad_tensor("data_offsets [", e.begin, ", ", e.end, ") end before they begin");
     if (e.end > data_bytes)
-      throw bad_tensor("data_offsets [", e.begin, ", ", e.end, ") (file offsets [", data_start + e.begin, ", ",
-                       data_start + e.end, ")) lie past the end of the file (", data_bytes,
+      throw bad_tensor("data_offsets [", e.begin, ", ", e.end, ") (file offsets [", data_start + e.begin,
+                       ", ", data_start + e.end, ")) lie past the end of the file (", data_bytes,
                        " data bytes: truncated?)");
     if (e.end - e.begin != expect)
-      throw bad_tensor(found->name, shape_str(e.shape), " needs ", expect, " bytes but data_offsets [", e.begin, ", ",
-                       e.end, ") hold ", e.end - e.begin);
+      throw bad_tensor(found->name, shape_str(e.shape), " needs ", expect, " bytes but data_offsets [",
+                       e.begin, ", ", e.end, ") hold ", e.end - e.begin);
     entries.push_back(std::move(e));
   }
-  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
   const Entry* prev = nullptr;
   for (const Entry& e : entries) {
     if (e.end == e.begin) continue;
     if (prev && prev->end > e.begin)
-      throw bad("tensor '", e.name, "' data_offsets [", e.begin, ", ", e.end, ") overlap tensor '", prev->name, "' [",
-                prev->begin, ", ", prev->end, ")");
+      throw bad("tensor '", e.name, "' data_offsets [", e.begin, ", ", e.end, ") overlap tensor '",
+                prev->name, "' [", prev->begin, ", ", prev->end, ")");
     prev = &e;
   }
   for (const Entry& e : entries) {
@@ -150,9 +152,10 @@ void write_safetensors(const std::string& path, const nn::StateDict& tensors,
   }
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    STRATA_CHECK(name != "__metadata__", ValueError, "write_safetensors '", path, "': '__metadata__' is reserved");
-    STRATA_CHECK(t.defined() && !t.device().is_meta(), ValueError, "write_safetensors '", path, "': tensor '", name,
-                 "' has no data");
+    STRATA_CHECK(name != "__metadata__", ValueError, "write_safetensors '", path,
+                 "': '__metadata__' is reserved");
+    STRATA_CHECK(t.defined() && !t.device().is_meta(), ValueError, "write_safetensors '", path, "': tensor '",
+                 name, "' has no data");
     Tensor h = t.detach();
     if (!h.device().is_cpu()) h = h.to(kCPU);
     h = h.contiguous();
@@ -170,8 +173,9 @@ void write_safetensors(const std::string& path, const nn::StateDict& tensors,
   out.write(text.data(), text.size());
   for (const Tensor& h : host) out.write(h.data_ptr(), h.nbytes());
   out.commit();
-  fsync_directory(std::filesystem::path(path).parent_path().empty() ? std::string(".")
-                                                                    : std::filesystem::path(path).parent_path().string());
+  fsync_directory(std::filesystem::path(path).parent_path().empty()
+                      ? std::string(".")
+                      : std::filesystem::path(path).parent_path().string());
 }
 
 }  // namespace strata::io

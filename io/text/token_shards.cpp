@@ -1,4 +1,4 @@
-#include "strata/io/token_shards.h"
+#include "strata/io/text/token_shards.h"
 
 #include <fcntl.h>
 #include <glob.h>
@@ -38,7 +38,8 @@ std::shared_ptr<TokenShard> TokenShard::open(const std::string& path) {
   }
   void* map = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
-  STRATA_CHECK(map != MAP_FAILED, IoError, "token shard '", path, "': mmap failed (", std::strerror(errno), ")");
+  STRATA_CHECK(map != MAP_FAILED, IoError, "token shard '", path, "': mmap failed (", std::strerror(errno),
+               ")");
   std::shared_ptr<TokenShard> s(new TokenShard());
   s->path_ = path;
   s->map_ = map;
@@ -72,8 +73,8 @@ void write_token_shard(const std::string& path, const std::vector<int32_t>& toke
   std::memcpy(buf.data(), header, sizeof(header));
   uint16_t* out = reinterpret_cast<uint16_t*>(buf.data() + kTokenShardHeaderBytes);
   for (size_t i = 0; i < tokens.size(); ++i) {
-    STRATA_CHECK(tokens[i] >= 0 && tokens[i] < 65536, ValueError, "token shard '", path, "': token ", tokens[i],
-                 " at position ", i, " does not fit in uint16");
+    STRATA_CHECK(tokens[i] >= 0 && tokens[i] < 65536, ValueError, "token shard '", path, "': token ",
+                 tokens[i], " at position ", i, " does not fit in uint16");
     out[i] = uint16_t(tokens[i]);
   }
   write_file_atomically(path, buf.data(), buf.size(), "token shards");
@@ -93,15 +94,16 @@ std::vector<std::string> glob_paths(const std::string& pattern) {
 
 TokenLoader::TokenLoader(std::vector<std::string> paths, TokenLoaderOptions options) : opt_(options) {
   STRATA_CHECK(!paths.empty(), ValueError, "TokenLoader: no shard paths");
-  STRATA_CHECK(opt_.batch > 0 && opt_.seq_len > 0, ValueError, "TokenLoader: B=", opt_.batch, " T=", opt_.seq_len,
-               " must be positive");
+  STRATA_CHECK(opt_.batch > 0 && opt_.seq_len > 0, ValueError, "TokenLoader: B=", opt_.batch,
+               " T=", opt_.seq_len, " must be positive");
   STRATA_CHECK(opt_.world_size > 0 && opt_.rank >= 0 && opt_.rank < opt_.world_size, ValueError,
                "TokenLoader: rank ", opt_.rank, " of world size ", opt_.world_size);
   for (const auto& p : paths) {
     shards_.push_back(TokenShard::open(p));
-    STRATA_CHECK(samples_in_shard_tokens(shards_.back()->num_tokens()) >= opt_.batch * opt_.world_size, IoError,
-                 "token shard '", p, "': ", shards_.back()->num_tokens(), " tokens is too few for B=", opt_.batch,
-                 " T=", opt_.seq_len, " on ", opt_.world_size, " ranks");
+    STRATA_CHECK(samples_in_shard_tokens(shards_.back()->num_tokens()) >= opt_.batch * opt_.world_size,
+                 IoError, "token shard '", p, "': ", shards_.back()->num_tokens(),
+                 " tokens is too few for B=", opt_.batch, " T=", opt_.seq_len, " on ", opt_.world_size,
+                 " ranks");
     if (opt_.token_limit > 0) check_token_limit(*shards_.back());
   }
   reset();
@@ -128,7 +130,8 @@ int64_t TokenLoader::num_tokens() const {
 
 void TokenLoader::set_cursor(const DataCursor& c) {
   STRATA_CHECK(c.epoch >= 0 && c.shard >= 0 && c.shard < int64_t(shards_.size()) && c.sample >= 0, ValueError,
-               "TokenLoader: invalid cursor (epoch ", c.epoch, ", shard ", c.shard, ", sample ", c.sample, ")");
+               "TokenLoader: invalid cursor (epoch ", c.epoch, ", shard ", c.shard, ", sample ", c.sample,
+               ")");
   const DataCursor before = cursor_;
   cursor_ = c;
   order_epoch_ = order_shard_ = -1;
@@ -158,7 +161,8 @@ void TokenLoader::start_epoch_shard() {
     order_shard_ = -1;
   }
   if (order_shard_ != cursor_.shard) {
-    const int64_t n = samples_in_shard_tokens(shards_[size_t(shard_order_[size_t(cursor_.shard)])]->num_tokens());
+    const int64_t n =
+        samples_in_shard_tokens(shards_[size_t(shard_order_[size_t(cursor_.shard)])]->num_tokens());
     sample_order_.resize(size_t(n));
     std::iota(sample_order_.begin(), sample_order_.end(), 0);
     if (opt_.shuffle) {

@@ -1,4 +1,4 @@
-#include "strata/io/mlm_batches.h"
+#include "strata/io/text/mlm_batches.h"
 
 #include <cmath>
 #include <unordered_map>
@@ -22,7 +22,7 @@ class SplitMix {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
   }
-  double uniform() { return double(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  double uniform() { return double(next() >> 11) * 0x1.0p-53; }                                // [0, 1)
   int64_t below(int64_t n) { return int64_t((unsigned __int128)next() * uint64_t(n) >> 64); }  // [0, n)
 
  private:
@@ -37,12 +37,13 @@ void MlmOptions::validate() const {
   STRATA_CHECK(batch > 0, ValueError, "MlmOptions: batch must be positive, got ", batch);
   STRATA_CHECK(content_len() >= 2, ValueError, "MlmOptions: seq_len ", seq_len, " leaves ", content_len(),
                " content tokens after [CLS]/[SEP] (need at least 2)");
-  STRATA_CHECK(mask_prob > 0 && mask_prob <= 1, ValueError, "MlmOptions: mask_prob ", mask_prob, " not in (0, 1]");
-  STRATA_CHECK(mask_token_prob >= 0 && random_token_prob >= 0 && mask_token_prob + random_token_prob <= 1, ValueError,
-               "MlmOptions: mask_token_prob ", mask_token_prob, " + random_token_prob ", random_token_prob,
-               " must lie in [0, 1]");
-  STRATA_CHECK(short_seq_prob >= 0 && short_seq_prob <= 1, ValueError, "MlmOptions: short_seq_prob ", short_seq_prob,
-               " not in [0, 1]");
+  STRATA_CHECK(mask_prob > 0 && mask_prob <= 1, ValueError, "MlmOptions: mask_prob ", mask_prob,
+               " not in (0, 1]");
+  STRATA_CHECK(mask_token_prob >= 0 && random_token_prob >= 0 && mask_token_prob + random_token_prob <= 1,
+               ValueError, "MlmOptions: mask_token_prob ", mask_token_prob, " + random_token_prob ",
+               random_token_prob, " must lie in [0, 1]");
+  STRATA_CHECK(short_seq_prob >= 0 && short_seq_prob <= 1, ValueError, "MlmOptions: short_seq_prob ",
+               short_seq_prob, " not in [0, 1]");
   STRATA_CHECK(random_token_limit > 0, ValueError, "MlmOptions: random_token_limit must be positive");
 }
 
@@ -60,7 +61,7 @@ MlmBatch make_mlm_batch(const std::vector<int64_t>& windows, const MlmOptions& o
     const int64_t* w = windows.data() + b * L;
     int64_t n = L;
     if (o.short_seq_prob > 0 && rng.uniform() < o.short_seq_prob) n = 2 + rng.below(L - 1);  // [2, L]
-    const int64_t a = o.two_segments ? 1 + rng.below(n - 1) : n;                              // A = w[0, a)
+    const int64_t a = o.two_segments ? 1 + rng.below(n - 1) : n;                             // A = w[0, a)
     int64_t* row = ids.data() + b * T;
     int64_t* ty = types.data() + b * T;
     int64_t t = 0;
@@ -80,8 +81,10 @@ MlmBatch make_mlm_batch(const std::vector<int64_t>& windows, const MlmOptions& o
     if (rng.uniform() >= o.mask_prob) continue;
     labels[size_t(pos)] = ids[size_t(pos)];
     const double u = rng.uniform();
-    if (u < o.mask_token_prob) ids[size_t(pos)] = o.special.mask;
-    else if (u < o.mask_token_prob + o.random_token_prob) ids[size_t(pos)] = rng.below(o.random_token_limit);
+    if (u < o.mask_token_prob)
+      ids[size_t(pos)] = o.special.mask;
+    else if (u < o.mask_token_prob + o.random_token_prob)
+      ids[size_t(pos)] = rng.below(o.random_token_limit);
     ++out.num_masked;
   }
   if (out.num_masked == 0) {
@@ -109,7 +112,8 @@ MlmBatcher::MlmBatcher(std::vector<std::string> paths, MlmOptions options)
 
 MlmBatch MlmBatcher::next() {
   const DataCursor c = loader_.cursor();
-  const uint64_t stream = mix(mix(uint64_t(c.epoch), uint64_t(c.shard)), uint64_t(c.sample) * 2654435761ull + 1);
+  const uint64_t stream =
+      mix(mix(uint64_t(c.epoch), uint64_t(c.shard)), uint64_t(c.sample) * 2654435761ull + 1);
   Tensor x, y;
   loader_.next(&x, &y);
   return make_mlm_batch(x.contiguous().to_vector<int64_t>(), opt_, stream);

@@ -1,11 +1,10 @@
-#include "strata/io/bert_weights.h"
-
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "strata/autograd/grad_mode.h"
-#include "strata/io/safetensors.h"
+#include "strata/io/weights/bert_weights.h"
+#include "strata/io/weights/safetensors.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
 #include "strata/ops/reduction.h"
@@ -31,7 +30,8 @@ std::vector<std::pair<std::string, Shape>> expected(const BertShape& s) {
       {"bert.embeddings.LayerNorm.bias", {C}}};
   for (int64_t l = 0; l < s.num_hidden_layers; ++l) {
     const std::string p = "bert.encoder.layer." + std::to_string(l) + ".";
-    for (const char* n : {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"}) {
+    for (const char* n :
+         {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"}) {
       out.push_back({p + n + ".weight", {C, C}});
       out.push_back({p + n + ".bias", {C}});
     }
@@ -44,12 +44,12 @@ std::vector<std::pair<std::string, Shape>> expected(const BertShape& s) {
     out.push_back({p + "output.LayerNorm.weight", {C}});
     out.push_back({p + "output.LayerNorm.bias", {C}});
   }
-  for (auto& e : std::vector<std::pair<std::string, Shape>>{
-           {"cls.predictions.bias", {s.vocab_size}},
-           {"cls.predictions.transform.dense.weight", {C, C}},
-           {"cls.predictions.transform.dense.bias", {C}},
-           {"cls.predictions.transform.LayerNorm.weight", {C}},
-           {"cls.predictions.transform.LayerNorm.bias", {C}}})
+  for (auto& e :
+       std::vector<std::pair<std::string, Shape>>{{"cls.predictions.bias", {s.vocab_size}},
+                                                  {"cls.predictions.transform.dense.weight", {C, C}},
+                                                  {"cls.predictions.transform.dense.bias", {C}},
+                                                  {"cls.predictions.transform.LayerNorm.weight", {C}},
+                                                  {"cls.predictions.transform.LayerNorm.bias", {C}}})
     out.push_back(e);
   return out;
 }
@@ -58,7 +58,9 @@ std::vector<std::pair<std::string, Shape>> expected(const BertShape& s) {
 
 BertWeights load_hf_bert_safetensors(const std::string& path) {
   Safetensors file = read_safetensors(path);
-  auto bad = [&](auto&&... what) { return IoError(detail::concat("HF BERT safetensors '", path, "': ", what...)); };
+  auto bad = [&](auto&&... what) {
+    return IoError(detail::concat("HF BERT safetensors '", path, "': ", what...));
+  };
   nn::StateDict by_name;
   for (auto& [key, t] : file.tensors) {
     std::string name = key;
@@ -124,12 +126,14 @@ BertWeights load_hf_bert_safetensors(const std::string& path) {
     out.state_dict.insert(name, ops::to(*t, DType::f32).contiguous());
   }
   // The decoder is tied: a file's copy must be the word embeddings (and the bias the head's).
-  for (const auto& [name, tied] : {std::pair<std::string, std::string>{"cls.predictions.decoder.weight",
-                                                                       "bert.embeddings.word_embeddings.weight"},
-                                   {"cls.predictions.decoder.bias", "cls.predictions.bias"}}) {
+  for (const auto& [name, tied] :
+       {std::pair<std::string, std::string>{"cls.predictions.decoder.weight",
+                                            "bert.embeddings.word_embeddings.weight"},
+        {"cls.predictions.decoder.bias", "cls.predictions.bias"}}) {
     const Tensor& src = out.state_dict.at(tied);
     if (const Tensor* t = by_name.find(name)) {
-      if (t->shape() != src.shape() || ops::max(ops::abs(ops::sub(ops::to(*t, DType::f32), src))).item() != 0.0)
+      if (t->shape() != src.shape() ||
+          ops::max(ops::abs(ops::sub(ops::to(*t, DType::f32), src))).item() != 0.0)
         throw bad("'", name, "' differs from '", tied, "' (Strata's decoder is tied to it)");
     }
     out.state_dict.insert(name, src);

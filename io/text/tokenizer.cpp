@@ -1,4 +1,4 @@
-#include "strata/io/tokenizer.h"
+#include "strata/io/text/tokenizer.h"
 
 #include <fstream>
 #include <limits>
@@ -101,7 +101,8 @@ std::vector<std::string> gpt2_pretokenize(const std::string& s) {
   return out;
 }
 
-std::unique_ptr<Gpt2Tokenizer> Gpt2Tokenizer::from_files(const std::string& vocab_json, const std::string& merges_txt) {
+std::unique_ptr<Gpt2Tokenizer> Gpt2Tokenizer::from_files(const std::string& vocab_json,
+                                                         const std::string& merges_txt) {
   std::unique_ptr<Gpt2Tokenizer> t(new Gpt2Tokenizer());
   // GPT-2's bytes_to_unicode: printable bytes map to themselves, the rest to 256 + k.
   uint32_t extra = 0;
@@ -123,11 +124,12 @@ std::unique_ptr<Gpt2Tokenizer> Gpt2Tokenizer::from_files(const std::string& voca
                "' must be a JSON object token -> id");
   int64_t max_id = -1;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    STRATA_CHECK(it.value().is_number_integer(), IoError, "GPT-2 tokenizer: '", vocab_json, "': id of token '",
-                 it.key(), "' is not an integer");
+    STRATA_CHECK(it.value().is_number_integer(), IoError, "GPT-2 tokenizer: '", vocab_json,
+                 "': id of token '", it.key(), "' is not an integer");
     max_id = std::max<int64_t>(max_id, it.value().get<int64_t>());
   }
-  STRATA_CHECK(max_id < int64_t(std::numeric_limits<int32_t>::max()), IoError, "GPT-2 tokenizer: ids too large");
+  STRATA_CHECK(max_id < int64_t(std::numeric_limits<int32_t>::max()), IoError,
+               "GPT-2 tokenizer: ids too large");
   t->id_to_token_.resize(size_t(max_id + 1));
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     int64_t id = it.value().get<int64_t>();
@@ -147,8 +149,10 @@ std::unique_ptr<Gpt2Tokenizer> Gpt2Tokenizer::from_files(const std::string& voca
     ++lineno;
     if (line.empty() || line.rfind("#version", 0) == 0) continue;
     size_t sp = line.find(' ');
-    STRATA_CHECK(sp != std::string::npos && sp > 0 && sp + 1 < line.size() && line.find(' ', sp + 1) == std::string::npos,
-                 IoError, "GPT-2 tokenizer: '", merges_txt, "' line ", lineno, ": expected two symbols, got '", line, "'");
+    STRATA_CHECK(sp != std::string::npos && sp > 0 && sp + 1 < line.size() &&
+                     line.find(' ', sp + 1) == std::string::npos,
+                 IoError, "GPT-2 tokenizer: '", merges_txt, "' line ", lineno,
+                 ": expected two symbols, got '", line, "'");
     t->merge_rank_.emplace(line, rank++);
   }
   return t;

@@ -1,4 +1,4 @@
-#include "io/hf_model_dir.h"
+#include "io/weights/hf_model_dir.h"
 
 #include <filesystem>
 

@@ -1,4 +1,4 @@
-#include "strata/io/checkpoint.h"
+#include "strata/io/checkpoint/checkpoint.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -17,7 +17,7 @@
 #include <tuple>
 #include <utility>
 
-#include "io/checkpoint.pb.h"
+#include "io/checkpoint/checkpoint.pb.h"
 #include "io/file_io.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/crc32c.h"
@@ -103,8 +103,9 @@ void check_replaceable(const std::string& dir) {
   fs::directory_iterator it(dir, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
-    STRATA_CHECK(name == kCheckpointIndexFile || name == kCheckpointTensorsFile, IoError, "save_checkpoint: '", dir,
-                 "' holds '", name, "', so it is not a checkpoint directory; refusing to replace it");
+    STRATA_CHECK(name == kCheckpointIndexFile || name == kCheckpointTensorsFile, IoError,
+                 "save_checkpoint: '", dir, "' holds '", name,
+                 "', so it is not a checkpoint directory; refusing to replace it");
   }
   STRATA_CHECK(!ec, IoError, "save_checkpoint: cannot list '", dir, "' (", ec.message(), ")");
 }
@@ -122,7 +123,8 @@ struct ViewKey {
   Shape shape, strides;
   DType dtype;
   bool operator<(const ViewKey& o) const {
-    return std::tie(storage, offset, shape, strides, dtype) < std::tie(o.storage, o.offset, o.shape, o.strides, o.dtype);
+    return std::tie(storage, offset, shape, strides, dtype) <
+           std::tie(o.storage, o.offset, o.shape, o.strides, o.dtype);
   }
 };
 
@@ -200,7 +202,9 @@ CheckpointIndexInfo parse_index(const std::string& dir) {
   proto::CheckpointIndex index;
   STRATA_CHECK(index.ParseFromString(bytes), IoError, "checkpoint index '", path, "' (", bytes.size(),
                " bytes) is not a valid strata.io.proto.CheckpointIndex (corrupt or not a checkpoint)");
-  auto bad = [&](auto&&... what) { return IoError(detail::concat("checkpoint index '", path, "': ", what...)); };
+  auto bad = [&](auto&&... what) {
+    return IoError(detail::concat("checkpoint index '", path, "': ", what...));
+  };
   if (index.has_index_crc32c()) {
     // A parsed fixed32 field takes 5 bytes, so the file has them.
     const size_t n = bytes.size() - kIndexCrcBytes;
@@ -222,7 +226,8 @@ CheckpointIndexInfo parse_index(const std::string& dir) {
   if (index.tensors_file() != kCheckpointTensorsFile)
     throw bad("tensors file '", index.tensors_file(), "' (expected '", kCheckpointTensorsFile, "')");
   const uint64_t alignment = index.alignment();
-  if (alignment == 0 || !std::has_single_bit(alignment)) throw bad("alignment ", alignment, " is not a power of two");
+  if (alignment == 0 || !std::has_single_bit(alignment))
+    throw bad("alignment ", alignment, " is not a power of two");
 
   CheckpointIndexInfo info;
   info.format_version = index.format_version();
@@ -231,7 +236,8 @@ CheckpointIndexInfo parse_index(const std::string& dir) {
   info.rng = {index.rng().seed(), index.rng().offset()};
   info.data = {index.data().epoch(), index.data().shard(), index.data().sample()};
   for (const proto::MetadataEntry& m : index.metadata())
-    if (!info.metadata.emplace(m.key(), m.value()).second) throw bad("duplicate metadata key '", m.key(), "'");
+    if (!info.metadata.emplace(m.key(), m.value()).second)
+      throw bad("duplicate metadata key '", m.key(), "'");
   info.tensors_file_bytes = index.tensors_file_bytes();
 
   std::set<std::pair<std::string, std::string>> seen;
@@ -266,8 +272,8 @@ CheckpointIndexInfo parse_index(const std::string& dir) {
     }
     if (overflow) throw bad(who, ": shape ", shape_str(t.shape), " overflows");
     if (expect != t.nbytes)
-      throw bad(who, ": shape ", dtype_name(t.dtype), shape_str(t.shape), " needs ", expect, " bytes but nbytes is ",
-                t.nbytes);
+      throw bad(who, ": shape ", dtype_name(t.dtype), shape_str(t.shape), " needs ", expect,
+                " bytes but nbytes is ", t.nbytes);
     if (t.offset % alignment != 0) throw bad(who, ": offset ", t.offset, " is not a multiple of ", alignment);
     if (t.offset > info.tensors_file_bytes || t.nbytes > info.tensors_file_bytes - t.offset)
       throw bad(who, ": its ", t.nbytes, " bytes at offset ", t.offset, " lie outside ",
@@ -279,13 +285,15 @@ CheckpointIndexInfo parse_index(const std::string& dir) {
   std::vector<const CheckpointTensorInfo*> by_offset;
   for (const CheckpointTensorInfo& t : info.tensors)
     if (t.nbytes > 0) by_offset.push_back(&t);
-  std::stable_sort(by_offset.begin(), by_offset.end(),
-                   [](const CheckpointTensorInfo* a, const CheckpointTensorInfo* b) { return a->offset < b->offset; });
+  std::stable_sort(
+      by_offset.begin(), by_offset.end(),
+      [](const CheckpointTensorInfo* a, const CheckpointTensorInfo* b) { return a->offset < b->offset; });
   const CheckpointTensorInfo* prev = nullptr;
   for (const CheckpointTensorInfo* t : by_offset) {
     if (prev && same_bytes_entry(*prev, *t)) continue;
     if (prev && prev->offset + prev->nbytes > t->offset)
-      throw bad(describe(*t), " at offset ", t->offset, " overlaps ", describe(*prev), " at offset ", prev->offset);
+      throw bad(describe(*t), " at offset ", t->offset, " overlaps ", describe(*prev), " at offset ",
+                prev->offset);
     prev = t;
   }
   return info;
@@ -340,7 +348,8 @@ void save_checkpoint(const std::string& dir_in, const CheckpointState& state) {
       OutputFile bin(tmp + "/" + kCheckpointTensorsFile, /*atomic=*/false);
       uint64_t end = 0;
       std::map<ViewKey, size_t> written;  // view -> its entry, so tied tensors are stored once
-      for (const auto& [group, dict] : {std::pair{kModelGroup, &state.model}, std::pair{kOptimizerGroup, &state.optimizer}}) {
+      for (const auto& [group, dict] :
+           {std::pair{kModelGroup, &state.model}, std::pair{kOptimizerGroup, &state.optimizer}}) {
         for (const auto& [name, tensor] : *dict) {
           if (tensor.defined() && !tensor.device().is_meta()) {
             ViewKey key{tensor.storage().get(), tensor.storage_offset(), tensor.shape(), tensor.strides(),
@@ -393,7 +402,8 @@ void save_checkpoint(const std::string& dir_in, const CheckpointState& state) {
     if (::rename(tmp.c_str(), dir.c_str()) != 0) {
       int err = errno;
       remove_tree_quietly(tmp);
-      throw IoError(detail::concat("save_checkpoint: renaming '", tmp, "' to '", dir, "' failed (", std::strerror(err), ")"));
+      throw IoError(detail::concat("save_checkpoint: renaming '", tmp, "' to '", dir, "' failed (",
+                                   std::strerror(err), ")"));
     }
   } else {
     bool swapped = false;
@@ -417,13 +427,15 @@ void save_checkpoint(const std::string& dir_in, const CheckpointState& state) {
       if (::rename(dir.c_str(), old.c_str()) != 0) {
         int err = errno;
         remove_tree_quietly(tmp);
-        throw IoError(detail::concat("save_checkpoint: renaming '", dir, "' to '", old, "' failed (", std::strerror(err), ")"));
+        throw IoError(detail::concat("save_checkpoint: renaming '", dir, "' to '", old, "' failed (",
+                                     std::strerror(err), ")"));
       }
       if (::rename(tmp.c_str(), dir.c_str()) != 0) {
         int err = errno;
         ::rename(old.c_str(), dir.c_str());  // put the old checkpoint back
         remove_tree_quietly(tmp);
-        throw IoError(detail::concat("save_checkpoint: renaming '", tmp, "' to '", dir, "' failed (", std::strerror(err), ")"));
+        throw IoError(detail::concat("save_checkpoint: renaming '", tmp, "' to '", dir, "' failed (",
+                                     std::strerror(err), ")"));
       }
       fsync_directory(parent_of(dir));
       remove_tree_quietly(old);
@@ -457,12 +469,13 @@ CheckpointState load_checkpoint(const std::string& dir_in) {
       if (t.offset + t.nbytes > bin.size() && (first == nullptr || t.offset < first->offset)) first = &t;
     throw IoError(detail::concat("'", path, "' is truncated: ", bin.size(), " bytes, the index says ",
                                  info.tensors_file_bytes, first ? "; " : "",
-                                 first ? detail::concat(describe(*first), " at offset ", first->offset, " needs bytes up to ",
-                                                        first->offset + first->nbytes)
+                                 first ? detail::concat(describe(*first), " at offset ", first->offset,
+                                                        " needs bytes up to ", first->offset + first->nbytes)
                                        : std::string()));
   }
   STRATA_CHECK(bin.size() == info.tensors_file_bytes, IoError, "'", path, "' has ", bin.size(),
-               " bytes but the index says ", info.tensors_file_bytes, " (not the file this index was written with)");
+               " bytes but the index says ", info.tensors_file_bytes,
+               " (not the file this index was written with)");
 
   CheckpointState state;
   state.config = std::move(info.config);
@@ -473,7 +486,8 @@ CheckpointState load_checkpoint(const std::string& dir_in) {
   std::map<uint64_t, std::pair<const CheckpointTensorInfo*, Tensor>> loaded;  // by offset, for aliases
   for (const CheckpointTensorInfo& t : info.tensors) {
     nn::StateDict& dict = t.group == kModelGroup ? state.model : state.optimizer;
-    if (auto it = loaded.find(t.offset); t.nbytes > 0 && it != loaded.end() && same_bytes_entry(*it->second.first, t)) {
+    if (auto it = loaded.find(t.offset);
+        t.nbytes > 0 && it != loaded.end() && same_bytes_entry(*it->second.first, t)) {
       dict.insert(t.name, it->second.second);  // a tied tensor: one tensor under both names
       continue;
     }
@@ -484,8 +498,9 @@ CheckpointState load_checkpoint(const std::string& dir_in) {
       if (crc != t.crc32c) {
         char buf[64];
         std::snprintf(buf, sizeof(buf), "stored 0x%08x, computed 0x%08x", t.crc32c, crc);
-        throw IoError(detail::concat("'", path, "': checksum mismatch for ", describe(t), " at offset ", t.offset,
-                                     " (", t.nbytes, " bytes): CRC-32C ", buf, " (corrupt checkpoint)"));
+        throw IoError(detail::concat("'", path, "': checksum mismatch for ", describe(t), " at offset ",
+                                     t.offset, " (", t.nbytes, " bytes): CRC-32C ", buf,
+                                     " (corrupt checkpoint)"));
       }
     }
     if (t.nbytes > 0) loaded.emplace(t.offset, std::pair{&t, out});

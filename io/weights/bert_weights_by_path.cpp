@@ -4,11 +4,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "io/hf_model_dir.h"
-#include "io/llmc_magic.h"
+#include "io/weights/hf_model_dir.h"
+#include "io/weights/llmc_magic.h"
 #include "strata/core/error.h"
-#include "strata/io/bert_weights.h"
-#include "strata/io/safetensors.h"
+#include "strata/io/weights/bert_weights.h"
+#include "strata/io/weights/safetensors.h"
 
 namespace strata::io {
 

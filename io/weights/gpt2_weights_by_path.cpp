@@ -4,10 +4,10 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "io/hf_model_dir.h"
-#include "io/llmc_magic.h"
+#include "io/weights/hf_model_dir.h"
+#include "io/weights/llmc_magic.h"
 #include "strata/core/error.h"
-#include "strata/io/gpt_weights.h"
+#include "strata/io/weights/gpt_weights.h"
 
 namespace strata::io {
 

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "strata/io/gpt_weights.h"
+#include "strata/io/weights/gpt_weights.h"
 
 namespace strata::io {
 

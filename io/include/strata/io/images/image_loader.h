@@ -1,0 +1,77 @@
+// ImageLoader: batches of an ImageDataset made on loader threads, ahead of the trainer.
+// N worker threads decode, augment (image_transforms.h) and normalize samples into float
+// [B, 3, H, W] images and int64 [B] labels, and hand them over in order through a bounded
+// queue of ready batches. The batches are the same bits whatever N is (0: made on the calling
+// thread): the epoch's order comes from (seed, epoch), each sample's augmentation from
+// (seed, epoch, sample index).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "strata/core/tensor.h"
+#include "strata/io/images/image_dataset.h"
+#include "strata/io/images/image_transforms.h"
+#include "strata/io/text/token_shards.h"  // DataCursor
+
+namespace strata::io {
+
+struct ImageLoaderOptions {
+  int64_t batch = 128;  // B
+  ImageTransformOptions transforms{};
+  bool shuffle = true;    // a new permutation of the samples every epoch
+  bool drop_last = true;  // else the epoch's last batch holds the N % B remainder
+  uint64_t seed = 0;
+  int num_workers = 2;           // loader threads; 0 makes batches in next() itself
+  int64_t prefetch = 4;          // ready batches held at most (the queue bound)
+  int rank = 0, world_size = 1;  // data parallel: rank r takes global batches r, r+W, ...
+};
+
+struct ImageBatch {
+  Tensor images;  // f32 [B, 3, H, W], normalized
+  Tensor labels;  // i64 [B]
+  int64_t epoch = 0;
+  int64_t index = 0;  // global batch index within the epoch
+};
+
+class ImageLoader {
+ public:
+  // Checks the options and fixes the output size H x W: the transforms' crop size, else the
+  // size of sample 0 (every sample must then match: an error names the one that does not).
+  ImageLoader(std::shared_ptr<const ImageDataset> dataset, ImageLoaderOptions options);
+  ~ImageLoader();  // stops and joins the workers
+  ImageLoader(const ImageLoader&) = delete;
+  ImageLoader& operator=(const ImageLoader&) = delete;
+
+  // The next batch of this rank, crossing epoch boundaries; rethrows a worker's error (a
+  // corrupt file, an image of the wrong size) naming the sample.
+  ImageBatch next();
+  void next(Tensor* images, Tensor* labels);
+
+  // Global batches per epoch (all ranks together).
+  int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  int64_t height() const { return height_; }
+  int64_t width() const { return width_; }
+  const ImageDataset& dataset() const { return *dataset_; }
+  const ImageLoaderOptions& options() const { return o_; }
+  // Where the next step starts: `epoch` and `sample` = global batch index in the epoch. The same
+  // on every rank, and valid for any world size (a checkpoint resumes on any number of ranks).
+  DataCursor cursor() const;
+  void set_cursor(const DataCursor& cursor);
+  // Seconds next() has spent waiting for a batch that was not ready (the trainer starved).
+  double wait_seconds() const { return wait_seconds_; }
+
+ private:
+  struct Pipeline;
+  void start();
+  void stop();
+  std::shared_ptr<const ImageDataset> dataset_;
+  ImageLoaderOptions o_;
+  int64_t height_ = 0, width_ = 0, batches_per_epoch_ = 0;
+  int64_t position_ = 0;  // global batch stream position of the next step (rank 0's batch)
+  double wait_seconds_ = 0;
+  std::unique_ptr<Pipeline> pipe_;
+};
+
+}  // namespace strata::io
