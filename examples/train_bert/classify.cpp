@@ -6,13 +6,13 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
-#include <random>
 
 #include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/model_state.h"
 #include "examples/common/trainer_loop.h"
+#include "strata/io/keyed_rng.h"
 #include "strata/io/text/mlm_batches.h"
 #include "strata/io/weights/safetensors.h"
 #include "strata/models/bert.h"
@@ -143,10 +143,15 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
       o.describe().c_str(), train.size(), held.size(), long(m.num_labels), c.classify_data().c_str(),
       c.init_from().empty() ? "" : (", encoder from " + c.init_from()).c_str());
 
-  std::mt19937_64 rng(run.seed());
-  std::vector<size_t> order(train.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin(), order.end(), rng);
+  // Each epoch's order of the training examples is drawn from (seed, epoch).
+  std::vector<size_t> order;
+  uint64_t epoch = 0;
+  const auto shuffle_epoch = [&] {
+    order.resize(train.size());
+    std::iota(order.begin(), order.end(), 0);
+    io::shuffle_keyed(&order, run.seed(), epoch);
+  };
+  shuffle_epoch();
   size_t at = 0;
   TrainLoopParts parts = loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run);
   parts.pager = pager;
@@ -155,7 +160,11 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
   while (loop.keep_going()) {
     std::vector<const Example*> rows;
     for (int64_t b = 0; b < B; ++b) {
-      if (at == order.size()) std::shuffle(order.begin(), order.end(), rng), at = 0;
+      if (at == order.size()) {
+        ++epoch;
+        shuffle_epoch();
+        at = 0;
+      }
       rows.push_back(&train[order[at++]]);
     }
     const Batch batch = make_batch(rows, T, sp, device);

@@ -11,13 +11,10 @@
 #include <thread>
 
 #include "strata/core/error.h"
-#include "strata/io/images/image_transforms.h"  // AugmentRng: Philox keyed by (seed, epoch, index)
+#include "strata/io/keyed_rng.h"
 
 namespace strata::io {
 namespace {
-
-// The shuffle's stream: an AugmentRng "index" that is no node id.
-constexpr uint64_t kShuffleStream = ~uint64_t(0);
 
 // Rows `ids` of a contiguous [N, F] tensor, as a new [ids.size(), F] tensor: one memcpy a row.
 Tensor gather_rows(const Tensor& table, std::span<const int64_t> ids) {
@@ -85,11 +82,7 @@ struct GraphBatchLoader::Pipeline {
     auto it = orders.find(o.shuffle ? epoch : 0);
     if (it != orders.end()) return it->second;
     auto v = std::make_shared<std::vector<int64_t>>(loader->seeds_);
-    if (o.shuffle) {  // Fisher-Yates, from (seed, epoch)
-      AugmentRng rng(o.seed, uint64_t(epoch), kShuffleStream);
-      for (int64_t i = int64_t(v->size()) - 1; i > 0; --i)
-        std::swap((*v)[size_t(i)], (*v)[size_t(rng.uniform_int(0, i))]);
-    }
+    if (o.shuffle) shuffle_keyed(v.get(), o.seed, uint64_t(epoch));
     // Workers are at most a few batches apart: keep this epoch and the one before.
     while (o.shuffle && !orders.empty() && orders.begin()->first < epoch - 1) orders.erase(orders.begin());
     orders[o.shuffle ? epoch : 0] = v;

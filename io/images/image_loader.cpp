@@ -14,9 +14,6 @@
 namespace strata::io {
 namespace {
 
-// The shuffle's stream: an AugmentRng "index" no sample ever has.
-constexpr uint64_t kShuffleStream = ~uint64_t(0);
-
 }  // namespace
 
 // Batches of this rank are numbered k = 0, 1, 2, ... from where the pipeline started; batch k
@@ -47,10 +44,7 @@ struct ImageLoader::Pipeline {
     if (it != orders.end()) return it->second;
     auto v = std::make_shared<std::vector<int64_t>>(size_t(data->size()));
     std::iota(v->begin(), v->end(), int64_t(0));
-    if (o->shuffle) {  // Fisher-Yates, from (seed, epoch)
-      AugmentRng rng(o->seed, uint64_t(epoch), kShuffleStream);
-      for (int64_t i = int64_t(v->size()) - 1; i > 0; --i) std::swap((*v)[size_t(i)], (*v)[size_t(rng.uniform_int(0, i))]);
-    }
+    if (o->shuffle) shuffle_keyed(v.get(), o->seed, uint64_t(epoch));
     // Workers are at most a few batches apart: keep this epoch and the one before.
     while (o->shuffle && !orders.empty() && orders.begin()->first < epoch - 1) orders.erase(orders.begin());
     orders[o->shuffle ? epoch : 0] = v;
@@ -71,7 +65,7 @@ struct ImageLoader::Pipeline {
     int64_t* lab = b.labels.data<int64_t>();
     for (int64_t j = 0; j < n; ++j) {
       const int64_t idx = (*ord)[size_t(first + j)];
-      AugmentRng rng(o->seed, uint64_t(b.epoch), uint64_t(idx));
+      KeyedRng rng(o->seed, uint64_t(b.epoch), uint64_t(idx));
       const Image g = apply_geometry(data->image(idx), o->transforms, rng);
       STRATA_CHECK(g.height == height && g.width == width, IoError, "image loader: ", data->sample_name(idx), " is ",
                    g.height, "x", g.width, " after the transforms, but batches are ", height, "x", width,
@@ -123,7 +117,7 @@ ImageLoader::ImageLoader(std::shared_ptr<const ImageDataset> dataset, ImageLoade
   if (side > 0) {
     height_ = width_ = side;
   } else {
-    AugmentRng rng(o_.seed, 0, 0);
+    KeyedRng rng(o_.seed, 0, 0);
     const Image first = apply_geometry(dataset_->image(0), o_.transforms, rng);
     height_ = first.height, width_ = first.width;
   }

@@ -47,7 +47,7 @@ struct ClassPattern {
 };
 
 ClassPattern class_pattern(uint64_t seed, int64_t k, int64_t num_classes) {
-  AugmentRng rng(seed, kClassDomain, uint64_t(k));
+  KeyedRng rng(seed, kClassDomain, uint64_t(k));
   ClassPattern c;
   // Hues spread evenly over the wheel (then lightly jittered): neighbouring classes differ in
   // color, orientation, frequency and shape at once.
@@ -84,7 +84,7 @@ Image SyntheticImageDataset::image(int64_t index) const {
   const int64_t k = label(index);
   const ClassPattern c = class_pattern(o_.seed, k, o_.num_classes);
   const uint64_t drawn = uint64_t(o_.offset + index);
-  AugmentRng rng(o_.seed, kSampleDomain, drawn);
+  KeyedRng rng(o_.seed, kSampleDomain, drawn);
   const double phase = 2 * std::numbers::pi * rng.uniform();
   const double angle = c.angle + 0.12 * (rng.uniform() - 0.5) * std::numbers::pi / double(o_.num_classes);
   const double freq = c.frequency * (0.9 + 0.2 * rng.uniform());
@@ -95,7 +95,7 @@ Image SyntheticImageDataset::image(int64_t index) const {
   const float amp = float(o_.noise * 255.0);
 
   Image img(o_.height, o_.width);
-  AugmentRng noise(o_.seed, kNoiseDomain, drawn);
+  KeyedRng noise(o_.seed, kNoiseDomain, drawn);
   // Stripes sin(a u + b v + phase), split as sin(a u) cos(b v + phase) + cos(a u) sin(b v + phase):
   // one sine per column and per row instead of one per pixel.
   const double a = 2 * std::numbers::pi * freq * ca, b = 2 * std::numbers::pi * freq * sa;

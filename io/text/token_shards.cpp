@@ -10,9 +10,9 @@
 #include <cerrno>
 #include <cstring>
 #include <numeric>
-#include <random>
 
 #include "strata/core/output_path.h"
+#include "strata/io/keyed_rng.h"
 #include "strata/ops/factory.h"
 
 namespace strata::io {
@@ -148,15 +148,13 @@ void TokenLoader::set_cursor(const DataCursor& c) {
                                   "): the position does not belong to this data"));
 }
 
-// Orders depend only on (seed, epoch, shard), so a restored cursor resumes the same sequence.
+// Orders depend only on (seed, epoch, shard), so a restored cursor resumes the same sequence: the
+// shards' order from the epoch's stream, a shard's samples from the stream indexed by its position.
 void TokenLoader::start_epoch_shard() {
   if (order_epoch_ != cursor_.epoch) {
     shard_order_.resize(shards_.size());
     std::iota(shard_order_.begin(), shard_order_.end(), 0);
-    if (opt_.shuffle) {
-      std::mt19937_64 g(opt_.seed * 0x9E3779B97F4A7C15ull + uint64_t(cursor_.epoch));
-      std::shuffle(shard_order_.begin(), shard_order_.end(), g);
-    }
+    if (opt_.shuffle) shuffle_keyed(&shard_order_, opt_.seed, uint64_t(cursor_.epoch));
     order_epoch_ = cursor_.epoch;
     order_shard_ = -1;
   }
@@ -165,11 +163,8 @@ void TokenLoader::start_epoch_shard() {
         samples_in_shard_tokens(shards_[size_t(shard_order_[size_t(cursor_.shard)])]->num_tokens());
     sample_order_.resize(size_t(n));
     std::iota(sample_order_.begin(), sample_order_.end(), 0);
-    if (opt_.shuffle) {
-      std::mt19937_64 g((opt_.seed + 1) * 0xBF58476D1CE4E5B9ull + uint64_t(cursor_.epoch) * 1000003ull +
-                        uint64_t(cursor_.shard));
-      std::shuffle(sample_order_.begin(), sample_order_.end(), g);
-    }
+    if (opt_.shuffle)
+      shuffle_keyed(&sample_order_, opt_.seed, uint64_t(cursor_.epoch), uint64_t(cursor_.shard));
     order_shard_ = cursor_.shard;
   }
 }

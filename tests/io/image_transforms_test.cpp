@@ -89,8 +89,8 @@ TEST(ImageTransforms, ResizeMatchesPilsAntialiasedBilinear) {
   EXPECT_EQ(s.width, 30);
 }
 
-TEST(ImageTransforms, AugmentRngDependsOnlyOnSeedEpochAndIndex) {
-  AugmentRng a(7, 1, 42), b(7, 1, 42), c(7, 2, 42), d(7, 1, 43), e(8, 1, 42);
+TEST(ImageTransforms, KeyedRngDependsOnlyOnSeedEpochAndIndex) {
+  KeyedRng a(7, 1, 42), b(7, 1, 42), c(7, 2, 42), d(7, 1, 43), e(8, 1, 42);
   std::set<uint32_t> firsts;
   for (int i = 0; i < 10; ++i) {
     const uint32_t x = a.next_u32();
@@ -98,7 +98,7 @@ TEST(ImageTransforms, AugmentRngDependsOnlyOnSeedEpochAndIndex) {
     if (i == 0) firsts = {x, c.next_u32(), d.next_u32(), e.next_u32()};
   }
   EXPECT_EQ(firsts.size(), 4u);
-  AugmentRng r(1, 0, 0);
+  KeyedRng r(1, 0, 0);
   std::set<int64_t> seen;
   for (int i = 0; i < 400; ++i) {
     const int64_t v = r.uniform_int(-2, 5);
@@ -118,7 +118,7 @@ TEST(ImageTransforms, CifarRandomCropStaysInsideThePaddedImage) {
   o.random_crop = 8, o.padding = 2;
   std::set<std::pair<int, int>> offsets;
   for (uint64_t i = 0; i < 300; ++i) {
-    AugmentRng rng(3, 0, i);
+    KeyedRng rng(3, 0, i);
     const Image c = apply_geometry(img, o, rng);
     ASSERT_EQ(c.height, 8);
     ASSERT_EQ(c.width, 8);
@@ -142,7 +142,7 @@ TEST(ImageTransforms, FlipHappensAboutHalfTheTimeAndIsReproducible) {
   o.horizontal_flip = true;
   int flipped = 0;
   for (uint64_t i = 0; i < 1000; ++i) {
-    AugmentRng rng(5, 1, i), again(5, 1, i);
+    KeyedRng rng(5, 1, i), again(5, 1, i);
     const Image a = apply_geometry(img, o, rng);
     EXPECT_EQ(a.pixels, apply_geometry(img, o, again).pixels);
     flipped += px(a, 0, 0, 0) == 5;
@@ -155,13 +155,13 @@ TEST(ImageTransforms, RandomResizedCropGivesTheRequestedSize) {
   const Image img = ramp(20, 30);
   const ImageTransformOptions o = ImageTransformOptions::imagenet_train(16);
   for (uint64_t i = 0; i < 50; ++i) {
-    AugmentRng rng(9, 0, i);
+    KeyedRng rng(9, 0, i);
     const Image c = apply_geometry(img, o, rng);
     ASSERT_EQ(c.height, 16);
     ASSERT_EQ(c.width, 16);
   }
   const ImageTransformOptions ev = ImageTransformOptions::imagenet_eval(16, 18);
-  AugmentRng rng(0, 0, 0);
+  KeyedRng rng(0, 0, 0);
   const Image c = apply_geometry(img, ev, rng);
   EXPECT_EQ(c.height, 16);
   EXPECT_EQ(c.width, 16);

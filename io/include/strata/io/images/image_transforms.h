@@ -1,7 +1,7 @@
 // Image transforms for training data, torchvision's vocabulary: Resize (shorter side,
 // bilinear with antialiasing as PIL does), CenterCrop, RandomResizedCrop, RandomCrop with
 // zero padding, RandomHorizontalFlip, and ToTensor+Normalize into a float CHW buffer.
-// Random choices come from an AugmentRng keyed by (seed, epoch, sample index), so a sample's
+// Random choices come from a KeyedRng keyed by (seed, epoch, sample index), so a sample's
 // augmentation does not depend on which loader thread made it, or when.
 #pragma once
 
@@ -10,24 +10,12 @@
 #include <string>
 
 #include "strata/io/images/image.h"
+#include "strata/io/keyed_rng.h"
 
 namespace strata::io {
 
-// Philox4x32-10 stream keyed by `seed`, its counter holding (index, epoch): stream n of a
-// sample is independent of every other sample's and of the order samples are made in.
-class AugmentRng {
- public:
-  AugmentRng(uint64_t seed, uint64_t epoch, uint64_t index) : seed_(seed), epoch_(epoch), index_(index) {}
-  uint32_t next_u32();
-  double uniform();                             // [0, 1), 53 bits
-  int64_t uniform_int(int64_t lo, int64_t hi);  // [lo, hi], inclusive like random.randint
-
- private:
-  uint64_t seed_, epoch_, index_;
-  uint32_t block_ = 0;  // next Philox block of this stream
-  uint32_t words_[4] = {};
-  int used_ = 4;  // words of words_ consumed
-};
+// The augmentations' random numbers (the former name of KeyedRng, kept for one release).
+using AugmentRng = KeyedRng;
 
 // ---- single transforms (exact, deterministic) ----
 // Bilinear resize to height x width with PIL's antialiasing when shrinking (the triangle
@@ -81,6 +69,6 @@ inline constexpr std::array<float, 3> kImageNetStd = {0.229f, 0.224f, 0.225f};
 
 // The geometric part of the pipeline (everything before normalization); draws from `rng` in
 // a fixed order: random-resized-crop window, random-crop offset, flip.
-Image apply_geometry(const Image& in, const ImageTransformOptions& options, AugmentRng& rng);
+Image apply_geometry(const Image& in, const ImageTransformOptions& options, KeyedRng& rng);
 
 }  // namespace strata::io
