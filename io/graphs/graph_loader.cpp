@@ -1,17 +1,10 @@
 #include "strata/io/graphs/graph_loader.h"
 
 #include <algorithm>
-#include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <exception>
-#include <map>
-#include <mutex>
 #include <span>
-#include <thread>
 
 #include "strata/core/error.h"
-#include "strata/io/keyed_rng.h"
 
 namespace strata::io {
 namespace {
@@ -52,112 +45,42 @@ int64_t batch_bytes(const GraphMiniBatch& b) {
 
 }  // namespace
 
-// Batches of this rank are numbered k = 0, 1, 2, ... from where the pipeline started; batch k is
-// global stream position start + k * world_size + rank. Workers claim k in order, at most
-// `prefetch` batches and `prefetch_bytes` ahead of the consumer, and file the result under k;
-// next() takes them in order.
-struct GraphBatchLoader::Pipeline {
-  struct Result {
-    GraphMiniBatch batch;
-    std::exception_ptr error;
-    int64_t bytes = 0;
-  };
-  const GraphBatchLoader* loader;
-  int64_t start;
-
-  std::mutex mu;
-  std::condition_variable work_cv, ready_cv;
-  int64_t next_claim = 0, consumed = 0;
-  std::map<int64_t, Result> ready;
-  int64_t ready_bytes = 0;
-  bool shutting_down = false;
-  std::vector<std::thread> threads;
-
-  std::mutex order_mu;
-  std::map<int64_t, std::shared_ptr<const std::vector<int64_t>>> orders;  // epoch -> seed order
-
-  std::shared_ptr<const std::vector<int64_t>> order(int64_t epoch) {
-    const GraphLoaderOptions& o = loader->o_;
-    std::lock_guard<std::mutex> lock(order_mu);
-    auto it = orders.find(o.shuffle ? epoch : 0);
-    if (it != orders.end()) return it->second;
-    auto v = std::make_shared<std::vector<int64_t>>(loader->seeds_);
-    if (o.shuffle) shuffle_keyed(v.get(), o.seed, uint64_t(epoch));
-    // Workers are at most a few batches apart: keep this epoch and the one before.
-    while (o.shuffle && !orders.empty() && orders.begin()->first < epoch - 1) orders.erase(orders.begin());
-    orders[o.shuffle ? epoch : 0] = v;
-    return v;
+GraphMiniBatch GraphBatchLoader::make(int64_t epoch, int64_t index) const {
+  GraphMiniBatch b;
+  b.epoch = epoch;
+  b.index = index;
+  if (o_.full_graph) {
+    b.blocks = full_blocks_;
+    b.seeds = ids_tensor(seeds_);
+    b.features = features_;
+    if (labels_.defined()) b.labels = gather_labels(labels_, seeds_);
+  } else {
+    const std::shared_ptr<const std::vector<int64_t>> ord = orders_->of(b.epoch);
+    const int64_t first = b.index * o_.batch;
+    const int64_t n = std::min(o_.batch, int64_t(ord->size()) - first);
+    const std::span<const int64_t> seeds(ord->data() + first, size_t(n));
+    b.blocks = sampler_->sample(seeds, b.epoch, b.index);
+    b.seeds = ids_tensor(seeds);
+    const SampledBlock& input = b.blocks.front();
+    if (features_.defined())
+      b.features = gather_rows(features_, {input.nodes.data<int64_t>(), size_t(input.num_src())});
+    if (labels_.defined()) b.labels = gather_labels(labels_, seeds);
   }
-
-  GraphMiniBatch make(int64_t k) {
-    const GraphBatchLoader& L = *loader;
-    const GraphLoaderOptions& o = L.o_;
-    const int64_t pos = start + k * o.world_size + o.rank;
-    GraphMiniBatch b;
-    b.epoch = pos / L.batches_per_epoch_;
-    b.index = pos % L.batches_per_epoch_;
-    if (o.full_graph) {
-      b.blocks = L.full_blocks_;
-      b.seeds = ids_tensor(L.seeds_);
-      b.features = L.features_;
-      if (L.labels_.defined()) b.labels = gather_labels(L.labels_, L.seeds_);
-    } else {
-      const std::shared_ptr<const std::vector<int64_t>> ord = order(b.epoch);
-      const int64_t first = b.index * o.batch;
-      const int64_t n = std::min(o.batch, int64_t(ord->size()) - first);
-      const std::span<const int64_t> seeds(ord->data() + first, size_t(n));
-      b.blocks = L.sampler_->sample(seeds, b.epoch, b.index);
-      b.seeds = ids_tensor(seeds);
-      const SampledBlock& input = b.blocks.front();
-      if (L.features_.defined())
-        b.features = gather_rows(L.features_, {input.nodes.data<int64_t>(), size_t(input.num_src())});
-      if (L.labels_.defined()) b.labels = gather_labels(L.labels_, seeds);
-    }
-    if (o.transform) o.transform(b);
-    return b;
-  }
-
-  void work() {
-    for (;;) {
-      int64_t k;
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        const GraphLoaderOptions& o = loader->o_;
-        work_cv.wait(lock, [&] {
-          return shutting_down || (next_claim < consumed + o.prefetch &&
-                                   (next_claim == consumed || ready_bytes < o.prefetch_bytes));
-        });
-        if (shutting_down) return;
-        k = next_claim++;
-      }
-      Result r;
-      try {
-        r.batch = make(k);
-      } catch (...) {
-        r.error = std::current_exception();
-      }
-      if (!loader->o_.full_graph) r.bytes = batch_bytes(r.batch);  // a full-graph batch shares the dataset's
-      std::lock_guard<std::mutex> lock(mu);
-      ready_bytes += r.bytes;
-      ready.emplace(k, std::move(r));
-      ready_cv.notify_all();
-    }
-  }
-};
+  if (o_.transform) o_.transform(b);
+  return b;
+}
 
 GraphBatchLoader::GraphBatchLoader(std::shared_ptr<const GraphDataset> dataset, const Tensor& seeds,
                                    GraphLoaderOptions options)
     : dataset_(std::move(dataset)), o_(std::move(options)) {
   STRATA_CHECK(dataset_ != nullptr, ValueError, "GraphBatchLoader: no dataset");
   STRATA_CHECK(o_.batch > 0, ValueError, "GraphBatchLoader: batch ", o_.batch, " must be positive");
-  STRATA_CHECK(o_.num_workers >= 0 && o_.num_workers <= 256, ValueError, "GraphBatchLoader: num_workers ",
-               o_.num_workers, " is not in [0, 256]");
-  STRATA_CHECK(o_.prefetch >= 1, ValueError, "GraphBatchLoader: prefetch ", o_.prefetch,
-               " must be at least 1");
-  STRATA_CHECK(o_.prefetch_bytes >= 1, ValueError, "GraphBatchLoader: prefetch_bytes ", o_.prefetch_bytes,
-               " must be at least 1");
-  STRATA_CHECK(o_.world_size >= 1 && o_.rank >= 0 && o_.rank < o_.world_size, ValueError,
-               "GraphBatchLoader: rank ", o_.rank, " of world size ", o_.world_size);
+  const BatchPipelineOptions pipeline{.num_workers = o_.num_workers,
+                                      .prefetch = o_.prefetch,
+                                      .prefetch_bytes = o_.prefetch_bytes,
+                                      .rank = o_.rank,
+                                      .world_size = o_.world_size};
+  BatchPipeline::check("GraphBatchLoader", pipeline);
   const GraphDataset& d = *dataset_;
   const Graph& g = d.graph;
   STRATA_CHECK(g.defined(), ValueError, "GraphBatchLoader: dataset '", d.name, "' has no graph");
@@ -204,82 +127,18 @@ GraphBatchLoader::GraphBatchLoader(std::shared_ptr<const GraphDataset> dataset, 
   batches_per_epoch_ = o_.full_graph ? 1 : o_.drop_last ? S / o_.batch : (S + o_.batch - 1) / o_.batch;
   STRATA_CHECK(batches_per_epoch_ > 0, ValueError, "GraphBatchLoader: ", S, " seeds make no full batch of ",
                o_.batch, " (dataset '", d.name, "'); lower the batch size or keep the last partial batch");
-  start();
+  orders_ = std::make_unique<EpochOrders>(seeds_, o_.shuffle, o_.seed);
+  // A full-graph batch shares the dataset's tensors: it holds no bytes of its own.
+  BatchPipeline::Bytes bytes;
+  if (!o_.full_graph)
+    bytes = [](const std::any& b) { return batch_bytes(std::any_cast<const GraphMiniBatch&>(b)); };
+  pipe_ = std::make_unique<BatchPipeline>(
+      "GraphBatchLoader", pipeline, batches_per_epoch_,
+      [this](int64_t epoch, int64_t index) { return std::any(make(epoch, index)); }, std::move(bytes));
 }
 
-GraphBatchLoader::~GraphBatchLoader() { shut_down(); }
+GraphBatchLoader::~GraphBatchLoader() = default;
 
-void GraphBatchLoader::start() {
-  pipe_ = std::make_unique<Pipeline>();
-  pipe_->loader = this;
-  pipe_->start = position_;
-  for (int i = 0; i < o_.num_workers; ++i) pipe_->threads.emplace_back([p = pipe_.get()] { p->work(); });
-}
-
-void GraphBatchLoader::shut_down() {
-  if (!pipe_) return;
-  {
-    std::lock_guard<std::mutex> lock(pipe_->mu);
-    pipe_->shutting_down = true;
-  }
-  pipe_->work_cv.notify_all();
-  for (std::thread& t : pipe_->threads) t.join();
-  pipe_.reset();
-}
-
-GraphMiniBatch GraphBatchLoader::next() {
-  Pipeline& p = *pipe_;
-  Pipeline::Result r;
-  if (o_.num_workers == 0) {
-    try {
-      r.batch = p.make(p.consumed);
-    } catch (...) {
-      r.error = std::current_exception();
-    }
-    ++p.consumed;
-  } else {
-    std::unique_lock<std::mutex> lock(p.mu);
-    const int64_t k = p.consumed;
-    if (!p.ready.count(k)) {
-      const auto t0 = std::chrono::steady_clock::now();
-      p.ready_cv.wait(lock, [&] { return p.ready.count(k) > 0; });
-      wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
-    auto it = p.ready.find(k);
-    r = std::move(it->second);
-    p.ready_bytes -= r.bytes;
-    p.ready.erase(it);
-    ++p.consumed;
-    lock.unlock();
-    p.work_cv.notify_all();
-  }
-  position_ = p.start + p.consumed * o_.world_size;
-  if (r.error) std::rethrow_exception(r.error);
-  return std::move(r.batch);
-}
-
-int64_t GraphBatchLoader::held_batches() const {
-  std::lock_guard<std::mutex> lock(pipe_->mu);
-  return int64_t(pipe_->ready.size());
-}
-
-int64_t GraphBatchLoader::held_bytes() const {
-  std::lock_guard<std::mutex> lock(pipe_->mu);
-  return pipe_->ready_bytes;
-}
-
-DataCursor GraphBatchLoader::cursor() const {
-  return DataCursor{
-      .epoch = position_ / batches_per_epoch_, .shard = 0, .sample = position_ % batches_per_epoch_};
-}
-
-void GraphBatchLoader::set_cursor(const DataCursor& c) {
-  STRATA_CHECK(c.epoch >= 0 && c.sample >= 0 && c.sample < batches_per_epoch_, ValueError,
-               "GraphBatchLoader::set_cursor: epoch ", c.epoch, " batch ", c.sample, " is outside the ",
-               batches_per_epoch_, " batches of an epoch");
-  shut_down();
-  position_ = c.epoch * batches_per_epoch_ + c.sample;
-  start();
-}
+GraphMiniBatch GraphBatchLoader::next() { return pipe_->next<GraphMiniBatch>(); }
 
 }  // namespace strata::io

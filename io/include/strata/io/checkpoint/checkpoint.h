@@ -22,7 +22,7 @@
 
 #include "strata/core/generator.h"
 #include "strata/core/tensor_source.h"
-#include "strata/io/text/token_shards.h"
+#include "strata/io/data_cursor.h"
 #include "strata/nn/module.h"
 
 namespace strata::io {

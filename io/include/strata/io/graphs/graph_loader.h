@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "strata/core/tensor.h"
+#include "strata/io/batch_pipeline.h"
 #include "strata/io/graphs/graph_dataset.h"
 #include "strata/io/graphs/neighbor_sampler.h"
-#include "strata/io/text/token_shards.h"  // DataCursor
 
 namespace strata::io {
 
@@ -76,18 +76,16 @@ class GraphBatchLoader {
   const GraphLoaderOptions& options() const { return o_; }
   // Where the next step starts: `epoch` and `sample` = global batch index in the epoch. The same
   // on every rank, and valid for any world size.
-  DataCursor cursor() const;
-  void set_cursor(const DataCursor& cursor);
+  DataCursor cursor() const { return pipe_->cursor(); }
+  void set_cursor(const DataCursor& cursor) { pipe_->set_cursor(cursor); }
   // Seconds next() has spent waiting for a batch that was not ready (the trainer starved).
-  double wait_seconds() const { return wait_seconds_; }
+  double wait_seconds() const { return pipe_->wait_seconds(); }
   // Ready batches held now, and their bytes as prefetch_bytes counts them.
-  int64_t held_batches() const;
-  int64_t held_bytes() const;
+  int64_t held_batches() const { return pipe_->held_batches(); }
+  int64_t held_bytes() const { return pipe_->held_bytes(); }
 
  private:
-  struct Pipeline;
-  void start();
-  void shut_down();
+  GraphMiniBatch make(int64_t epoch, int64_t index) const;
   std::shared_ptr<const GraphDataset> dataset_;
   GraphLoaderOptions o_;
   std::vector<int64_t> seeds_;
@@ -95,9 +93,8 @@ class GraphBatchLoader {
   std::vector<SampledBlock> full_blocks_;     // full-graph mode
   Tensor features_, labels_;                  // the dataset's, contiguous
   int64_t batches_per_epoch_ = 0;
-  int64_t position_ = 0;  // global batch stream position of the next step (rank 0's batch)
-  double wait_seconds_ = 0;
-  std::unique_ptr<Pipeline> pipe_;
+  std::unique_ptr<EpochOrders> orders_;
+  std::unique_ptr<BatchPipeline> pipe_;  // last: its workers stop before the members they read go
 };
 
 }  // namespace strata::io

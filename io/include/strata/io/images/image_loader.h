@@ -11,9 +11,9 @@
 #include <string>
 
 #include "strata/core/tensor.h"
+#include "strata/io/batch_pipeline.h"
 #include "strata/io/images/image_dataset.h"
 #include "strata/io/images/image_transforms.h"
-#include "strata/io/text/token_shards.h"  // DataCursor
 
 namespace strata::io {
 
@@ -57,21 +57,18 @@ class ImageLoader {
   const ImageLoaderOptions& options() const { return o_; }
   // Where the next step starts: `epoch` and `sample` = global batch index in the epoch. The same
   // on every rank, and valid for any world size (a checkpoint resumes on any number of ranks).
-  DataCursor cursor() const;
-  void set_cursor(const DataCursor& cursor);
+  DataCursor cursor() const { return pipe_->cursor(); }
+  void set_cursor(const DataCursor& cursor) { pipe_->set_cursor(cursor); }
   // Seconds next() has spent waiting for a batch that was not ready (the trainer starved).
-  double wait_seconds() const { return wait_seconds_; }
+  double wait_seconds() const { return pipe_->wait_seconds(); }
 
  private:
-  struct Pipeline;
-  void start();
-  void stop();
+  ImageBatch make(int64_t epoch, int64_t index) const;
   std::shared_ptr<const ImageDataset> dataset_;
   ImageLoaderOptions o_;
   int64_t height_ = 0, width_ = 0, batches_per_epoch_ = 0;
-  int64_t position_ = 0;  // global batch stream position of the next step (rank 0's batch)
-  double wait_seconds_ = 0;
-  std::unique_ptr<Pipeline> pipe_;
+  std::unique_ptr<EpochOrders> orders_;
+  std::unique_ptr<BatchPipeline> pipe_;  // last: its workers stop before the members they read go
 };
 
 }  // namespace strata::io

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "strata/core/tensor.h"
+#include "strata/io/data_cursor.h"
 
 namespace strata::io {
 
@@ -41,13 +42,6 @@ void write_token_shard(const std::string& path, const std::vector<int32_t>& toke
 
 // Expands a glob pattern ("data/train_*.bin") into sorted paths; throws IoError if none.
 std::vector<std::string> glob_paths(const std::string& pattern);
-
-// Where a loader is: enough to resume bit for bit.
-struct DataCursor {
-  int64_t epoch = 0;
-  int64_t shard = 0;   // index into this epoch's shard order
-  int64_t sample = 0;  // index into this shard's sample order (samples are T-token windows)
-};
 
 struct TokenLoaderOptions {
   int64_t batch = 4;     // B
