@@ -70,7 +70,7 @@ if(TARGET strata_nn AND STRATA_HAVE_NCCL)
   target_include_directories(strata_nn SYSTEM PRIVATE ${CUDAToolkit_INCLUDE_DIRS} ${NCCL_INCLUDE_DIR})
 endif()
 strata_layer(memory SOURCES memory memory/tiers memory/planner memory/model_state INCLUDES memory/include USES ops)
-strata_layer(models SOURCES models models/layers models/gpt models/bert models/resnet models/gnn
+strata_layer(models SOURCES models models/layers models/layers/graph models/gpt models/bert models/resnet models/gnn
              INCLUDES models/include USES memory)
 strata_layer(io SOURCES io io/text io/weights io/checkpoint io/images io/graphs io/features INCLUDES io/include USES memory)
 if(TARGET strata_memory AND STRATA_HAVE_URING)

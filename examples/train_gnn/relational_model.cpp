@@ -2,8 +2,8 @@
 #include "examples/train_gnn/relational_model.h"
 
 #include "strata/core/error.h"
-#include "strata/models/layers/rgat_conv.h"
-#include "strata/models/layers/rgcn_conv.h"
+#include "strata/models/layers/graph/rgat_conv.h"
+#include "strata/models/layers/graph/rgcn_conv.h"
 
 namespace strata::examples {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "strata/models/layers/materialization.h"
+#include "strata/models/layers/graph/materialization.h"
 #include "strata/nn/module.h"
 #include "strata/ops/graph.h"
 

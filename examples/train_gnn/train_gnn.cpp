@@ -266,12 +266,9 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
       if (!batch)
         return ops::cross_entropy(ops::gather_rows(model.forward(graph, features), splits.train.nodes),
                                   splits.train.labels);
-      std::vector<Graph> graphs;
-      std::vector<int64_t> num_dst;
-      for (const io::SampledBlock& b : batch->blocks)
-        graphs.push_back(b.graph.to(device)), num_dst.push_back(b.num_dst);
-      return ops::cross_entropy(model.forward(graphs, num_dst, batch->features.to(device)),
-                                batch->labels.to(device));
+      std::vector<nn::GraphBlock> blocks;
+      for (const io::SampledBlock& b : batch->blocks) blocks.emplace_back(b.graph.to(device), b.num_dst);
+      return ops::cross_entropy(model.forward(blocks, batch->features.to(device)), batch->labels.to(device));
     });
     const bool eval_now = loop.eval_due() || (run.eval_every() > 0 && loop.step() == run.max_steps());
     if (eval_now) history.add(evaluate(model, graph, features, splits), loop.step());

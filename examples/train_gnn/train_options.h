@@ -9,7 +9,7 @@
 #include "examples/train_gnn/train_gnn.pb.h"
 #include "strata/memory/trainer_cache.h"
 #include "strata/models/gnn.h"
-#include "strata/models/layers/materialization.h"
+#include "strata/models/layers/graph/materialization.h"
 
 namespace strata::examples {
 

@@ -3,11 +3,12 @@
 #include <optional>
 
 #include "strata/core/error.h"
-#include "strata/models/layers/gat_conv.h"
-#include "strata/models/layers/gnn_conv.h"
-#include "strata/models/layers/hgt_conv.h"
-#include "strata/models/layers/rgat_conv.h"
-#include "strata/models/layers/rgcn_conv.h"
+#include "strata/models/layers/graph/gat_conv.h"
+#include "strata/models/layers/graph/gcn_conv.h"
+#include "strata/models/layers/graph/hgt_conv.h"
+#include "strata/models/layers/graph/rgat_conv.h"
+#include "strata/models/layers/graph/rgcn_conv.h"
+#include "strata/models/layers/graph/sage_conv.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/nn.h"
 
@@ -35,7 +36,7 @@ void GNNConfig::validate() const {
 namespace {
 
 // Layer `in` -> `out` of a relational GNN (rgat's hidden layers: heads concatenated).
-std::shared_ptr<nn::Module> relational_conv(const GNNConfig& c, int64_t in, int64_t out, bool last) {
+std::shared_ptr<nn::GraphConv> relational_conv(const GNNConfig& c, int64_t in, int64_t out, bool last) {
   const nn::Materialization m = nn::materialization_from_name(c.materialization);
   const std::optional<bool> reorder =
       c.reorder == "auto" ? std::nullopt : std::optional<bool>(c.reorder == "on");
@@ -60,14 +61,14 @@ std::shared_ptr<nn::Module> relational_conv(const GNNConfig& c, int64_t in, int6
 
 }  // namespace
 
-GNN::GNN(const GNNConfig& config) : config_(config) {
+GNN::GNN(const GNNConfig& config) : config_(config), elu_(config.conv == "gat") {
   config.validate();
   convs = register_module("convs", std::make_shared<nn::ModuleList>());
   int64_t in = config.in_channels;
   for (int64_t l = 0; l < config.num_layers; ++l) {
     const bool last = l + 1 == config.num_layers;
     const int64_t out = last ? config.num_classes : config.hidden_channels;
-    std::shared_ptr<nn::Module> conv;
+    std::shared_ptr<nn::GraphConv> conv;
     if (config.conv == "gcn") {
       conv = std::make_shared<nn::GCNConv>(in, out);
       in = out;
@@ -87,66 +88,51 @@ GNN::GNN(const GNNConfig& config) : config_(config) {
     }
     conv->mark_as_block();
     convs->push_back(conv);
+    layers_.push_back(conv);
   }
 }
 
-Tensor GNN::layer(size_t l, const Graph& g, const Tensor& x, int64_t num_dst) {
+Tensor GNN::layer(size_t l, const nn::GraphBlock& block, const Tensor& x) {
   // Dropout, the conv and the activation run in the conv's scope: one block, so the cache moves
   // (or recomputes) everything the layer saves.
-  nn::Module* m = (*convs)[l].get();
-  const bool last = l + 1 == convs->size();
-  auto run = [this, m, g, num_dst, last](const std::vector<Tensor>& in) {
+  nn::GraphConv* conv = layers_[l].get();
+  const bool last = l + 1 == layers_.size();
+  auto run = [this, conv, block, last](const std::vector<Tensor>& in) {
     Tensor h = ops::dropout(in[0], config_.dropout, is_training() && config_.dropout > 0);
-    if (config_.conv == "gcn")
-      h = static_cast<nn::GCNConv*>(m)->forward(g, h, Tensor(), num_dst);
-    else if (config_.conv == "sage")
-      h = static_cast<nn::SAGEConv*>(m)->forward(g, h, num_dst);
-    else if (config_.conv == "rgcn")
-      h = static_cast<nn::RGCNConv*>(m)->forward(g, h);
-    else if (config_.conv == "rgat")
-      h = static_cast<nn::RGATConv*>(m)->forward(g, h);
-    else if (config_.conv == "hgt")
-      h = static_cast<nn::HGTConv*>(m)->forward(g, h);
-    else
-      h = static_cast<nn::GATConv*>(m)->forward(g, h, Tensor(), num_dst);
+    h = conv->forward(block, h);
     if (last) return h;
-    if (config_.conv != "gat") return ops::relu(h);
+    if (!elu_) return ops::relu(h);
     // ELU: x for x > 0, exp(x) - 1 otherwise (exp of the clamped value: no overflow in either branch).
     return ops::where(ops::gt(h, 0.0), h, ops::add(ops::exp(ops::clamp(h, -1e300, 0.0)), -1.0));
   };
-  return m->call_with(run, {x});
+  return conv->call_with(run, {x});
 }
 
 Tensor GNN::forward(const Graph& g, const Tensor& x) {
   nn::ModuleScope scope(*this);
   Tensor h = x;
-  for (size_t l = 0; l < convs->size(); ++l) h = layer(l, g, h, -1);
+  for (size_t l = 0; l < layers_.size(); ++l) h = layer(l, g, h);
   return h;
 }
 
 std::vector<std::string> GNN::plans(const Graph& g) const {
   std::vector<std::string> out;
-  for (size_t l = 0; l < convs->size(); ++l) {
-    const nn::Module* m = (*convs)[l].get();
-    if (auto* c = dynamic_cast<const nn::RGCNConv*>(m)) out.push_back(c->plan(g).str());
-    if (auto* c = dynamic_cast<const nn::RGATConv*>(m)) out.push_back(c->plan(g).str());
-    if (auto* c = dynamic_cast<const nn::HGTConv*>(m)) out.push_back(c->plan(g).str());
-  }
+  if (config_.relational())
+    for (const auto& conv : layers_) out.push_back(conv->plan(g).str());
   return out;
 }
 
-Tensor GNN::forward(const std::vector<Graph>& graphs, const std::vector<int64_t>& num_dst, const Tensor& x) {
+Tensor GNN::forward(const std::vector<nn::GraphBlock>& blocks, const Tensor& x) {
   nn::ModuleScope scope(*this);
   STRATA_CHECK(!config_.relational(), NotImplementedError, "GNN: ", config_.conv,
                " on sampled message-flow graphs (the relational convs run on the whole graph)");
-  STRATA_CHECK(graphs.size() == convs->size() && num_dst.size() == graphs.size(), ValueError,
-               "GNN: ", graphs.size(), " graphs and ", num_dst.size(), " destination counts for ",
-               convs->size(), " layers");
+  STRATA_CHECK(blocks.size() == layers_.size(), ValueError, "GNN: ", blocks.size(), " blocks for ",
+               layers_.size(), " layers");
   Tensor h = x;
-  for (size_t l = 0; l < convs->size(); ++l) {
-    STRATA_CHECK(h.size(0) == graphs[l].num_nodes(), ShapeError, "GNN: layer ", l, " gets ", h.size(0),
-                 " rows for a graph of ", graphs[l].num_nodes(), " nodes");
-    h = layer(l, graphs[l], h, num_dst[l]);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    STRATA_CHECK(h.size(0) == blocks[l].graph.num_nodes(), ShapeError, "GNN: layer ", l, " gets ", h.size(0),
+                 " rows for a graph of ", blocks[l].graph.num_nodes(), " nodes");
+    h = layer(l, blocks[l], h);
   }
   return h;
 }

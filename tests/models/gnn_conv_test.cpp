@@ -2,11 +2,11 @@
 // the output, the loss and every gradient (parameters and x) in float64 on an 11-node graph with
 // an isolated node, self loops and duplicate edges, for each option; PyG's parameter names load
 // as they are.
-#include "strata/models/layers/gnn_conv.h"
-
 #include <gtest/gtest.h>
 
-#include "strata/models/layers/gat_conv.h"
+#include "strata/models/layers/graph/gat_conv.h"
+#include "strata/models/layers/graph/gcn_conv.h"
+#include "strata/models/layers/graph/sage_conv.h"
 #include "strata/strata.h"
 #include "support/fixture_file.h"
 
@@ -60,7 +60,7 @@ TEST(GnnConv, GCNConvMatchesPyG) {
   Graph g = fixture_graph();
   nn::GCNConv gcn(7, 5);
   check_case("gcn", gcn,
-             [&](const Tensor& x) { return gcn.call(&nn::GCNConv::forward, g, x, Tensor(), int64_t(-1)); });
+             [&](const Tensor& x) { return gcn.call(&nn::GraphConv::forward, nn::GraphBlock(g), x); });
   nn::GCNConv no_loops(7, 5, {.add_self_loops = false});
   check_case("gcn_no_loops", no_loops, [&](const Tensor& x) { return no_loops.forward(g, x); });
   nn::GCNConv plain(7, 5, {.normalize = false, .bias = false});
@@ -71,7 +71,7 @@ TEST(GnnConv, SAGEConvMatchesPyG) {
   Graph g = fixture_graph();
   nn::SAGEConv mean(7, 5);
   check_case("sage_mean", mean,
-             [&](const Tensor& x) { return mean.call(&nn::SAGEConv::forward, g, x, int64_t(-1)); });
+             [&](const Tensor& x) { return mean.call(&nn::GraphConv::forward, nn::GraphBlock(g), x); });
   nn::SAGEConv sum(7, 5, {.aggr = "sum"});
   check_case("sage_sum", sum, [&](const Tensor& x) { return sum.forward(g, x); });
   nn::SAGEConv no_root(7, 5, {.root_weight = false});
@@ -87,7 +87,7 @@ TEST(GnnConv, GATConvMatchesPyG) {
   Tensor ea = fixture().tensor("edge_attr");
   nn::GATConv one(7, 5);
   check_case("gat", one,
-             [&](const Tensor& x) { return one.call(&nn::GATConv::forward, g, x, Tensor(), int64_t(-1)); });
+             [&](const Tensor& x) { return one.call(&nn::GraphConv::forward, nn::GraphBlock(g), x); });
   nn::GATConv heads(7, 4, {.heads = 3});
   check_case("gat_heads", heads, [&](const Tensor& x) { return heads.forward(g, x); });
   nn::GATConv mean(7, 4, {.heads = 3, .concat = false});

@@ -36,10 +36,9 @@ TEST(GNN, SampledBlocksWithEveryNeighbourGiveTheFullGraphLogits) {
     io::NeighborSampler sampler(g, {-1, -1}, 5);
     const std::vector<int64_t> seeds{7, 119, 0, 64, 33};
     std::vector<io::SampledBlock> blocks = sampler.sample(ops::from_vector(seeds, {5}), 0, 0);
-    std::vector<Graph> graphs;
-    std::vector<int64_t> num_dst;
-    for (const io::SampledBlock& b : blocks) graphs.push_back(b.graph), num_dst.push_back(b.num_dst);
-    Tensor sampled = model.forward(graphs, num_dst, ops::index_select(x, 0, blocks[0].nodes));
+    std::vector<nn::GraphBlock> graphs;
+    for (const io::SampledBlock& b : blocks) graphs.emplace_back(b.graph, b.num_dst);
+    Tensor sampled = model.forward(graphs, ops::index_select(x, 0, blocks[0].nodes));
     ASSERT_EQ(sampled.shape(), (Shape{5, 3}));
     const std::vector<double> got = sampled.to_double_vector(), all = full.to_double_vector();
     for (size_t i = 0; i < seeds.size(); ++i)
@@ -58,4 +57,41 @@ TEST(GNN, NamesItsLayersAsPyGsBasicModelsAndRefusesBadConfigs) {
   EXPECT_THROW(models::GNN({.conv = "gin", .in_channels = 4, .num_classes = 2}), ValueError);
   EXPECT_THROW(models::GNN({.conv = "gcn", .in_channels = 4, .num_classes = 0}), ValueError);
   EXPECT_THROW(models::GNN({.conv = "sage", .in_channels = 4, .num_classes = 2, .dropout = 1.5}), ValueError);
+}
+
+TEST(GraphConv, EveryLayerRunsThroughTheOneInterfaceAndARelationalOneRefusesASampledBlock) {
+  const Graph g = random_graph(40, 200, 9);
+  manual_seed(5);
+  Tensor x = ops::randn({40, 6});
+  std::vector<std::shared_ptr<nn::GraphConv>> layers{std::make_shared<nn::GCNConv>(6, 4),
+                                                     std::make_shared<nn::SAGEConv>(6, 4),
+                                                     std::make_shared<nn::GATConv>(6, 4)};
+  for (const auto& conv : layers) {
+    NoGradGuard ng;
+    EXPECT_EQ(conv->forward(g, x).shape(), (Shape{40, 4})) << conv->type_name();
+    EXPECT_EQ(conv->forward({g, 7}, x).shape(), (Shape{7, 4}))
+        << conv->type_name() << ": the block's destinations";
+    const nn::MaterializationPlan p = conv->plan(g);
+    EXPECT_EQ(p.layer, conv->type_name());
+    EXPECT_EQ(p.edges, 200);
+    EXPECT_LT(p.cost_edge, 0) << "a homogeneous layer offers no materialization strategy";
+  }
+  std::vector<Relation> rels{{0, "r0", 0}, {0, "r1", 0}};
+  std::vector<int64_t> type(200);
+  for (size_t i = 0; i < type.size(); ++i) type[i] = int64_t(i % 2);
+  const Graph typed = Graph::from_typed_edges({"node"}, {40}, rels, g.src().to(DType::i64),
+                                              g.dst().to(DType::i64), ops::from_vector(type, {200}));
+  std::shared_ptr<nn::GraphConv> rgcn = std::make_shared<nn::RGCNConv>(6, 4, 2);
+  NoGradGuard ng;
+  EXPECT_EQ(rgcn->forward(typed, x).shape(), (Shape{40, 4}));
+  EXPECT_GE(rgcn->plan(typed).cost_edge, 0) << "a relational layer estimates its strategies";
+  try {
+    rgcn->forward({typed, 7}, x);
+    ADD_FAILURE() << "a relational layer ran on a sampled block";
+  } catch (const NotImplementedError& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "RGCNConv on a sampled message-flow block (7 destinations of 40 nodes): the relational layers run "
+        "on the whole graph");
+  }
 }

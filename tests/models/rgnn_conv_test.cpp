@@ -5,9 +5,9 @@
 // aggregate-first), which must all agree with PyG and so with each other.
 #include <gtest/gtest.h>
 
-#include "strata/models/layers/hgt_conv.h"
-#include "strata/models/layers/rgat_conv.h"
-#include "strata/models/layers/rgcn_conv.h"
+#include "strata/models/layers/graph/hgt_conv.h"
+#include "strata/models/layers/graph/rgat_conv.h"
+#include "strata/models/layers/graph/rgcn_conv.h"
 #include "strata/strata.h"
 #include "support/device_present.h"
 #include "support/fixture_file.h"

@@ -37,10 +37,10 @@
 #include "strata/io/graphs/graph_generators.h"
 #include "strata/io/graphs/knowledge_graph.h"
 #include "strata/io/weights/safetensors.h"
-#include "strata/models/layers/hgt_conv.h"
-#include "strata/models/layers/materialization.h"
-#include "strata/models/layers/rgat_conv.h"
-#include "strata/models/layers/rgcn_conv.h"
+#include "strata/models/layers/graph/hgt_conv.h"
+#include "strata/models/layers/graph/materialization.h"
+#include "strata/models/layers/graph/rgat_conv.h"
+#include "strata/models/layers/graph/rgcn_conv.h"
 #include "strata/strata.h"
 
 using namespace strata;

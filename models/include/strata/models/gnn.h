@@ -14,8 +14,7 @@
 #include <vector>
 
 #include "strata/models/layers/container.h"
-#include "strata/nn/module.h"
-#include "strata/ops/graph.h"
+#include "strata/models/layers/graph/graph_conv.h"
 
 namespace strata::models {
 
@@ -48,18 +47,20 @@ class GNN : public nn::Module {
   // Every layer on the whole graph: x [N, in_channels] -> logits [N, num_classes]. Between
   // layers: ReLU (gcn, sage, the relational convs) or ELU (gat), as PyG's examples do.
   Tensor forward(const Graph& g, const Tensor& x);
-  // Layer l on graphs[l], producing rows for its first num_dst[l] nodes (the next layer's nodes):
-  // x [graphs[0] nodes, in] -> [num_dst.back(), num_classes].
-  Tensor forward(const std::vector<Graph>& graphs, const std::vector<int64_t>& num_dst, const Tensor& x);
+  // Layer l on blocks[l], producing rows for its destinations (the next block's nodes):
+  // x [blocks[0] nodes, in] -> [blocks.back().destinations(), num_classes].
+  Tensor forward(const std::vector<nn::GraphBlock>& blocks, const Tensor& x);
   const GNNConfig& config() const { return config_; }
   // Each relational layer's plan on g, one line per layer (empty for the homogeneous convs).
   std::vector<std::string> plans(const Graph& g) const;
 
-  std::shared_ptr<nn::ModuleList> convs;
+  std::shared_ptr<nn::ModuleList> convs;  // the layers, as registered (convs.0, convs.1, ...)
 
  private:
-  Tensor layer(size_t l, const Graph& g, const Tensor& x, int64_t num_dst);
+  Tensor layer(size_t l, const nn::GraphBlock& block, const Tensor& x);
   GNNConfig config_;
+  std::vector<std::shared_ptr<nn::GraphConv>> layers_;  // convs' modules, as graph layers
+  bool elu_ = false;                                    // between layers: ELU (gat), else ReLU
 };
 
 }  // namespace strata::models

@@ -1,4 +1,4 @@
-#include "strata/models/layers/materialization.h"
+#include "strata/models/layers/graph/materialization.h"
 
 #include <cstdio>
 #include <limits>

@@ -1,11 +1,10 @@
-#include "strata/models/layers/gat_conv.h"
+#include "strata/models/layers/graph/gat_conv.h"
 
 #include <cmath>
 
-#include "models/layers/graph_layer_utils.h"
+#include "models/layers/graph/graph_layer_utils.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/memory_stats.h"
-#include "strata/models/layers/gnn_conv.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
 #include "strata/ops/graph_ops.h"

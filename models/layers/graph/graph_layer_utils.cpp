@@ -1,4 +1,4 @@
-#include "models/layers/graph_layer_utils.h"
+#include "models/layers/graph/graph_layer_utils.h"
 
 #include <cmath>
 

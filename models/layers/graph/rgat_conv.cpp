@@ -1,9 +1,9 @@
-#include "strata/models/layers/rgat_conv.h"
+#include "strata/models/layers/graph/rgat_conv.h"
 
 #include <cmath>
 #include <vector>
 
-#include "models/layers/graph_layer_utils.h"
+#include "models/layers/graph/graph_layer_utils.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/memory_stats.h"
 #include "strata/ops/elementwise.h"

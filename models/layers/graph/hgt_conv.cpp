@@ -1,10 +1,10 @@
-#include "strata/models/layers/hgt_conv.h"
+#include "strata/models/layers/graph/hgt_conv.h"
 
 #include <cmath>
 #include <functional>
 #include <vector>
 
-#include "models/layers/graph_layer_utils.h"
+#include "models/layers/graph/graph_layer_utils.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/ops/elementwise.h"
 #include "strata/ops/factory.h"
