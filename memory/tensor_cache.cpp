@@ -12,16 +12,6 @@
 
 namespace strata::memory {
 
-const char* io_engine_name(IoEngineKind e) {
-  switch (e) {
-    case IoEngineKind::Auto: return "auto";
-    case IoEngineKind::Uring: return "io_uring";
-    case IoEngineKind::Threads: return "threads";
-    case IoEngineKind::CuFile: return "cufile";
-  }
-  return "?";
-}
-
 // ---- creation ----
 
 std::shared_ptr<TensorCache> TensorCache::create(TensorCacheOptions options,

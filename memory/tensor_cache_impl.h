@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "memory/tiers/cache_tiers.h"
+#include "memory/cache_tiers.h"
 #include "memory/worker.h"
 #include "strata/autograd/node.h"
 #include "strata/memory/tensor_cache.h"

@@ -15,7 +15,7 @@
 #include "memory/tiers/io_engine.h"
 #include "memory/tiers/tier.h"
 #include "strata/core/backend.h"
-#include "strata/memory/tensor_cache.h"
+#include "strata/memory/io_engine_kind.h"
 
 namespace strata::memory {
 

@@ -1,4 +1,4 @@
-#include "memory/tiers/cache_tiers.h"
+#include "memory/cache_tiers.h"
 
 #include "strata/core/error.h"
 
@@ -44,8 +44,10 @@ CacheTiers open_cache_tiers(const TensorCacheOptions& opt) {
     t.nvme = std::make_unique<NvmeTier>(opt.spill_dir, opt.spill_arena_bytes);
     auto counters = std::make_shared<FaultCounters>();
     std::string why;
-    auto store = t.nvme->open_channel(opt.io_engine, opt.io_chunk_bytes, opt.io_queue_depth, opt.faults, counters, &why);
-    auto load = t.nvme->open_channel(opt.io_engine, opt.io_chunk_bytes, opt.io_queue_depth, opt.faults, counters, &why);
+    auto store = t.nvme->open_channel(opt.io_engine, opt.io_chunk_bytes, opt.io_queue_depth, opt.faults,
+                                      counters, &why);
+    auto load = t.nvme->open_channel(opt.io_engine, opt.io_chunk_bytes, opt.io_queue_depth, opt.faults,
+                                     counters, &why);
     t.nvme->use_channels(std::move(store), std::move(load));
     t.io_engine = t.nvme->engine_name();
     if (device) {
@@ -69,8 +71,8 @@ CacheTiers open_cache_tiers(const TensorCacheOptions& opt) {
     if (why.rfind("tensor cache: ", 0) == 0) why.erase(0, 14);  // the warning's reader says so already
     t.warnings.push_back("NVMe tier off: " + why);
   }
-  STRATA_CHECK(direct_refusal.empty(), IoError, "tensor cache: the direct GPU-to-NVMe path (", io_engine_name(opt.direct_engine),
-               ") was asked for but ", direct_refusal);
+  STRATA_CHECK(direct_refusal.empty(), IoError, "tensor cache: the direct GPU-to-NVMe path (",
+               io_engine_name(opt.direct_engine), ") was asked for but ", direct_refusal);
   return t;
 }
 

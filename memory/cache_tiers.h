@@ -14,10 +14,10 @@
 namespace strata::memory {
 
 struct CacheTiers {
-  std::unique_ptr<HostTier> host;  // null without host_pool_bytes
-  std::unique_ptr<NvmeTier> nvme;  // null without a usable spill directory
-  std::string io_engine;          // the NVMe channels' engine ("io_uring", "threads"), or ""
-  std::string device_io;           // a GPU's path to NVMe ("direct (cufile)", "staged (io_uring)"), or ""
+  std::unique_ptr<HostTier> host;     // null without host_pool_bytes
+  std::unique_ptr<NvmeTier> nvme;     // null without a usable spill directory
+  std::string io_engine;              // the NVMe channels' engine ("io_uring", "threads"), or ""
+  std::string device_io;              // a GPU's path to NVMe ("direct (cufile)", "staged (io_uring)"), or ""
   std::vector<std::string> warnings;  // what was asked for and is not there (the NVMe tier off, ...)
 };
 
