@@ -32,11 +32,20 @@ void TrainerCache::begin_step() {
   cache_->begin_step();
 }
 
-std::string TrainerCache::end_step(const MemorySnapshot& m) {
+std::string TrainerCache::missing_nvme_tier() const {
+  if (s_.policy != "nvme") return "";
+  const CacheStats st = cache_->stats();
+  if (!st.io_engine.empty()) return "";
+  if (s_.spill_dir.empty()) return "no spill directory given";
+  return st.warnings.empty() ? "spill directory '" + s_.spill_dir + "' unusable" : st.warnings.front();
+}
+
+BudgetOutcome TrainerCache::end_step() {
+  const MemorySnapshot m = allocator_for(s_.device).stats().snapshot();
   last_ = cache_->end_step();
   if (!planning_) {
     if (s_.memory_budget > 0 && uint64_t(m.total_peak) > s_.memory_budget) exceeded_ = true;
-    return "";
+    return {};
   }
   planning_ = false;
   planner::BudgetInputs in;
@@ -50,7 +59,7 @@ std::string TrainerCache::end_step(const MemorySnapshot& m) {
   in.nvme_capacity = s_.spill_arena_bytes;
   in.prefetch_blocks = cache_->options().prefetch_blocks;
   planner::BudgetPlan b = planner::plan_for_budget(in, s_.memory_budget);
-  STRATA_CHECK(b.feasible, ValueError, "--memory-budget: ", b.explanation);
+  if (!b.feasible) return {.made = false, .feasible = false, .explanation = b.explanation};
   if (!s_.save_plan.empty()) save_plan(b.plan, s_.save_plan);
   policy_ = make_plan_policy(b.plan);
   cache_->set_policy(policy_);
@@ -59,7 +68,7 @@ std::string TrainerCache::end_step(const MemorySnapshot& m) {
   const Plan& p = b.plan;
   if (p.predicted_activation_peak > 0 && p.budget_bytes >= p.predicted_step_peak)
     cache_->set_activation_limit(size_t(p.predicted_activation_peak + (p.budget_bytes - p.predicted_step_peak)));
-  return b.explanation;
+  return {.made = true, .feasible = true, .explanation = b.explanation};
 }
 
 std::string TrainerCache::stats_line() const {

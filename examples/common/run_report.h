@@ -1,4 +1,4 @@
-// What the trainers print about a run: progress bar, peak RSS, --profile's table, the tensor cache's lines.
+// What the trainers print about a run: progress bar, peak RSS, --profile's table.
 #pragma once
 
 #include <memory>
@@ -7,7 +7,6 @@
 
 #include "strata/core/memory_stats.h"
 #include "strata/core/profiler.h"
-#include "strata/memory/trainer_cache.h"
 
 namespace strata::examples {
 
@@ -38,27 +37,5 @@ class ProfiledStep {
 
 // Prints `prof`'s table and writes <out_dir>/profile_trace.json.
 void report_profile(const Profiler& prof, const std::string& out_dir);
-
-// A trainer's tensor cache and the lines it prints (only where `print`: rank 0): what it does,
-// at the start, unless it keeps everything; the plan made after a budget's planning step; its
-// counters on each logged step; a warning at the end when a step went above the budget.
-class CacheReport {
- public:
-  CacheReport(const memory::CacheSettings& settings, bool print);
-  // The SavePolicy to install around a step's forward and backward.
-  const std::shared_ptr<memory::TensorCache>& tensor_cache() const { return cache_.cache(); }
-  void begin_step() { cache_.begin_step(); }
-  // Ends the step (TrainerCache::end_step) and prints the plan when it made one.
-  void end_step(const MemorySnapshot& m);
-  // The counters of the last step, under a logged step's line.
-  void log_step() const;
-  // The warning when a step's peak went above --memory-budget.
-  void finish() const;
-
- private:
-  memory::CacheSettings settings_;
-  memory::TrainerCache cache_;
-  bool print_, report_;
-};
 
 }  // namespace strata::examples

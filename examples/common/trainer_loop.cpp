@@ -48,7 +48,13 @@ TrainLoop::TrainLoop(TrainLoopParts parts)
   }
   if (lead_ && run.max_seconds() > 0)
     std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
-  cache_ = std::make_unique<CacheReport>(on_device(parts_.cache, parts_.device->device), lead_);
+  cache_ = std::make_unique<memory::TrainerCache>(on_device(parts_.cache, parts_.device->device));
+  // Asked-for behaviour that cannot happen is an error, not a warning and a run without it: every
+  // block's activations sent to an NVMe tier that is not there.
+  const std::string no_tier = cache_->missing_nvme_tier();
+  STRATA_CHECK(no_tier.empty(), IoError, "--cache-policy nvme: no NVMe tier to write to (",
+               parts_.cache.spill_dir.empty() ? "no --spill-dir given" : no_tier, ")");
+  if (lead_ && cache_->reports()) std::printf("  %s\n", cache_->describe().c_str());
   profiler_.wait_for(parts_.device->device);  // on CUDA each op is charged its kernels' time
 }
 
@@ -79,9 +85,9 @@ TrainStep::TrainStep(TrainLoop& loop)
   loop.parts_.schedule->apply(*loop.parts_.optimizer, loop.step_);
   loop.parts_.optimizer->zero_grad();
   if (loop.parts_.pager)
-    cache_guard_.emplace(loop.parts_.pager->wrap(loop.cache_->tensor_cache()));
+    cache_guard_.emplace(loop.parts_.pager->wrap(loop.cache_->cache()));
   else
-    cache_guard_.emplace(loop.cache_->tensor_cache());
+    cache_guard_.emplace(loop.cache_->cache());
   loop.cache_->begin_step();
 }
 
@@ -97,7 +103,9 @@ void TrainLoop::finish_update(TrainStep& s) {
   if (parts_.pager) parts_.pager->end_step();
   s.profile_.step_done();
   s.cache_guard_.reset();
-  cache_->end_step(allocator().stats().snapshot());
+  const memory::BudgetOutcome plan = cache_->end_step();
+  STRATA_CHECK(plan.feasible, ValueError, "--memory-budget: ", plan.explanation);
+  if (lead_ && plan.made) std::printf("  plan: %s\n", plan.explanation.c_str());
   memory_ = allocator().stats().snapshot();
   ++step_;
   ++steps_run_;
@@ -151,12 +159,14 @@ void TrainLoop::print_step_line(std::initializer_list<std::string> fields) const
                 double(memory_.peak_of(MemoryCategory::SavedActivation)) / 1e6,
                 double(memory_.total_peak) / 1e6, peak_rss_mb());
   std::printf("%s\n", line.c_str());
-  cache_->log_step();
+  if (cache_->reports()) std::printf("      %s\n", cache_->stats_line().c_str());
   std::fflush(stdout);
 }
 
 void TrainLoop::finish() {
-  cache_->finish();
+  if (lead_ && cache_->budget_exceeded())
+    std::printf("warning: a step's peak went above --memory-budget %.1f MB (the plan's estimate was short)\n",
+                double(cache_->memory_budget()) / 1e6);
   parts_.optimizer->flush_state();
   const std::string traffic = optimizer_state_traffic(*parts_.optimizer, steps_run_);
   if (lead_ && !traffic.empty()) std::printf("%s\n", traffic.c_str());

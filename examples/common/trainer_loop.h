@@ -140,8 +140,8 @@ class TrainLoop {
   Tensor norm_;  // the last step's gradient norm before clipping (undefined without clipping)
   MemorySnapshot memory_;
   std::chrono::steady_clock::time_point start_, step_start_;
-  Profiler profiler_;  // --profile: the steps after the first two
-  std::unique_ptr<CacheReport> cache_;
+  Profiler profiler_;                                     // --profile: the steps after the first two
+  std::unique_ptr<memory::TrainerCache> cache_;           // --cache-policy, --memory-budget, --spill-dir
   std::optional<autograd::SavePolicyGuard> pager_guard_;  // evaluation's forwards see the pager too
 };
 

@@ -42,8 +42,9 @@ int main(int argc, char** argv) try {
       last = loss.item();
     }
     opt.step();
-    const std::string planned = cache.end_step(cpu_allocator().stats().snapshot());
-    if (!planned.empty()) std::printf("embed_minimal: %s\n", planned.c_str());
+    const memory::BudgetOutcome plan = cache.end_step();  // after the first step: the budget's plan
+    if (!plan.explanation.empty()) std::printf("embed_minimal: %s\n", plan.explanation.c_str());
+    if (!plan.feasible) return 1;
     if (step == 0) first = last;
   }
   std::printf("embed_minimal: loss %.4f -> %.4f; %s\n", first, last, cache.stats_line().c_str());

@@ -92,7 +92,7 @@ BudgetPlan plan_for_budget(const BudgetInputs& in, uint64_t budget) {
     why << "budget " << gb(budget) << " cannot be met: the lowest predicted step peak is "
         << gb(out.min_step_peak) << " (parameters, gradients, optimizer state and temporaries take "
         << gb(other) << ", activations saved outside blocks " << gb(outside)
-        << "); a smaller batch or sequence, or an NVMe tier (--spill-dir), would help";
+        << "); a smaller batch or sequence, or an NVMe tier (a spill directory), would help";
   }
   out.explanation = why.str();
   p.note = out.explanation;

@@ -1,8 +1,11 @@
-// TrainerCache's settings: byte sizes parse strictly, with units, and a nonsense figure is an
-// error naming the flag rather than a wrapped, saturated or silently zero size.
+// TrainerCache: byte sizes parse strictly, with units, and a nonsense figure is an error naming the
+// flag; the budget's plan is an outcome of the planning step's end; a policy of nvme without a tier says why.
 #include "strata/memory/trainer_cache.h"
 
 #include <gtest/gtest.h>
+
+#include "strata/models/gpt.h"
+#include "strata/strata.h"
 
 using namespace strata;
 using namespace strata::memory;
@@ -25,4 +28,54 @@ TEST(ParseByteSize, NegativeGarbageAndHugeFiguresAreErrorsNamingTheFlag) {
       EXPECT_NE(std::string(e.what()).find("--memory-budget"), std::string::npos) << e.what();
     }
   }
+}
+
+namespace {
+
+// One step of the tiny GPT under `cache`, its peaks reset first (what a trainer's loop does).
+void run_step(TrainerCache& cache, models::GPT& model, const Tensor& x, const Tensor& y) {
+  cpu_allocator().stats().reset_peaks();
+  model.zero_grad();
+  autograd::SavePolicyGuard guard(cache.cache());
+  cache.begin_step();
+  model.loss(x, y).backward();
+}
+
+}  // namespace
+
+// end_step reads the step's peaks itself: a budget below the planning step's floor is an outcome
+// saying why (the caller names its flag), one above keep-all is a plan, and later steps make none.
+TEST(TrainerCache, TheBudgetsPlanIsAnOutcomeOfThePlanningStepsEnd) {
+  models::GPTConfig c = models::GPTConfig::preset("tiny");
+  c.n_layer = 2;
+  manual_seed(3);
+  models::GPT model(c);
+  Tensor x = ops::zeros({2, 32}, TensorOptions().dtype(DType::i64)),
+         y = ops::ones({2, 32}, TensorOptions().dtype(DType::i64));
+  TrainerCache tight({.memory_budget = 1000, .min_bytes = 0});
+  EXPECT_TRUE(tight.planning());
+  run_step(tight, model, x, y);
+  const BudgetOutcome no = tight.end_step();
+  EXPECT_FALSE(no.made);
+  EXPECT_FALSE(no.feasible);
+  EXPECT_NE(no.explanation.find("cannot be met"), std::string::npos) << no.explanation;
+  EXPECT_EQ(no.explanation.find("--"), std::string::npos)
+      << "the library names no trainer flag: " << no.explanation;
+
+  TrainerCache roomy({.memory_budget = uint64_t(1) << 40, .min_bytes = 0});
+  run_step(roomy, model, x, y);
+  const BudgetOutcome yes = roomy.end_step();
+  EXPECT_TRUE(yes.made && yes.feasible) << yes.explanation;
+  EXPECT_FALSE(roomy.planning());
+  run_step(roomy, model, x, y);
+  EXPECT_FALSE(roomy.end_step().made);
+  EXPECT_FALSE(roomy.budget_exceeded());
+}
+
+TEST(TrainerCache, APolicyOfNvmeWithoutATierSaysWhy) {
+  EXPECT_EQ(TrainerCache({.policy = "nvme"}).missing_nvme_tier(), "no spill directory given");
+  EXPECT_EQ(TrainerCache({.policy = "keep"}).missing_nvme_tier(), "");
+  const std::string why =
+      TrainerCache({.policy = "nvme", .spill_dir = "/no/such/spill/dir"}).missing_nvme_tier();
+  EXPECT_NE(why.find("/no/such/spill/dir"), std::string::npos) << why;
 }

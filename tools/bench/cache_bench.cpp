@@ -97,9 +97,10 @@ int main(int argc, char** argv) {
       }
       opt.step();
       backend_for(device).synchronize(device.index);
-      const std::string planned = tc.end_step(alloc.stats().snapshot());
+      const memory::BudgetOutcome plan = tc.end_step();
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (!planned.empty()) std::printf("plan: %s\n", planned.c_str());
+      if (!plan.explanation.empty()) std::printf("plan: %s\n", plan.explanation.c_str());
+      STRATA_CHECK(plan.feasible, ValueError, "--memory-budget: ", plan.explanation);
       const MemorySnapshot m = alloc.stats().snapshot();
       last = tc.last_stats();
       const bool timed = s >= planning + warmup;

@@ -101,7 +101,7 @@ std::shared_ptr<CachePolicy> make_keep_all_policy();
 // <= write bandwidth and keeps the blocks after i from then on.
 std::shared_ptr<CachePolicy> make_adaptive_policy(CacheAction tier = CacheAction::Nvme);
 
-// Parses a policy spec (used by the trainers' --cache-policy):
+// Parses a policy spec:
 //   keep | recompute | host | nvme | adaptive[:host]   (every block; the last `keep_last`
 //   blocks kept for host/nvme), or rules:<glob>[@op][>=bytes]=<action>;...  e.g.
 //   "rules:h.*.mlp*=nvme;h.*=recompute;*=keep". Throws ValueError naming the bad part.

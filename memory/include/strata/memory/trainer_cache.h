@@ -1,6 +1,7 @@
-// TrainerCache: what every trainer's --cache-policy, --memory-budget and --spill-dir flags
-// build: a TensorCache with its policy, and, under a budget, a planning step (every block
-// recomputed, which keeps that step small) whose profile the greedy solver turns into a plan.
+// TrainerCache: a training loop's tensor cache, built from one CacheSettings (a policy, a memory
+// budget, a spill directory): a TensorCache with its policy, and, under a budget, a planning step
+// (every block recomputed, which keeps that step small) whose profile the greedy solver turns
+// into a plan.
 #pragma once
 
 #include <cstdint>
@@ -29,24 +30,37 @@ struct CacheSettings {
 // The trainers' flags parse sizes with core's parser.
 using strata::parse_byte_size;
 
+// The budget's plan, made at the end of its planning step.
+struct BudgetOutcome {
+  bool made = false;        // a plan was made at the end of this step
+  bool feasible = true;     // false: the budget cannot be met, and the step's policy stays
+  std::string explanation;  // one line: the plan, or why the budget cannot be met
+};
+
 class TrainerCache {
  public:
   // Throws ValueError on a bad policy spec or plan file.
   explicit TrainerCache(CacheSettings settings);
   const std::shared_ptr<TensorCache>& cache() const { return cache_; }
+  // Why the policy "nvme" has no NVMe tier to write to (no spill directory, or the tier's warning),
+  // or "" when it has one or the policy is another.
+  std::string missing_nvme_tier() const;
+  // Whether there is anything to say about the cache: a policy other than keep, or a budget.
+  bool reports() const { return s_.policy != "keep" || s_.memory_budget > 0; }
   // True while the step about to run is the budget's planning step.
   bool planning() const { return planning_; }
+  // Begins a step; the caller resets the device allocator's peaks before it.
   void begin_step();
-  // Ends the step. After the planning step, makes the plan: returns its one-line explanation;
-  // throws ValueError with the reason when the budget cannot be met. `m` is the allocator's
-  // snapshot of the step (peaks reset at its start).
-  std::string end_step(const MemorySnapshot& m);
+  // Ends the step, reading its peaks from the device's allocator as begin_step read its state.
+  // After the planning step, makes the plan (or says why the budget cannot be met).
+  BudgetOutcome end_step();
   const CacheStats& last_stats() const { return last_; }
   // "cache nvme: 12 MB out / 12 MB in, 0 forwarded, 0 fallbacks, stall 0.00 s"
   std::string stats_line() const;
   std::string describe() const;
   // Whether a step peak went above the budget (after planning).
   bool budget_exceeded() const { return exceeded_; }
+  uint64_t memory_budget() const { return s_.memory_budget; }
 
  private:
   CacheSettings s_;
