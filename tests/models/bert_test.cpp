@@ -1,18 +1,21 @@
 // BERT against PyTorch (tools/goldens/bert_goldens.py, Hugging Face's layout in plain torch):
 // hidden states, MLM logits at the masked positions, loss, every gradient, AdamW steps; the
 // classification head; names, scopes and the padding row.
+#include "strata/models/bert.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "strata/models/bert.h"
 #include "strata/strata.h"
 #include "support/fixture_file.h"
+#include "support/tensor_compare.h"
 
 using namespace strata;
 using strata::testing::FixtureFile;
+using strata::testing::max_rel_err;
 
 namespace {
 
@@ -55,15 +58,6 @@ Batch batch_of(const FixtureFile& f) {
 
 // Max abs error over the largest magnitude of `want`, floored at 1e-4: the key biases' true
 // gradient is zero (softmax ignores a per-row constant), so both sides hold rounding noise there.
-double max_rel_err(const Tensor& got, const Tensor& want) {
-  std::vector<double> a = got.to_double_vector(), b = want.to_double_vector();
-  EXPECT_EQ(a.size(), b.size());
-  if (a.size() != b.size()) return 1e30;
-  double scale = 0, err = 0;
-  for (double v : b) scale = std::max(scale, std::abs(v));
-  for (size_t i = 0; i < a.size(); ++i) err = std::max(err, std::abs(a[i] - b[i]));
-  return err / std::max(scale, 1e-4);
-}
 
 }  // namespace
 
@@ -77,8 +71,10 @@ TEST_P(BertParity, OutputsLossAndAllGradientsMatchPyTorch) {
   Batch b = batch_of(f);
   {
     NoGradGuard ng;
-    EXPECT_LT(max_rel_err(model->hidden_states(b.ids, b.types, b.mask), f.tensor("hidden_states")), 1e-6);
-    EXPECT_LT(max_rel_err(model->mlm_logits(b.ids, b.types, b.mask, b.labels), f.tensor("mlm_logits")), 1e-6);
+    EXPECT_LT(max_rel_err(model->hidden_states(b.ids, b.types, b.mask), f.tensor("hidden_states"), 1e-4),
+              1e-6);
+    EXPECT_LT(max_rel_err(model->mlm_logits(b.ids, b.types, b.mask, b.labels), f.tensor("mlm_logits"), 1e-4),
+              1e-6);
   }
   Tensor loss = model->loss(b.ids, b.types, b.mask, b.labels);
   EXPECT_NEAR(loss.item(), std::stod(f.metadata("loss")), 1e-12);
@@ -87,7 +83,7 @@ TEST_P(BertParity, OutputsLossAndAllGradientsMatchPyTorch) {
   for (const auto& [name, p] : model->named_parameters()) {
     ASSERT_TRUE(f.has("grad." + name)) << "PyTorch has no parameter " << name;
     ASSERT_TRUE(p.grad().defined()) << name;
-    EXPECT_LT(max_rel_err(p.grad(), f.tensor("grad." + name)), 1e-6) << name;
+    EXPECT_LT(max_rel_err(p.grad(), f.tensor("grad." + name), 1e-4), 1e-6) << name;
     ++checked;
   }
   EXPECT_EQ(checked, int(f.names("grad.").size()));
@@ -124,7 +120,7 @@ TEST_P(BertParity, F32ForwardAndBackwardAgreeWithReference) {
   EXPECT_NEAR(loss.item(), std::stod(f.metadata("loss")), 2e-5);
   loss.backward();
   for (const auto& [name, p] : model->named_parameters())
-    EXPECT_LT(max_rel_err(p.grad(), f.tensor("grad." + name)), 2e-3) << name;
+    EXPECT_LT(max_rel_err(p.grad(), f.tensor("grad." + name), 1e-4), 2e-3) << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, BertParity, ::testing::Values("pow2", "odd"));
@@ -138,14 +134,14 @@ TEST(BertClassifier, LogitsLossAndGradientsMatchPyTorch) {
   model->load_state_dict(state_of(f, "seqcls.param.", DType::f64));
   Batch b = batch_of(f);
   Tensor labels = f.tensor("seqcls.labels", DType::i64);
-  EXPECT_LT(max_rel_err((*model).forward(b.ids, b.types, b.mask), f.tensor("seqcls.logits")), 1e-6);
+  EXPECT_LT(max_rel_err((*model).forward(b.ids, b.types, b.mask), f.tensor("seqcls.logits"), 1e-4), 1e-6);
   Tensor loss = model->loss(b.ids, b.types, b.mask, labels);
   EXPECT_NEAR(loss.item(), std::stod(f.metadata("seqcls.loss")), 1e-12);
   loss.backward();
   int checked = 0;
   for (const auto& [name, p] : model->named_parameters()) {
     ASSERT_TRUE(p.grad().defined()) << name;
-    EXPECT_LT(max_rel_err(p.grad(), f.tensor("seqcls.grad." + name)), 1e-6) << name;
+    EXPECT_LT(max_rel_err(p.grad(), f.tensor("seqcls.grad." + name), 1e-4), 1e-6) << name;
     ++checked;
   }
   EXPECT_EQ(checked, int(f.names("seqcls.grad.").size()));
@@ -226,6 +222,6 @@ TEST(Bert, PaddedPositionsDoNotLeakIntoRealTokens) {
     std::vector<int64_t> padded = ids;
     padded.insert(padded.end(), 3, filler);
     Tensor out = m.forward(ops::from_vector(padded, {1, 8}), Tensor(), ops::from_vector(keep, {1, 8}));
-    EXPECT_LT(max_rel_err(ops::narrow(out, 1, 0, 5).contiguous(), alone), 1e-5) << "filler " << filler;
+    EXPECT_LT(max_rel_err(ops::narrow(out, 1, 0, 5).contiguous(), alone, 1e-4), 1e-5) << "filler " << filler;
   }
 }

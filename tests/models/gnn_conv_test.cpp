@@ -9,6 +9,7 @@
 #include "strata/models/layers/graph/sage_conv.h"
 #include "strata/strata.h"
 #include "support/fixture_file.h"
+#include "support/tensor_compare.h"
 
 using namespace strata;
 
@@ -25,13 +26,6 @@ Graph fixture_graph() {
   return Graph::from_edges(11, ops::select(ei, 0, 0).contiguous(), ops::select(ei, 0, 1).contiguous());
 }
 
-void expect_close(const Tensor& got, const Tensor& want, const std::string& what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  const std::vector<double> g = got.to_double_vector(), w = want.to_double_vector();
-  for (size_t i = 0; i < g.size(); ++i)
-    ASSERT_NEAR(g[i], w[i], 1e-10 * (1 + std::fabs(w[i]))) << what << " at " << i;
-}
-
 // Loads the case's parameters into `layer` (f64), runs forward(x), and checks the output, the loss
 // and every gradient against PyG's.
 template <class Layer, class Forward>
@@ -44,14 +38,15 @@ void check_case(const std::string& name, Layer& layer, Forward forward) {
   layer.load_state_dict(params);  // strict: the names are PyG's
   Tensor x = fixture().tensor("x").set_requires_grad(true);
   Tensor out = forward(x);
-  expect_close(out, fixture().tensor(name + ".out"), "output");
+  strata::testing::expect_close(out, fixture().tensor(name + ".out"), 1e-10, 1e-10, "output");
   const std::string seed = fixture().names(name + ".seed").empty() ? "seed" : name + ".seed";
   Tensor loss = ops::sum(ops::mul(out, fixture().tensor(seed)));
   EXPECT_NEAR(loss.item(), fixture().tensor(name + ".loss").item(), 1e-9);
   loss.backward();
-  expect_close(x.grad(), fixture().tensor(name + ".grad.x"), "grad of x");
+  strata::testing::expect_close(x.grad(), fixture().tensor(name + ".grad.x"), 1e-10, 1e-10, "grad of x");
   for (const auto& [pname, p] : layer.named_parameters())
-    expect_close(p.grad(), fixture().tensor(name + ".grad." + pname), "grad of " + pname);
+    strata::testing::expect_close(p.grad(), fixture().tensor(name + ".grad." + pname), 1e-10, 1e-10,
+                                  "grad of " + pname);
 }
 
 }  // namespace

@@ -1,15 +1,18 @@
+#include "strata/models/gpt.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "strata/models/gpt.h"
 #include "strata/strata.h"
 #include "support/fixture_file.h"
+#include "support/tensor_compare.h"
 
 using namespace strata;
 using strata::testing::FixtureFile;
+using strata::testing::max_rel_err;
 
 namespace {
 
@@ -29,15 +32,6 @@ std::shared_ptr<models::GPT> load_model(const FixtureFile& f, DType dtype) {
   for (const std::string& n : f.names("param.")) sd.insert(n, f.tensor("param." + n, dtype));
   m->load_state_dict(sd);
   return m;
-}
-
-double max_rel_err(const Tensor& got, const Tensor& want) {
-  std::vector<double> a = got.to_double_vector(), b = want.to_double_vector();
-  EXPECT_EQ(a.size(), b.size());
-  double scale = 0, err = 0;
-  for (double v : b) scale = std::max(scale, std::abs(v));
-  for (size_t i = 0; i < a.size(); ++i) err = std::max(err, std::abs(a[i] - b[i]));
-  return err / std::max(scale, 1e-30);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // gradient, BatchNorm running statistics, SGD steps and eval-mode logits, in f64 (Strata's
 // im2col convolution) and f32 (oneDNN); torchvision's names and parameter counts; identical
 // gradients and running statistics under every tensor-cache policy.
+#include "strata/models/resnet.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,13 +11,14 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "strata/models/resnet.h"
 #include "strata/strata.h"
 #include "support/fixture_file.h"
 #include "support/spill_room.h"
+#include "support/tensor_compare.h"
 
 using namespace strata;
 using strata::testing::FixtureFile;
+using strata::testing::max_rel_err;
 
 namespace {
 
@@ -43,15 +46,6 @@ std::shared_ptr<models::ResNet> load_model(const FixtureFile& f, DType dtype) {
     sd.insert(n, f.tensor("param." + n, is_counter(n) ? DType::i64 : dtype));
   m->load_state_dict(sd);
   return m;
-}
-
-double max_rel_err(const Tensor& got, const Tensor& want) {
-  std::vector<double> a = got.to_double_vector(), b = want.to_double_vector();
-  EXPECT_EQ(a.size(), b.size());
-  double scale = 0, err = 0;
-  for (double v : b) scale = std::max(scale, std::abs(v));
-  for (size_t i = 0; i < a.size(); ++i) err = std::max(err, std::abs(a[i] - b[i]));
-  return err / std::max(scale, 1e-30);
 }
 
 struct Tolerance {

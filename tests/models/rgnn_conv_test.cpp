@@ -11,6 +11,7 @@
 #include "strata/strata.h"
 #include "support/device_present.h"
 #include "support/fixture_file.h"
+#include "support/tensor_compare.h"
 
 using namespace strata;
 
@@ -32,13 +33,6 @@ Graph relational_graph() {
                                  fixture().tensor("edge_type", DType::i64));
 }
 
-void expect_close(const Tensor& got, const Tensor& want, const std::string& what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  const std::vector<double> g = got.to_double_vector(), w = want.to_double_vector();
-  for (size_t i = 0; i < g.size(); ++i)
-    ASSERT_NEAR(g[i], w[i], 1e-10 * (1 + std::fabs(w[i]))) << what << " at " << i;
-}
-
 // Loads the case's parameters into `layer` (f64, PyG's names, strict), runs forward(x) and checks
 // the output, the loss and every gradient against PyG's.
 template <class Layer, class Forward>
@@ -52,14 +46,15 @@ void check_case(const std::string& name, Layer& layer, Forward forward, Device d
   layer.to(dev);
   Tensor x = fixture().tensor("x").to(dev).set_requires_grad(true);
   Tensor out = forward(x);
-  expect_close(out, fixture().tensor(name + ".out"), "output");
+  strata::testing::expect_close(out, fixture().tensor(name + ".out"), 1e-10, 1e-10, "output");
   const std::string seed = fixture().names(name + ".seed").empty() ? "seed" : name + ".seed";
   Tensor loss = ops::sum(ops::mul(out, fixture().tensor(seed).to(dev)));
   EXPECT_NEAR(loss.item(), fixture().tensor(name + ".loss").item(), 1e-9);
   loss.backward();
-  expect_close(x.grad(), fixture().tensor(name + ".grad.x"), "grad of x");
+  strata::testing::expect_close(x.grad(), fixture().tensor(name + ".grad.x"), 1e-10, 1e-10, "grad of x");
   for (const auto& [pname, p] : layer.named_parameters())
-    expect_close(p.grad(), fixture().tensor(name + ".grad." + pname), "grad of " + pname);
+    strata::testing::expect_close(p.grad(), fixture().tensor(name + ".grad." + pname), 1e-10, 1e-10,
+                                  "grad of " + pname);
 }
 
 const nn::Materialization kEvery[] = {nn::Materialization::kEdgeWise, nn::Materialization::kCompact,
@@ -128,22 +123,25 @@ void check_hgt(const std::string& name, int64_t out_channels, int64_t heads, std
       Tensor x = fixture().tensor("hgt.x").to(dev).set_requires_grad(true);
       Tensor out = conv.forward(g, x);
       const Tensor paper = ops::narrow(out, 0, 0, 7), field = ops::narrow(out, 0, 12, 3);
-      expect_close(paper, fixture().tensor(name + ".out.paper"), "paper output");
-      expect_close(field, fixture().tensor(name + ".out.field"), "field output");
+      strata::testing::expect_close(paper, fixture().tensor(name + ".out.paper"), 1e-10, 1e-10,
+                                    "paper output");
+      strata::testing::expect_close(field, fixture().tensor(name + ".out.field"), 1e-10, 1e-10,
+                                    "field output");
       const std::string seed = fixture().names(name + ".seed.paper").empty() ? "hgt.seed" : name + ".seed";
       Tensor loss = ops::add(ops::sum(ops::mul(paper, fixture().tensor(seed + ".paper").to(dev))),
                              ops::sum(ops::mul(field, fixture().tensor(seed + ".field").to(dev))));
       EXPECT_NEAR(loss.item(), fixture().tensor(name + ".loss").item(), 1e-9);
       loss.backward();
-      expect_close(ops::narrow(x.grad(), 0, 0, 7), fixture().tensor(name + ".grad.x.paper"),
-                   "grad of paper x");
-      expect_close(ops::narrow(x.grad(), 0, 7, 5), fixture().tensor(name + ".grad.x.author"),
-                   "grad of author x");
-      expect_close(ops::narrow(x.grad(), 0, 12, 3), fixture().tensor(name + ".grad.x.field"),
-                   "grad of field x");
+      strata::testing::expect_close(ops::narrow(x.grad(), 0, 0, 7), fixture().tensor(name + ".grad.x.paper"),
+                                    1e-10, 1e-10, "grad of paper x");
+      strata::testing::expect_close(ops::narrow(x.grad(), 0, 7, 5), fixture().tensor(name + ".grad.x.author"),
+                                    1e-10, 1e-10, "grad of author x");
+      strata::testing::expect_close(ops::narrow(x.grad(), 0, 12, 3), fixture().tensor(name + ".grad.x.field"),
+                                    1e-10, 1e-10, "grad of field x");
       for (const auto& [pname, p] : conv.named_parameters())
         if (!fixture().names(name + ".grad." + pname).empty())
-          expect_close(p.grad(), fixture().tensor(name + ".grad." + pname), "grad of " + pname);
+          strata::testing::expect_close(p.grad(), fixture().tensor(name + ".grad." + pname), 1e-10, 1e-10,
+                                        "grad of " + pname);
     }
 }
 

@@ -86,11 +86,7 @@ class TinyGPT : public nn::Module {
   std::shared_ptr<Affine> ln_f;
 };
 
-// The message of the strata::Error fn() throws (a test failure when it throws none).
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  return strata::testing::error_of<Error>(fn);
-}
+using strata::testing::error_of;
 
 const std::vector<std::string> kTinyGptParams = {
     "wte",

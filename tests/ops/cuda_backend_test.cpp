@@ -20,6 +20,7 @@
 #include "strata/core/generator.h"
 #include "strata/ops.h"
 #include "support/device_present.h"
+#include "support/tensor_compare.h"
 
 namespace strata {
 namespace {
@@ -51,20 +52,8 @@ Tensor to_gpu(const Tensor& t) {
 Tensor cpu_empty(const Shape& s, DType dt) { return Tensor::empty(s, dt, kCPU); }
 Tensor gpu_empty(const Shape& s, DType dt) { return Tensor::empty(s, dt, kGpu); }
 
-// |got - want| <= atol + rtol |want| elementwise (NaN matches NaN); reports the first misses.
-void expect_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  const std::vector<double> g = got.to_double_vector(), w = want.to_double_vector();
-  int misses = 0;
-  for (size_t i = 0; i < w.size() && misses < 5; ++i) {
-    const bool ok = std::isnan(w[i]) ? std::isnan(g[i])
-                                     : (g[i] == w[i] || std::fabs(g[i] - w[i]) <= atol + rtol * std::fabs(w[i]));
-    if (!ok) {
-      ++misses;
-      ADD_FAILURE() << what << ": element " << i << " is " << g[i] << " on CUDA, " << w[i] << " on CPU";
-    }
-  }
-}
+// CUDA's result (got) against the CPU's (want): |got - want| <= atol + rtol |want| elementwise.
+using strata::testing::expect_close;
 
 void expect_same(const Tensor& got, const Tensor& want, const std::string& what) {
   expect_close(got, want, 0, 0, what);

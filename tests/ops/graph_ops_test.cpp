@@ -8,6 +8,7 @@
 
 #include "strata/strata.h"
 #include "support/device_present.h"
+#include "support/tensor_compare.h"
 
 using namespace strata;
 
@@ -47,16 +48,17 @@ void check_gradient(const std::function<Tensor()>& f, Tensor& leaf) {
   ASSERT_TRUE(analytic.defined());
   std::vector<double> a = analytic.to_double_vector();
   double* p = leaf.data<double>();
-  for (int64_t i = 0; i < leaf.numel(); ++i) {
-    NoGradGuard ng;
-    const double keep = p[i], h = 1e-6;
-    p[i] = keep + h;
-    const double lp = ops::sum(ops::mul(f(), seed)).item();
-    p[i] = keep - h;
-    const double lm = ops::sum(ops::mul(f(), seed)).item();
-    p[i] = keep;
-    EXPECT_NEAR(a[size_t(i)], (lp - lm) / (2 * h), 1e-6 * (1 + std::fabs(a[size_t(i)]))) << "element " << i;
-  }
+  const std::vector<double> numeric =
+      strata::testing::central_differences(size_t(leaf.numel()), 1e-6, [&](size_t e, double d) {
+        NoGradGuard ng;
+        const double keep = p[e];
+        p[e] = keep + d;
+        const double loss = ops::sum(ops::mul(f(), seed)).item();
+        p[e] = keep;
+        return loss;
+      });
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], numeric[i], 1e-6 * (1 + std::fabs(a[i]))) << "element " << i;
 }
 
 }  // namespace

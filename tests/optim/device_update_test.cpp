@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "strata/strata.h"
+#include "support/tensor_compare.h"
 
 using namespace strata;
 
@@ -16,11 +17,9 @@ Tensor values(int64_t n, uint64_t seed, DType dt) {
   return ops::randn({n}, TensorOptions(dt));
 }
 
+// a within tol * (1 + |b|) of b, element by element.
 void expect_close(const Tensor& a, const Tensor& b, double tol) {
-  std::vector<double> x = a.to_double_vector(), y = b.to_double_vector();
-  ASSERT_EQ(x.size(), y.size());
-  for (size_t i = 0; i < x.size(); ++i)
-    ASSERT_NEAR(x[i], y[i], tol * (1 + std::fabs(y[i]))) << "element " << i;
+  strata::testing::expect_close(a, b, tol, tol);
 }
 
 }  // namespace

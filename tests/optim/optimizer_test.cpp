@@ -37,11 +37,7 @@ void set_grads(std::vector<Tensor>& ps, uint64_t seed) {
   for (Tensor& p : ps) p.set_grad(ops::randn(p.shape(), p.dtype()));
 }
 
-// The message of the strata::Error fn() throws (a test failure when it throws none).
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  return strata::testing::error_of<Error>(fn);
-}
+using strata::testing::error_of;
 
 TEST(Optimizer, ZeroGradDropsOrZeroFillsGradients) {
   auto ps = make_params(1);

@@ -1,5 +1,5 @@
-// error_of<E>(f): the message of the E that f() throws, or "" and a test failure when it returns or
-// throws something else.
+// error_of<E>(f): the message of the E that f() throws (E: any strata::Error unless named), or ""
+// and a test failure when it returns or throws something else.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,9 +7,11 @@
 #include <exception>
 #include <string>
 
+#include "strata/core/error.h"
+
 namespace strata::testing {
 
-template <class E, class F>
+template <class E = Error, class F>
 std::string error_of(F&& f) {
   try {
     f();
