@@ -1,7 +1,7 @@
-// The tensor cache's parity harness for a whole model (cache_parity_models.h names the models,
-// bert_cache_test.cpp on BERT): a few optimizer steps run once with every tensor kept and
-// counted (the reference), then under each cache policy; losses and step 0's gradients must match
-// bit for bit, and the per-step cache counters show where the bytes went.
+// The tensor cache's parity harness for a whole model (the models: cache_parity_models.h): a few
+// optimizer steps run once with every tensor kept and counted (the reference), then under each
+// cache policy; losses and step 0's gradients must match bit for bit, and the per-step cache
+// counters show where the bytes went.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -138,10 +138,10 @@ Ref compare(const Ref& a, const Ref& b, bool (*f)(double, double)) {
 }
 Tensors values_indices(const ops::ValuesIndices& v) { return {v.values, v.indices}; }
 
-std::vector<OpCase> build_table() {
-  Table t;
-  using ops::Reduction;
+using ops::Reduction;
 
+// Elementwise ops, comparisons and selection.
+void add_elementwise_rows(Table& t) {
   // ---- elementwise, unary ----
   t.unary("neg", [](const Tensor& x) { return ops::neg(x); }, [](double v) { return -v; }, Values::Normal, true);
   t.unary("exp", [](const Tensor& x) { return ops::exp(x); }, [](double v) { return std::exp(v); }, Values::Normal, true);
@@ -241,7 +241,10 @@ std::vector<OpCase> build_table() {
       .bf16();
   t.add("masked_fill.T", {in({4, 3}).T(), mask({4, 3}).T()}, OP(ops::masked_fill(x[0], x[1], -7.0)),
         REF(R::where(r[1], Ref({}, {-7.0}), r[0])));
+}
 
+// Reductions.
+void add_reduction_rows(Table& t) {
   // ---- reductions ----
   t.add("sum.all_T", {in({4, 7}).T()}, OP(ops::sum(x[0])), REF(R::sum(r[0]))).bf16();
   t.add("sum.method_offset", {in({13}).offset()}, OP(x[0].sum()), REF(R::sum(r[0])));
@@ -281,7 +284,10 @@ std::vector<OpCase> build_table() {
   t.add("argmin.ties_first", {in({3, 5}).ints().T()}, OP(ops::argmin(x[0], 0)),
         REF(R::arg_extremum(r[0], 0, false, false)))
       .no_grad();
+}
 
+// Matrix products.
+void add_matmul_rows(Table& t) {
   // ---- matrix products ----
   t.add("matmul.dot", {in({7}), in({7}).step()}, OP(ops::matmul(x[0], x[1])), REF(R::matmul(r[0], r[1])));
   t.add("matmul.vec_mat", {in({5}), in({5, 3}).T()}, OP(ops::matmul(x[0], x[1])), REF(R::matmul(r[0], r[1])));
@@ -314,7 +320,10 @@ std::vector<OpCase> build_table() {
         REF(R::matmul(r[0], R::transpose(r[1], 0, 1))));
   t.add("linear.vec", {in({5}), in({3, 5}), in({3}).offset()}, OP(ops::linear(x[0], x[1], x[2])),
         REF(R::zip(R::matmul(r[0], R::transpose(r[1], 0, 1)), r[2], std::plus<>())));
+}
 
+// Softmax, losses, normalization, fused attention, dropout.
+void add_nn_rows(Table& t) {
   // ---- softmax family ----
   t.add("softmax.last_T", {in({3, 7}).T()}, OP(ops::softmax(x[0], -1)), REF(R::softmax(r[0], -1, false))).bf16();
   t.add("softmax.dim1_step", {in({4, 3, 5}).step()}, OP(ops::softmax(x[0], 1)), REF(R::softmax(r[0], 1, false)));
@@ -430,7 +439,10 @@ std::vector<OpCase> build_table() {
           return {out};
         })
       .bf16();
+}
 
+// Joining, splitting, views, layout, indexing, in-place ops.
+void add_shape_and_index_rows(Table& t) {
   // ---- joining and splitting ----
   t.add("cat.dim0", {in({2, 3}), in({1, 3}).T(), in({4, 3}).step()}, OP(ops::cat({x[0], x[1], x[2]}, 0)),
         REF(R::cat({r[0], r[1], r[2]}, 0)))
@@ -528,7 +540,10 @@ std::vector<OpCase> build_table() {
         },
         REF(R::map(r[0], [](double a) { return -2.0 * a; })))
       .no_grad();
+}
 
+// Convolution, batch norm, pooling.
+void add_conv_rows(Table& t) {
   // ---- convolution, batch norm, pooling (NCHW): f64 runs Strata's im2col kernels, f32 oneDNN ----
   {
     auto conv = [&t](const std::string& name, std::vector<InputSpec> ins, ops::Size2 st, ops::Size2 pad, ops::Size2 dil,
@@ -598,7 +613,10 @@ std::vector<OpCase> build_table() {
     pool("adaptive_avg_pool2d.odd_T", in({1, 2, 7, 5}).T(), ao,
          [](const Tensor& x) { return ops::adaptive_avg_pool2d(x, {3, 2}); });
   }
+}
 
+// Message passing, segments, relational message passing and GEMMs.
+void add_graph_rows(Table& t) {
   // ---- message passing and segments: 6 nodes, a duplicate edge (0->1 twice), a self loop (3->3),
   // node 5 isolated, node 4 only a source. The graph follows the op's inputs to their device. ----
   {
@@ -732,7 +750,10 @@ std::vector<OpCase> build_table() {
         REF(R::segment_mm(r[0], R::as_ids(r[2]), r[1], {0, 1000, 1100, 4500}, R::as_ids(r[3]), nullptr, 40)))
       .no_grad()
       .tol32(1e-9);
+}
 
+// Sizes past the CPU's parallel grain.
+void add_large_rows(Table& t) {
   // ---- sizes past the CPU's parallel grain (32768 elements): OpenMP chunks start mid-row ----
   t.add("large.add_T_bcast", {in({181, 203}).T(), in({203})}, OP(ops::add(x[0], x[1])),
         REF(R::zip(r[0], r[1], std::plus<>())))
@@ -751,6 +772,18 @@ std::vector<OpCase> build_table() {
   t.add("large.scatter_add", {in({200, 50}), idx({200, 200}, 50), in({200, 200})},
         OP(ops::scatter_add(x[0], 1, x[1], x[2])), REF(R::scatter_add(r[0], 1, r[1], r[2])))
       .no_grad();
+}
+
+std::vector<OpCase> build_table() {
+  Table t;
+  add_elementwise_rows(t);
+  add_reduction_rows(t);
+  add_matmul_rows(t);
+  add_nn_rows(t);
+  add_shape_and_index_rows(t);
+  add_conv_rows(t);
+  add_graph_rows(t);
+  add_large_rows(t);
   return std::move(t.rows);
 }
 
