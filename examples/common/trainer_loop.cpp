@@ -35,6 +35,9 @@ TrainLoop::TrainLoop(TrainLoopParts parts)
       step_(parts_.first_step),
       start_(std::chrono::steady_clock::now()) {
   const RunConfig& run = *parts_.run;
+  STRATA_CHECK(parts_.first_step == 0 || parts_.first_step < run.max_steps(), ValueError, "--max-steps ",
+               run.max_steps(), " is not past the checkpoint's step ", parts_.first_step,
+               ": a resumed run would train no step (raise --max-steps)");
   if (lead_) std::printf("  device %s\n", parts_.device->describe().c_str());
   const std::string state = optimizer_state_line(*parts_.optimizer);
   if (lead_ && !state.empty()) std::printf("  %s\n", state.c_str());

@@ -124,6 +124,21 @@ void check_node_options(const TrainGnnConfig& set, const GnnTrainOptions& o) {
                "--materialization aggregate_first does not apply to --model ", c.model(),
                " (attention weighs each edge's message)");
   STRATA_CHECK(!attention || c.num_bases() == 0, ValueError, "--num-bases applies to --model rgcn");
+  // The model's own checks (GNNConfig::validate) run after the data loads and name its fields:
+  // the flags are checked here, first, by their names.
+  STRATA_CHECK(c.layers() >= 1, ValueError, "--layers ", c.layers(), " must be at least 1");
+  STRATA_CHECK(c.hidden() >= 1, ValueError, "--hidden ", c.hidden(), " must be at least 1");
+  STRATA_CHECK(c.heads() >= 1, ValueError, "--heads ", c.heads(), " must be at least 1");
+  STRATA_CHECK(c.aggr() == "mean" || c.aggr() == "sum" || c.aggr() == "max" || c.aggr() == "min", ValueError,
+               "--aggr '", c.aggr(), "' is not one of mean, sum, max, min");
+  STRATA_CHECK(o.model.dropout >= 0 && o.model.dropout < 1, ValueError, "--dropout ", o.model.dropout,
+               " must be in [0, 1)");
+  STRATA_CHECK(c.attention_dropout() >= 0 && c.attention_dropout() < 1, ValueError, "--attention-dropout ",
+               c.attention_dropout(), " must be in [0, 1)");
+  STRATA_CHECK(c.train_fraction() >= 0 && c.train_fraction() <= 1 && c.val_fraction() >= 0 &&
+                   c.val_fraction() <= 1 && c.train_fraction() + c.val_fraction() <= 1,
+               ValueError, "--train-fraction ", c.train_fraction(), " and --val-fraction ", c.val_fraction(),
+               " must be fractions in [0, 1] with a sum of at most 1");
   STRATA_CHECK(c.model() != "hgt" || o.model.hidden_channels % o.model.heads == 0, ValueError, "--hidden ",
                o.model.hidden_channels, " must be divisible by --heads ", o.model.heads, " for --model hgt");
   STRATA_CHECK(c.num_bases() >= 0, ValueError, "--num-bases ", c.num_bases(), " must be at least 0");

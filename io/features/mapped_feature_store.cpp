@@ -31,9 +31,9 @@
 #include <cstring>
 
 #include "io/features/loader_threads.h"
-#include "io/features/mapped_copy.h"
 #include "io/features/row_cache.h"
 #include "io/graphs/npy_file.h"
+#include "io/mapped_copy.h"
 #include "strata/core/error.h"
 #include "strata/io/features/feature_store.h"
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "io/mapped_copy.h"
 #include "strata/core/output_path.h"
 #include "strata/io/keyed_rng.h"
 #include "strata/ops/factory.h"
@@ -56,6 +57,18 @@ std::shared_ptr<TokenShard> TokenShard::open(const std::string& path) {
   s->num_tokens_ = n;
   s->tokens_ = reinterpret_cast<const uint16_t*>(static_cast<const char*>(map) + kTokenShardHeaderBytes);
   return s;
+}
+
+void TokenShard::copy_tokens(int64_t first, int64_t count, uint16_t* out) const {
+  STRATA_CHECK(first >= 0 && count >= 0 && first + count <= num_tokens_, IndexError, "token shard '", path_,
+               "': tokens [", first, ", ", first + count, ") are outside its ", num_tokens_);
+  const int64_t ids[1] = {0};
+  const int64_t fault = copy_mapped_rows(static_cast<const char*>(map_), map_bytes_,
+                                         reinterpret_cast<const char*>(tokens_ + first), ids, 0, 1,
+                                         count * int64_t(sizeof(uint16_t)), reinterpret_cast<char*>(out));
+  STRATA_CHECK(fault < 0, IoError, "token shard '", path_, "': no data at byte offset ", fault, " of the ",
+               map_bytes_,
+               " it had when opened: the file shrank while mapped (rewritten or truncated during the run)");
 }
 
 TokenShard::~TokenShard() {
@@ -110,13 +123,19 @@ TokenLoader::TokenLoader(std::vector<std::string> paths, TokenLoaderOptions opti
 }
 
 void TokenLoader::check_token_limit(const TokenShard& shard) const {
-  const uint16_t* t = shard.tokens();
-  const int64_t n = shard.num_tokens();
-  for (int64_t i = 0; i < n; ++i) {
-    if (int64_t(t[i]) < opt_.token_limit) continue;
-    throw IoError(detail::concat("token shard '", shard.path(), "': token ", t[i], " at position ", i,
-                                 " (byte offset ", kTokenShardHeaderBytes + 2 * i, ") is not below ",
-                                 opt_.token_limit, ", the model's vocabulary (or its first special token)"));
+  const int64_t n = shard.num_tokens(), chunk = int64_t(1) << 20;
+  std::vector<uint16_t> t(size_t(std::min(n, chunk)));
+  for (int64_t at = 0; at < n; at += chunk) {
+    const int64_t count = std::min(chunk, n - at);
+    shard.copy_tokens(at, count, t.data());
+    for (int64_t j = 0; j < count; ++j) {
+      if (int64_t(t[size_t(j)]) < opt_.token_limit) continue;
+      const int64_t i = at + j;
+      throw IoError(detail::concat("token shard '", shard.path(), "': token ", t[size_t(j)], " at position ",
+                                   i, " (byte offset ", kTokenShardHeaderBytes + 2 * i, ") is not below ",
+                                   opt_.token_limit,
+                                   ", the model's vocabulary (or its first special token)"));
+    }
   }
 }
 
@@ -182,9 +201,10 @@ void TokenLoader::next(Tensor* inputs, Tensor* targets) {
   }
   const TokenShard& shard = *shards_[size_t(shard_order_[size_t(cursor_.shard)])];
   std::vector<int64_t> x(size_t(B * T)), y(size_t(B * T));
+  std::vector<uint16_t> w(size_t(T + 1));
   const int64_t first = cursor_.sample + int64_t(opt_.rank) * B;
   for (int64_t b = 0; b < B; ++b) {
-    const uint16_t* w = shard.tokens() + sample_order_[size_t(first + b)] * T;
+    shard.copy_tokens(sample_order_[size_t(first + b)] * T, T + 1, w.data());
     for (int64_t t = 0; t < T; ++t) {
       x[size_t(b * T + t)] = w[t];
       y[size_t(b * T + t)] = w[t + 1];

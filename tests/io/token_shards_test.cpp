@@ -89,6 +89,26 @@ TEST(TokenLoader, SequentialBatchesAreContiguousAndTargetsShiftByOne) {
   EXPECT_EQ(loader.cursor().epoch, 1);
 }
 
+// A shard truncated while the loader has it mapped: the read that reaches past the new end is an
+// IoError naming the file and the offset, not a SIGBUS that ends the process.
+TEST(TokenLoader, AShardThatShrinksUnderItsMappingIsAnErrorNamingTheFile) {
+  std::string p = temp_dir() + "/shrinks.bin";
+  write_token_shard(p, iota_tokens(1 + 64 * 2000));
+  TokenLoader loader({p}, {.batch = 2, .seq_len = 64});
+  Tensor x, y;
+  loader.next(&x, &y);
+  std::filesystem::resize_file(p, 4096);  // what a rewrite in place leaves for a moment
+  loader.set_cursor({.epoch = 0, .shard = 0, .sample = 1000});
+  try {
+    loader.next(&x, &y);
+    ADD_FAILURE() << "read tokens past the end of a truncated shard";
+  } catch (const IoError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(p), std::string::npos) << m;
+    EXPECT_NE(m.find("shrank while mapped"), std::string::npos) << m;
+  }
+}
+
 TEST(TokenLoader, RanksReadDisjointBatches) {
   std::string p = temp_dir() + "/ranks.bin";
   write_token_shard(p, iota_tokens(1 + 2 * 16 * 6));

@@ -184,13 +184,13 @@ g fanouts_count "--fanouts has 1 entries for 2 layers" --fanouts 5
 g dcsbm_nodes_zero "--dcsbm-nodes" --dcsbm-nodes 0
 g dcsbm_classes_one "--dcsbm-classes" --dcsbm-classes 1
 g dcsbm_degree_negative "--dcsbm-degree -3 must be a positive number" --dcsbm-degree -3
-g train_fraction "fractions train=1.5 val=0.2 must lie in \[0, 1\]" --train-fraction 1.5
-g val_fraction "fractions train=0.6 val=-0.1 must lie in \[0, 1\]" --val-fraction -0.1
+g train_fraction "--train-fraction 1.5 and --val-fraction 0.2 must be fractions in \[0, 1\]" --train-fraction 1.5
+g val_fraction "--train-fraction 0.6 and --val-fraction -0.1 must be fractions" --val-fraction -0.1
 g model_unknown "--model" --model bogus
-g aggr_unknown "aggr 'bogus' is not one of mean, sum, max, min" --aggr bogus
-g heads_zero "heads 0 must be at least 1" --model gat --heads 0
-g layers_zero "num_layers 0 must be at least 1" --layers 0
-g dropout_above_one "dropout 1.5 .* must be in \[0, 1\)" --dropout 1.5
+g aggr_unknown "--aggr 'bogus' is not one of mean, sum, max, min" --aggr bogus
+g heads_zero "--heads 0 must be at least 1" --model gat --heads 0
+g layers_zero "--layers 0 must be at least 1" --layers 0
+g dropout_above_one "--dropout 1.5 must be in \[0, 1\)" --dropout 1.5
 g lr_negative "--lr" --lr -1
 run_case max_steps_zero "--max-steps" "$gnn" --max-steps 0 -o "$(o max_steps_zero)"
 g batch_size_zero "--batch-size|-b" --fanouts 5,5 --batch-size 0

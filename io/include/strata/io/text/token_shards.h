@@ -26,7 +26,12 @@ class TokenShard {
   TokenShard& operator=(const TokenShard&) = delete;
   const std::string& path() const { return path_; }
   int64_t num_tokens() const { return num_tokens_; }
+  // The mapping itself: a read faults (SIGBUS) where the file shrank after it was opened;
+  // copy_tokens reads through a guard instead.
   const uint16_t* tokens() const { return tokens_; }
+  // Copies tokens [first, first + count) to `out`. IoError naming the file and the byte offset
+  // when the file no longer holds them (it shrank while mapped: rewritten or truncated under the run).
+  void copy_tokens(int64_t first, int64_t count, uint16_t* out) const;
 
  private:
   TokenShard() = default;

@@ -2,7 +2,7 @@
 // of the mapping being copied from. The handler jumps back to copy_mapped_rows only for a fault
 // inside that thread's guarded mapping; any other SIGBUS gets the disposition it had before.
 // Between sigsetjmp and the copy's memcpy there is no C++ object to unwind.
-#include "io/features/mapped_copy.h"
+#include "io/mapped_copy.h"
 
 #include <atomic>
 #include <csetjmp>
