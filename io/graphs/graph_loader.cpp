@@ -124,8 +124,10 @@ GraphBatchLoader::GraphBatchLoader(std::shared_ptr<const GraphDataset> dataset, 
   }
   const auto S = int64_t(seeds_.size());
   STRATA_CHECK(S > 0, ValueError, "GraphBatchLoader: no seed nodes (dataset '", d.name, "')");
-  batches_per_epoch_ = o_.full_graph ? 1 : o_.drop_last ? S / o_.batch : (S + o_.batch - 1) / o_.batch;
-  STRATA_CHECK(batches_per_epoch_ > 0, ValueError, "GraphBatchLoader: ", S, " seeds make no full batch of ",
+  const int64_t batches_per_epoch = o_.full_graph  ? 1
+                                    : o_.drop_last ? S / o_.batch
+                                                   : (S + o_.batch - 1) / o_.batch;
+  STRATA_CHECK(batches_per_epoch > 0, ValueError, "GraphBatchLoader: ", S, " seeds make no full batch of ",
                o_.batch, " (dataset '", d.name, "'); lower the batch size or keep the last partial batch");
   orders_ = std::make_unique<EpochOrders>(seeds_, o_.shuffle, o_.seed);
   // A full-graph batch shares the dataset's tensors: it holds no bytes of its own.
@@ -133,7 +135,7 @@ GraphBatchLoader::GraphBatchLoader(std::shared_ptr<const GraphDataset> dataset, 
   if (!o_.full_graph)
     bytes = [](const std::any& b) { return batch_bytes(std::any_cast<const GraphMiniBatch&>(b)); };
   pipe_ = std::make_unique<BatchPipeline>(
-      "GraphBatchLoader", pipeline, batches_per_epoch_,
+      "GraphBatchLoader", pipeline, batches_per_epoch,
       [this](int64_t epoch, int64_t index) { return std::any(make(epoch, index)); }, std::move(bytes));
 }
 

@@ -43,9 +43,10 @@ ImageLoader::ImageLoader(std::shared_ptr<const ImageDataset> dataset, ImageLoade
   BatchPipeline::check("ImageLoader", pipeline);
   const int64_t n = dataset_->size();
   STRATA_CHECK(n > 0, ValueError, "ImageLoader: the dataset is empty (", dataset_->describe(), ")");
-  batches_per_epoch_ = o_.drop_last ? n / o_.batch : (n + o_.batch - 1) / o_.batch;
-  STRATA_CHECK(batches_per_epoch_ > 0, ValueError, "ImageLoader: ", n, " samples make no full batch of ", o_.batch,
-               " (", dataset_->describe(), "); lower the batch size or keep the last partial batch");
+  const int64_t batches_per_epoch = o_.drop_last ? n / o_.batch : (n + o_.batch - 1) / o_.batch;
+  STRATA_CHECK(batches_per_epoch > 0, ValueError, "ImageLoader: ", n, " samples make no full batch of ",
+               o_.batch, " (", dataset_->describe(),
+               "); lower the batch size or keep the last partial batch");
   const int64_t side = o_.transforms.output_size();
   if (side > 0) {
     height_ = width_ = side;
@@ -58,7 +59,7 @@ ImageLoader::ImageLoader(std::shared_ptr<const ImageDataset> dataset, ImageLoade
   std::iota(samples.begin(), samples.end(), int64_t(0));
   orders_ = std::make_unique<EpochOrders>(std::move(samples), o_.shuffle, o_.seed);
   pipe_ = std::make_unique<BatchPipeline>(
-      "ImageLoader", pipeline, batches_per_epoch_,
+      "ImageLoader", pipeline, batches_per_epoch,
       [this](int64_t epoch, int64_t index) { return std::any(make(epoch, index)); });
 }
 

@@ -70,7 +70,7 @@ class GraphBatchLoader {
   GraphMiniBatch next();
 
   // Global batches per epoch (all ranks together); 1 in full-graph mode.
-  int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  int64_t batches_per_epoch() const { return pipe_->batches_per_epoch(); }
   int64_t num_seeds() const { return int64_t(seeds_.size()); }
   const GraphDataset& dataset() const { return *dataset_; }
   const GraphLoaderOptions& options() const { return o_; }
@@ -92,7 +92,6 @@ class GraphBatchLoader {
   std::unique_ptr<NeighborSampler> sampler_;  // sampled mode
   std::vector<SampledBlock> full_blocks_;     // full-graph mode
   Tensor features_, labels_;                  // the dataset's, contiguous
-  int64_t batches_per_epoch_ = 0;
   std::unique_ptr<EpochOrders> orders_;
   std::unique_ptr<BatchPipeline> pipe_;  // last: its workers stop before the members they read go
 };

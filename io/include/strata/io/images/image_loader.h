@@ -50,7 +50,7 @@ class ImageLoader {
   void next(Tensor* images, Tensor* labels);
 
   // Global batches per epoch (all ranks together).
-  int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  int64_t batches_per_epoch() const { return pipe_->batches_per_epoch(); }
   int64_t height() const { return height_; }
   int64_t width() const { return width_; }
   const ImageDataset& dataset() const { return *dataset_; }
@@ -66,7 +66,7 @@ class ImageLoader {
   ImageBatch make(int64_t epoch, int64_t index) const;
   std::shared_ptr<const ImageDataset> dataset_;
   ImageLoaderOptions o_;
-  int64_t height_ = 0, width_ = 0, batches_per_epoch_ = 0;
+  int64_t height_ = 0, width_ = 0;
   std::unique_ptr<EpochOrders> orders_;
   std::unique_ptr<BatchPipeline> pipe_;  // last: its workers stop before the members they read go
 };
