@@ -1,8 +1,10 @@
 #include "strata/io/batch_pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <limits>
 #include <thread>
 
 #include "strata/core/error.h"
@@ -13,7 +15,9 @@ namespace strata::io {
 // Batches of this rank are numbered k = 0, 1, 2, ... from where the workers started; batch k is
 // global stream position start + k * world_size + rank. Workers claim k in order, at most
 // `prefetch` batches and `prefetch_bytes` ahead of the consumer, and file the result under k;
-// next() takes them in order.
+// next() takes them in order. A batch in the making counts as large as the largest made so far,
+// so that workers starting together cannot overshoot `prefetch_bytes`; until one batch is made
+// its size is unknown and only the batch next() waits for is started.
 struct BatchPipeline::Workers {
   struct Result {
     std::any batch;
@@ -28,6 +32,7 @@ struct BatchPipeline::Workers {
   int64_t next_claim = 0, consumed = 0;
   std::map<int64_t, Result> ready;
   int64_t ready_bytes = 0;
+  int64_t largest_bytes = -1;  // of the batches made so far; -1 before the first
   bool stopping = false;
   std::vector<std::thread> threads;
 
@@ -44,24 +49,33 @@ struct BatchPipeline::Workers {
     return r;
   }
 
+  // Whether the next claim keeps the held bytes (ready plus in the making) under prefetch_bytes.
+  bool room_for_one() const {
+    const int64_t bound = pipe->o_.prefetch_bytes;
+    if (next_claim == consumed || bound == std::numeric_limits<int64_t>::max()) return true;
+    if (largest_bytes < 0) return false;
+    const int64_t in_making = next_claim - consumed - static_cast<int64_t>(ready.size());
+    return ready_bytes + in_making * largest_bytes < bound;
+  }
+
   void work() {
     const BatchPipelineOptions& o = pipe->o_;
     for (;;) {
       int64_t k;
       {
         std::unique_lock<std::mutex> lock(mu);
-        work_cv.wait(lock, [&] {
-          return stopping || (next_claim < consumed + o.prefetch &&
-                              (next_claim == consumed || ready_bytes < o.prefetch_bytes));
-        });
+        work_cv.wait(lock,
+                     [&] { return stopping || (next_claim < consumed + o.prefetch && room_for_one()); });
         if (stopping) return;
         k = next_claim++;
       }
       Result r = make(k);
       std::lock_guard<std::mutex> lock(mu);
       ready_bytes += r.bytes;
+      largest_bytes = std::max(largest_bytes, r.bytes);
       ready.emplace(k, std::move(r));
       ready_cv.notify_all();
+      work_cv.notify_all();  // the first size known, or room freed by a smaller batch
     }
   }
 };
