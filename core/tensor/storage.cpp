@@ -14,7 +14,10 @@ StorageImpl::StorageImpl(size_t nbytes, Device device, Allocator* allocator,
                          MemoryCategory category)
     : nbytes_(nbytes), device_(device), allocator_(allocator), category_(category),
       id_(next_storage_id.fetch_add(1)) {
-  if (allocator_) data_ = allocator_->allocate(nbytes, category);
+  if (allocator_) {
+    data_ = allocator_->allocate(nbytes, category);
+    holds_bytes_ = true;
+  }
 }
 
 StorageImpl::StorageImpl(void* data, size_t nbytes, Device device,
@@ -26,8 +29,7 @@ uint64_t StorageImpl::next_id() { return next_storage_id.load(); }
 
 StorageImpl::~StorageImpl() {
   if (allocator_) {
-    if (data_ == nullptr) return;  // paged out
-    allocator_->deallocate(data_, nbytes_, category_);
+    if (holds_bytes_) allocator_->deallocate(data_, nbytes_, category_);
   } else if (deleter_) {
     deleter_(data_);
   }
@@ -48,7 +50,7 @@ void StorageImpl::release_saved() {
 }
 
 void StorageImpl::set_category(MemoryCategory c) {
-  if (allocator_) allocator_->retag(nbytes_, category_, c);
+  if (holds_bytes_) allocator_->retag(nbytes_, category_, c);
   category_ = c;
 }
 
@@ -75,7 +77,8 @@ void StorageImpl::set_pager(StoragePager* pager) {
 void StorageImpl::release_device_bytes() {
   STRATA_CHECK(allocator_ != nullptr, ValueError, "storage ", id_, " has no allocator to give its memory to");
   mark_resident(false);
-  if (data_ != nullptr) allocator_->deallocate(data_, nbytes_, category_);
+  if (holds_bytes_) allocator_->deallocate(data_, nbytes_, category_);
+  holds_bytes_ = false;
   data_ = nullptr;
 }
 
@@ -92,7 +95,9 @@ void prefetch_paged(const Tensor& t) {
 }
 
 void StorageImpl::allocate_device_bytes() {
-  if (data_ == nullptr && allocator_ != nullptr) data_ = allocator_->allocate(nbytes_, category_);
+  if (holds_bytes_ || allocator_ == nullptr) return;
+  data_ = allocator_->allocate(nbytes_, category_);
+  holds_bytes_ = true;
 }
 
 }  // namespace strata

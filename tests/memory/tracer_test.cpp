@@ -208,3 +208,50 @@ TEST(StepTracer, AShapeOnlyMetaStepIsTracedWithTheCostModel) {
   EXPECT_GT(r.activation_peak, 0u);
   EXPECT_NEAR(r.compute_seconds, r.step_seconds, 1e-12);
 }
+
+// Backward's workspace on the Meta device is what it is on the CPU: every temporary a backward node
+// frees leaves the allocator's count (Meta storages hold no memory, yet count their bytes), so the
+// workspace of the last block's backward equals the first's instead of growing with depth. The
+// attention is the composite CUDA's f32 path and Meta take.
+TEST(StepTracer, BackwardWorkspaceOnMetaDoesNotGrowWithDepth) {
+  std::vector<uint64_t> per_device[2];
+  for (int d = 0; d < 2; ++d) {
+    const Device dev = d == 0 ? kCPU : kMeta;
+    const int64_t B = 2, T = 32, C = 64, H = 4, D = C / H;
+    std::vector<Tensor> w;
+    for (int i = 0; i < 6; ++i) {
+      Tensor p = ops::zeros({C, 3 * C}, TensorOptions().device(dev));
+      p.set_requires_grad(true);
+      p.set_is_parameter(true);
+      w.push_back(p);
+    }
+    Tensor x = ops::zeros({B, T, C}, TensorOptions().device(dev));
+    TracerOptions o;
+    o.device = dev;
+    auto tracer = std::make_shared<StepTracer>(nullptr, o);
+    {
+      OpObserverGuard obs(tracer.get());
+      autograd::SavePolicyGuard save(tracer);
+      tracer->begin();
+      Tensor h = x;
+      for (int i = 0; i < 6; ++i) {
+        autograd::ScopeGuard block(std::string("b").append(std::to_string(i)), true);
+        std::vector<Tensor> parts = ops::split(ops::matmul(h, w[size_t(i)]), C, 2);
+        auto heads = [&](const Tensor& t) { return ops::transpose(ops::view(t, {B, T, H, D}), 1, 2); };
+        Tensor y = ops::scaled_dot_product_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]),
+                                                     Tensor(), 0.0, true);
+        h = ops::reshape(ops::transpose(y, 1, 2), {B, T, C});
+      }
+      ops::sum(h).backward();
+    }
+    for (const TraceOp& op : tracer->finish("composite attention").ops)
+      if (op.phase == TracePhase::Backward && op.kind == "MatmulBackward")
+        per_device[d].push_back(op.temp_bytes);
+  }
+  ASSERT_EQ(per_device[0].size(), 6u);
+  ASSERT_EQ(per_device[1].size(), 6u);
+  for (size_t b = 0; b < 6; ++b) {
+    EXPECT_EQ(per_device[1][b], per_device[1][0]) << "block " << 5 - b << "'s backward on Meta";
+    EXPECT_EQ(per_device[0][b], per_device[0][0]) << "block " << 5 - b << "'s backward on the CPU";
+  }
+}

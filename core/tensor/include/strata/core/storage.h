@@ -80,6 +80,9 @@ class StorageImpl {
   size_t nbytes_ = 0;
   StoragePager* pager_ = nullptr;
   std::atomic<bool> resident_{true};
+  // Whether nbytes_ are allocated from allocator_ (and counted in its stats): false while paged out.
+  // Not data_ != nullptr: the Meta device's allocator counts bytes it never hands out.
+  bool holds_bytes_ = false;
   Device device_;
   Allocator* allocator_ = nullptr;
   MemoryCategory category_;
