@@ -1,23 +1,28 @@
 // strata_plan: for a model config (or a recorded trace), a hardware profile and a memory budget,
 // prints each policy's predicted step time and peaks, the chosen plan per block or per tensor,
-// and draws every policy's activation memory over the step as an SVG.
+// and draws every policy's activation memory over the step as an SVG. With --step-budget the
+// budget covers the whole step, and for a model config the plan also places its weights, gradients
+// and optimizer state (device, host memory or NVMe), printing each placement it tried.
 //
 //   strata_plan --model gpt2-xl --batch 8 --seq 1024 --hardware
 //   tools/hardware/h100-sxm-pcie5-1xgen4.textproto
 //               --budget 50% --svg gpt2xl.svg --save-plan gpt2xl.plan
 //   strata_plan --model gpt2-xl ... --budget 50%,25% --markdown    (the relative-throughput rows in
 //   docs/benchmarks.md)
+//   strata_plan --model gpt2-xl --batch 1 --seq 1024 --hardware ... --budget 16G --step-budget
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "strata/core/output_path.h"
 #include "strata/memory/planner/cost_model.h"
+#include "strata/memory/planner/model_state_plan.h"
 #include "strata/memory/planner/planner.h"
 #include "strata/memory/planner/tracer.h"
 #include "strata/models/bert.h"
@@ -64,8 +69,10 @@ std::shared_ptr<M> build(const C& cfg) {
 }
 
 // A shape-only step of the model on the Meta device, timed by the profile's cost model.
-StepTrace meta_trace(const std::string& model, int64_t batch, int64_t seq, int64_t image, const HardwareProfile& hw,
-                     GemmPrecision precision) {
+// `state`: the model's weights per planner block, with `optimizer_state` bytes per weight byte.
+StepTrace meta_trace(const std::string& model, int64_t batch, int64_t seq, int64_t image,
+                     const HardwareProfile& hw, GemmPrecision precision, double optimizer_state,
+                     ModelState& state) {
   TracerOptions o;
   o.cost_model = &hw;
   o.device = kMeta;
@@ -85,12 +92,14 @@ StepTrace meta_trace(const std::string& model, int64_t batch, int64_t seq, int64
     auto& m = *build<models::GPT>(cfg);
     Tensor idx = ops::zeros({batch, seq}, i64), targets = ops::zeros({batch, seq}, i64);
     run([&] { m.loss(idx, targets).backward(); });
+    state = model_state_of(m, optimizer_state);
     name += " B=" + std::to_string(batch) + " T=" + std::to_string(seq);
   } else if (model.rfind("bert", 0) == 0) {
     models::BertConfig cfg = models::BertConfig::preset(model);
     auto& m = *build<models::BertForSequenceClassification>(cfg);  // the encoder; the MLM head needs the labels' values
     Tensor ids = ops::zeros({batch, seq}, i64), labels = ops::zeros({batch}, i64);
     run([&] { m.loss(ids, Tensor(), Tensor(), labels).backward(); });
+    state = model_state_of(m, optimizer_state);
     name += " B=" + std::to_string(batch) + " T=" + std::to_string(seq);
   } else if (model.rfind("resnet", 0) == 0) {
     models::ResNetConfig cfg = models::ResNetConfig::preset(model);
@@ -98,6 +107,7 @@ StepTrace meta_trace(const std::string& model, int64_t batch, int64_t seq, int64
     Tensor x = ops::zeros({batch, 3, image, image}, TensorOptions().device(kMeta));
     Tensor labels = ops::zeros({batch}, i64);
     run([&] { ops::cross_entropy(m.forward(x), labels).backward(); });
+    state = model_state_of(m, optimizer_state);
     name += " B=" + std::to_string(batch) + " " + std::to_string(image) + "x" + std::to_string(image);
   } else {
     throw ValueError("strata_plan: unknown model '" + model + "' (gpt2*, bert*, resnet* presets)");
@@ -111,13 +121,15 @@ std::string gb(uint64_t b) {
   return buf;
 }
 
-void write_svg(const std::string& path, const std::vector<const PolicyResult*>& rs, uint64_t budget, const std::string& title) {
+// `base`: model state on the device, drawn as a band under every curve (0: activations alone).
+void write_svg(const std::string& path, const std::vector<const PolicyResult*>& rs, uint64_t budget,
+               const std::string& title, uint64_t base = 0, const std::string& base_label = "") {
   const double W = 900, H = 420, L = 70, R = 170, T = 40, B = 50;
   double tmax = 0;
   uint64_t ymax = budget;
   for (const auto* r : rs) {
     tmax = std::max(tmax, r->predicted.step_seconds);
-    ymax = std::max(ymax, r->predicted.activation_peak);
+    ymax = std::max(ymax, base + r->predicted.activation_peak);
   }
   if (tmax <= 0 || ymax == 0) return;
   auto x = [&](double t) { return L + (W - L - R) * t / tmax; };
@@ -138,7 +150,13 @@ void write_svg(const std::string& path, const std::vector<const PolicyResult*>& 
     f << "<text x='" << x(tt) << "' y='" << H - B + 18 << "' text-anchor='middle'>" << buf << "</text>\n";
   }
   f << "<text x='" << 14 << "' y='" << (H - B + T) / 2 << "' transform='rotate(-90 14 " << (H - B + T) / 2
-    << ")' text-anchor='middle'>saved activations (GB)</text>\n";
+    << ")' text-anchor='middle'>"
+    << (base > 0 ? "model state + saved activations (GB)" : "saved activations (GB)") << "</text>\n";
+  if (base > 0) {
+    f << "<rect x='" << L << "' y='" << y(double(base)) << "' width='" << W - R - L << "' height='"
+      << y(0) - y(double(base)) << "' fill='#dddddd'/>\n";
+    f << "<text x='" << L + 6 << "' y='" << y(double(base)) + 14 << "'>" << base_label << "</text>\n";
+  }
   f << "<line x1='" << L << "' y1='" << y(double(budget)) << "' x2='" << W - R << "' y2='" << y(double(budget))
     << "' stroke='black' stroke-dasharray='6,4'/>\n";
   f << "<text x='" << W - R + 6 << "' y='" << y(double(budget)) + 4 << "'>budget</text>\n";
@@ -147,7 +165,7 @@ void write_svg(const std::string& path, const std::vector<const PolicyResult*>& 
     f << "<polyline fill='none' stroke='" << c << "' stroke-width='1.5' points='";
     uint64_t prev = 0;
     for (const auto& [t, b] : rs[i]->predicted.activation_curve) {
-      f << x(t) << "," << y(double(prev)) << " " << x(t) << "," << y(double(b)) << " ";
+      f << x(t) << "," << y(double(base + prev)) << " " << x(t) << "," << y(double(base + b)) << " ";
       prev = b;
     }
     f << "'/>\n";
@@ -196,6 +214,34 @@ void print_breakdown(const PolicyResult& p, const SimResult& keep) {
                 gb(s.stored_by_forward_end).c_str(), s.load_busy_seconds);
 }
 
+// What model state there is, and every placement plan_whole_step tried, the chosen one marked.
+void print_placements(const WholeStepPlan& w, const ModelState& st, const std::string& optimizer) {
+  std::printf(
+      "\nmodel state: weights %s GB (%zu blocks, the largest %s GB; %s GB outside blocks), gradients %s GB, "
+      "optimizer state %s GB (%s)\n",
+      gb(st.weight_bytes()).c_str(), st.block_weight_bytes.size(), gb(st.largest_block()).c_str(),
+      gb(st.outside_weight_bytes).c_str(), gb(st.weight_bytes()).c_str(), gb(st.optimizer_bytes()).c_str(),
+      optimizer.c_str());
+  std::printf("\n  %-8s %-9s %-9s %-5s %12s %12s %10s %9s %9s %9s  %s\n", "weights", "gradients", "optimizer",
+              "fits", "state (GB)", "lowest (GB)", "step (s)", "link GB", "nvme rd", "nvme wr",
+              "activations");
+  for (size_t i = 0; i < w.candidates.size(); ++i) {
+    const WholeStepCandidate& c = w.candidates[i];
+    std::printf("%s %-8s %-9s %-9s %-5s %12s %12s %10.4g %9s %9s %9s  %s\n", i == w.chosen_index ? "*" : " ",
+                optim::state_placement_name(c.placement.weights),
+                optim::state_placement_name(c.placement.gradients),
+                optim::state_placement_name(c.placement.optimizer_state), c.fits ? "yes" : "no",
+                gb(c.state.device_bytes).c_str(), gb(c.lowest_step_peak).c_str(), c.step_seconds,
+                gb(c.state.link_bytes).c_str(), gb(c.state.nvme_read_bytes).c_str(),
+                gb(c.state.nvme_write_bytes).c_str(), c.activations.plan.block_summary.c_str());
+  }
+  std::printf(
+      "  (state: model state on the device; lowest: the lowest step peak any activation policy reaches with "
+      "it; "
+      "link and nvme: model-state bytes moved per step)\n%s\n",
+      w.explanation.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -205,6 +251,8 @@ int main(int argc, char** argv) {
   bool step_budget = false, tensors = false, markdown = false;
   std::string precision_name = "fp32";
   std::vector<std::string> what_if;
+  std::string optimizer = "adamw", weights_at = "auto", gradients_at = "auto", optimizer_at = "auto",
+              host_memory;
   app.add_option("--model", model, "gpt2 / gpt2-medium / gpt2-large / gpt2-xl, bert-base / bert-large, resnet18 ... resnet152[-cifar]");
   app.add_option("--batch", batch, "batch size")->check(CLI::Range(int64_t(1), int64_t(1) << 30));
   app.add_option("--seq", seq, "sequence length (GPT, BERT)")
@@ -230,6 +278,25 @@ int main(int argc, char** argv) {
                  "how GEMMs multiply: fp32 (the default, f32 multiplies), tf32 (ops::AllowTf32Guard: the profile's "
                  "matmul_flops_tf32) or bf16 (ops::AutocastGuard: matmul_flops_bf16); activations stay f32")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
+  const auto placement = CLI::IsMember({"auto", "device", "host", "nvme"});
+  app.add_option(
+         "--optimizer", optimizer,
+         "whose state --step-budget counts: adamw (two moments per weight), sgd-momentum (one), sgd (none)")
+      ->check(CLI::IsMember({"adamw", "sgd-momentum", "sgd"}));
+  app.add_option(
+         "--weights", weights_at,
+         "with --step-budget: where the blocks' weights live between uses: auto (the plan's choice), device, "
+         "host, nvme")
+      ->check(placement);
+  app.add_option("--gradients", gradients_at,
+                 "with --step-budget: where the blocks' gradients go (as --weights)")
+      ->check(placement);
+  app.add_option("--optimizer-state", optimizer_at,
+                 "with --step-budget: where the optimizer's state lives (as --weights)")
+      ->check(placement);
+  app.add_option("--host-memory", host_memory,
+                 "with --step-budget: the most model state may hold in host memory (default: the profile's "
+                 "host memory)");
   STRATA_TOOL_PARSE(app, argc, argv);
   try {
     // Outputs checked before the planning they would otherwise wait for.
@@ -239,7 +306,36 @@ int main(int argc, char** argv) {
       if (!path.empty()) check_output_file(path, flag);
     const HardwareProfile hw = load_hardware_profile(hardware);
     auto t0 = std::chrono::steady_clock::now();
-    StepTrace trace = trace_in.empty() ? meta_trace(model, batch, seq, image, hw, parse_gemm_precision(precision_name)) : load_trace(trace_in);
+    ModelState state;
+    const double per_weight = optimizer == "adamw" ? 2.0 : optimizer == "sgd-momentum" ? 1.0 : 0.0;
+    StepTrace trace = trace_in.empty() ? meta_trace(model, batch, seq, image, hw,
+                                                    parse_gemm_precision(precision_name), per_weight, state)
+                                       : load_trace(trace_in);
+    // With a model config and --step-budget the plan places model state too; a recorded trace only
+    // knows the bytes its step held resident.
+    const bool placing =
+        weights_at != "auto" || gradients_at != "auto" || optimizer_at != "auto" || !host_memory.empty();
+    STRATA_CHECK(
+        !placing || step_budget, ValueError,
+        "strata_plan: --weights, --gradients, --optimizer-state and --host-memory place model state under a "
+        "--step-budget");
+    STRATA_CHECK(
+        !placing || trace_in.empty(), ValueError,
+        "strata_plan: --weights, --gradients, --optimizer-state and --host-memory need --model: a recorded "
+        "trace holds no model state");
+    const bool whole_step = step_budget && trace_in.empty();
+    WholeStepOptions whole;
+    auto pinned = [](const std::string& text, const char* flag) -> std::optional<optim::StatePlacement> {
+      if (text == "auto") return std::nullopt;
+      return optim::parse_state_placement(text, flag);
+    };
+    whole.weights = pinned(weights_at, "--weights");
+    whole.gradients = pinned(gradients_at, "--gradients");
+    whole.optimizer_state = pinned(optimizer_at, "--optimizer-state");
+    if (!host_memory.empty()) whole.host_memory_bytes = parse_byte_size(host_memory, "--host-memory");
+    // The keep-all reference holds every weight, gradient and moment on the device.
+    if (whole_step)
+      trace.resident_bytes = model_state_cost(state, {}, hw, whole.prefetch_blocks).device_bytes;
     const double trace_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     STRATA_CHECK(!trace.ops.empty() && !trace.blocks.empty(), ValueError, "the trace of '", trace.model,
                  "' has ", trace.ops.size(), " ops and ", trace.blocks.size(), " blocks: nothing to plan");
@@ -280,7 +376,12 @@ int main(int argc, char** argv) {
       std::printf("\nkeep-all: step %.4g s, activation peak %s GB, step peak %s GB; budget (%s) %s GB = %s of keep-all\n",
                   keep.step_seconds, gb(keep.activation_peak).c_str(), gb(keep.step_peak).c_str(),
                   opt.activations_only ? "activations" : "step peak", gb(budget).c_str(), btext.c_str());
-      PlannerResult r = plan_step(trace, hw, budget, opt);
+      std::optional<WholeStepPlan> w;
+      if (whole_step) {
+        w = plan_whole_step(trace, state, hw, budget, opt, whole);
+        print_placements(*w, state, optimizer);
+      }
+      PlannerResult r = w ? w->chosen().activations : plan_step(trace, hw, budget, opt);
       std::printf("\n%-14s %-5s %10s %9s %10s %10s %9s %10s %9s %9s  %s\n", "policy", "fits", "step (s)", "vs ideal",
                   "act (GB)", "step (GB)", "stall (s)", "recomp (s)", "host GB", "nvme GB", "blocks");
       std::vector<const PolicyResult*> all{&r.plan};
@@ -303,7 +404,7 @@ int main(int argc, char** argv) {
         }
         rows.push_back(row);
       }
-      if (!r.plan.fits) rc = 2;
+      if (!r.plan.fits || (w && !w->fits)) rc = 2;
       if (tensors) {
         std::printf("\n%-48s %12s  %s\n", "saved tensor", "bytes", "action");
         for (size_t k = 0; k < trace.tensors.size(); ++k) {
@@ -315,7 +416,14 @@ int main(int argc, char** argv) {
         }
       }
       if (!svg.empty()) {
-        write_svg(svg, all, budget, trace.model + " on " + hw.name + ": saved activations over one step");
+        if (w)
+          write_svg(svg, all, budget,
+                    trace.model + " on " + hw.name + ": model state and saved activations over one step",
+                    w->chosen().state.device_bytes,
+                    "model state on the device: " + w->chosen().placement.describe() + ", " +
+                        gb(w->chosen().state.device_bytes) + " GB");
+        else
+          write_svg(svg, all, budget, trace.model + " on " + hw.name + ": saved activations over one step");
         std::printf("wrote %s\n", svg.c_str());
       }
       if (!plan_out.empty()) {
