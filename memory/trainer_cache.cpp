@@ -29,7 +29,12 @@ TrainerCache::TrainerCache(CacheSettings s) : s_(std::move(s)) {
 void TrainerCache::begin_step() {
   optimizer_state_at_begin_ =
       allocator_for(s_.device).stats().snapshot().current_of(MemoryCategory::OptimizerState);
+  peak_before_update_ = -1;
   cache_->begin_step();
+}
+
+void TrainerCache::before_update() {
+  peak_before_update_ = allocator_for(s_.device).stats().snapshot().total_peak;
 }
 
 std::string TrainerCache::missing_nvme_tier() const {
@@ -50,16 +55,42 @@ BudgetOutcome TrainerCache::end_step() {
   planning_ = false;
   planner::BudgetInputs in;
   in.profile = cache_->last_profile();
-  // The optimizer's state appears in its first step, after backward's peak: later steps carry it
-  // through backward, so it counts as if it had been there all along.
-  const int64_t new_state = m.current_of(MemoryCategory::OptimizerState) - optimizer_state_at_begin_;
-  in.step_peak = uint64_t(m.total_peak + std::max<int64_t>(new_state, 0));
+  // The optimizer's state appears in its first step, after backward: later steps carry it through
+  // forward and backward, so it counts as if it had been there all along. Its update's own peak
+  // (the state made beside the weights and gradients) is in the measured peak already.
+  const int64_t new_state =
+      std::max<int64_t>(m.current_of(MemoryCategory::OptimizerState) - optimizer_state_at_begin_, 0);
+  in.step_peak = peak_before_update_ >= 0 ? uint64_t(std::max(m.total_peak, peak_before_update_ + new_state))
+                                          : uint64_t(m.total_peak + new_state);
   in.activation_peak = uint64_t(m.peak_of(MemoryCategory::SavedActivation));
   in.nvme = !s_.spill_dir.empty() && last_.io_engine != "";
   in.nvme_capacity = s_.spill_arena_bytes;
   in.prefetch_blocks = cache_->options().prefetch_blocks;
-  planner::BudgetPlan b = planner::plan_for_budget(in, s_.memory_budget);
-  if (!b.feasible) return {.made = false, .feasible = false, .explanation = b.explanation};
+  // The model state the planning step ran with, exchanged for each placement the budget may
+  // choose, from the one that keeps the most on the device: the first whose plan holds the budget.
+  const std::vector<ModelStateOption> options =
+      s_.model_state.empty() ? std::vector<ModelStateOption>{ModelStateOption{}} : s_.model_state;
+  const uint64_t measured_peak = in.step_peak, ran_with = options.front().device_bytes;
+  planner::BudgetPlan b;
+  size_t chosen = 0;
+  for (; chosen < options.size(); ++chosen) {
+    in.step_peak = measured_peak - std::min(measured_peak, ran_with) + options[chosen].device_bytes;
+    b = planner::plan_for_budget(in, s_.memory_budget);
+    if (b.feasible) break;
+  }
+  if (chosen == options.size()) {
+    // The smallest budget the last placement's plan would hold, less the margin it keeps.
+    const uint64_t smallest = uint64_t(double(b.min_step_peak) / (1.0 - in.margin)) + 1;
+    std::string why =
+        b.explanation + "; the smallest feasible budget is " + std::to_string(smallest / 1000000 + 1) + " MB";
+    if (!s_.model_state.empty()) why += ", with " + options.back().placement;
+    return {.made = false, .feasible = false, .explanation = why};
+  }
+  if (!s_.model_state.empty()) {
+    b.explanation += "; model state: " + options[chosen].placement + " (" +
+                     std::to_string(options[chosen].device_bytes / 1000000) + " MB on the device)";
+    b.plan.note = b.explanation;
+  }
   if (!s_.save_plan.empty()) save_plan(b.plan, s_.save_plan);
   policy_ = make_plan_policy(b.plan);
   cache_->set_policy(policy_);
@@ -68,7 +99,7 @@ BudgetOutcome TrainerCache::end_step() {
   const Plan& p = b.plan;
   if (p.predicted_activation_peak > 0 && p.budget_bytes >= p.predicted_step_peak)
     cache_->set_activation_limit(size_t(p.predicted_activation_peak + (p.budget_bytes - p.predicted_step_peak)));
-  return {.made = true, .feasible = true, .explanation = b.explanation};
+  return {.made = true, .feasible = true, .explanation = b.explanation, .model_state = chosen};
 }
 
 std::string TrainerCache::stats_line() const {

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "examples/common/trainer_common.pb.h"
 #include "strata/core/byte_size.h"
@@ -36,13 +37,87 @@ std::shared_ptr<optim::StateStore> store_for(optim::StatePlacement where, const 
 
 }  // namespace
 
-void place_optimizer_state(const OptimizerConfig& optim, const TensorCacheConfig& cache, Device device,
-                           optim::Optimizer& optimizer) {
-  if (!optim.has_optimizer_state()) return;
-  const std::string flag = "--optimizer-state " + optim.optimizer_state();
-  const optim::StatePlacement where =
-      optim::parse_state_placement(optim.optimizer_state(), "--optimizer-state");
+namespace {
+
+// A kind's flag: its placement when given, else nullopt for the budget to choose, or the device.
+std::optional<optim::StatePlacement> pinned(bool given, const std::string& value, const char* flag,
+                                            bool budget_places) {
+  if (given) return optim::parse_state_placement(value, flag);
+  if (budget_places) return std::nullopt;
+  return optim::StatePlacement::Device;
+}
+
+// How a message names where a kind was put: its flag, or the budget.
+std::string origin(bool given, const char* flag, const std::string& value, const char* what,
+                   optim::StatePlacement where) {
+  if (given) return std::string(flag) + " " + value;
+  return std::string("--memory-budget (") + what + " on " + optim::state_placement_name(where) + ")";
+}
+
+}  // namespace
+
+ModelStatePlacer::ModelStatePlacer(const OptimizerConfig& optim, const TensorCacheConfig& cache,
+                                   Device device, const nn::Module& model, bool data_parallel,
+                                   double optimizer_state_per_weight_byte)
+    : optim_(optim), cache_(cache), device_(device), model_(model) {
+  state_ = memory::planner::model_state_of(model, optimizer_state_per_weight_byte);
+  const uint64_t budget =
+      cache.has_memory_budget() ? memory::parse_byte_size(cache.memory_budget(), "--memory-budget") : 0;
+  const bool budget_places = budget > 0 && !data_parallel;
+  memory::planner::WholeStepOptions w;
+  w.weights = pinned(optim.has_weights(), optim.weights(), "--weights", budget_places);
+  w.gradients = pinned(optim.has_gradients(), optim.gradients(), "--gradients", budget_places);
+  w.optimizer_state =
+      pinned(optim.has_optimizer_state(), optim.optimizer_state(), "--optimizer-state", budget_places);
+  // Host memory is a tier of its own beside a GPU or sim device; a flag that asks for a tier anyway
+  // gets it (and its own message when it cannot be had).
+  auto asks = [&](optim::StatePlacement where) {
+    return w.weights == where || w.gradients == where || w.optimizer_state == where;
+  };
+  memory::planner::ModelStateTiers tiers;
+  tiers.host = !device.is_cpu() || asks(optim::StatePlacement::Host);
+  tiers.nvme = !cache.spill_dir().empty() || asks(optim::StatePlacement::Nvme);
+  tiers.host_update = true;
+  std::vector<memory::planner::ModelStatePlacement> ladder =
+      memory::planner::placement_ladder(state_, w, tiers);
+  // The run starts with the first placement whose model state fits the budget (less the margin the
+  // budget's plan keeps) on its own.
+  size_t start = 0;
+  if (budget_places)
+    while (start + 1 < ladder.size() && double(memory::planner::model_state_device_bytes(
+                                            state_, ladder[start], 1)) > 0.95 * double(budget))
+      ++start;
+  ladder_.assign(ladder.begin() + long(start),
+                 budget_places ? ladder.end() : ladder.begin() + long(start) + 1);
+  placement_ = ladder_.front();
+  page(placement_);
+}
+
+void ModelStatePlacer::page(const memory::planner::ModelStatePlacement& to) {
+  using optim::StatePlacement;
+  pager_.reset();  // a storage has one pager: the old one gives back what it holds first
+  memory::ParamPagerSettings s;
+  s.weights = to.weights;
+  s.gradients = to.gradients;
+  if (s.weights == StatePlacement::Device && s.gradients == StatePlacement::Device) return;
+  uint64_t bytes = 0, tensors = 0;
+  for (const Tensor& p : model_.parameters()) bytes += p.nbytes(), ++tensors;
+  s.weight_store =
+      store_for(s.weights, origin(optim_.has_weights(), "--weights", optim_.weights(), "weights", s.weights),
+                cache_, device_, bytes, tensors, "weights");
+  s.gradient_store =
+      store_for(s.gradients,
+                origin(optim_.has_gradients(), "--gradients", optim_.gradients(), "gradients", s.gradients),
+                cache_, device_, bytes, tensors, "gradients");
+  pager_ = memory::ParamPager::create(model_, device_, std::move(s));
+}
+
+void ModelStatePlacer::place(optim::Optimizer& optimizer) {
+  optimizer_ = &optimizer;
+  const optim::StatePlacement where = placement_.optimizer_state;
   if (where == optim::StatePlacement::Device) return;
+  const std::string flag = origin(optim_.has_optimizer_state(), "--optimizer-state", optim_.optimizer_state(),
+                                  "optimizer state", where);
   uint64_t bytes = 0;
   try {
     bytes = optimizer.state_bytes();
@@ -50,24 +125,30 @@ void place_optimizer_state(const OptimizerConfig& optim, const TensorCacheConfig
     throw ValueError(flag + ": " + e.what());
   }
   optimizer.place_state(
-      store_for(where, flag, cache, device, bytes, 2 * optimizer.parameters().size(), "optimizer state"));
+      store_for(where, flag, cache_, device_, bytes, 2 * optimizer.parameters().size(), "optimizer state"));
 }
 
-std::shared_ptr<memory::ParamPager> page_parameters(const OptimizerConfig& optim,
-                                                    const TensorCacheConfig& cache, Device device,
-                                                    const nn::Module& model) {
-  memory::ParamPagerSettings s;
-  if (optim.has_weights()) s.weights = optim::parse_state_placement(optim.weights(), "--weights");
-  if (optim.has_gradients()) s.gradients = optim::parse_state_placement(optim.gradients(), "--gradients");
-  if (s.weights == optim::StatePlacement::Device && s.gradients == optim::StatePlacement::Device)
-    return nullptr;
-  uint64_t bytes = 0, tensors = 0;
-  for (const Tensor& p : model.parameters()) bytes += p.nbytes(), ++tensors;
-  s.weight_store =
-      store_for(s.weights, "--weights " + optim.weights(), cache, device, bytes, tensors, "weights");
-  s.gradient_store =
-      store_for(s.gradients, "--gradients " + optim.gradients(), cache, device, bytes, tensors, "gradients");
-  return memory::ParamPager::create(model, device, std::move(s));
+std::vector<memory::ModelStateOption> ModelStatePlacer::options() const {
+  std::vector<memory::ModelStateOption> out;
+  if (ladder_.size() < 2) return out;
+  for (const auto& p : ladder_)
+    out.push_back(
+        {.placement = p.describe(), .device_bytes = memory::planner::model_state_device_bytes(state_, p, 1)});
+  return out;
+}
+
+void ModelStatePlacer::move_to(size_t option) {
+  STRATA_CHECK(option < ladder_.size(), ValueError, "ModelStatePlacer::move_to: option ", option, " of ",
+               ladder_.size());
+  const memory::planner::ModelStatePlacement to = ladder_[option];
+  if (to.optimizer_state != placement_.optimizer_state) {
+    STRATA_CHECK(optimizer_ != nullptr, ValueError, "ModelStatePlacer::move_to: place() was not called");
+    placement_.optimizer_state = to.optimizer_state;
+    place(*optimizer_);  // the state it has moves into the store
+  }
+  if (to.weights != placement_.weights || to.gradients != placement_.gradients) page(to);
+  placement_ = to;
+  ladder_.erase(ladder_.begin(), ladder_.begin() + long(option));
 }
 
 std::string optimizer_state_line(const optim::Optimizer& optimizer) {

@@ -1,14 +1,18 @@
 // Where a trainer's model state lives: --optimizer-state places the optimizer's moments (before a
-// resume loads them), --weights and --gradients page the blocks' weights and gradients (after it),
-// each on the device, in host memory or in a spill file in --spill-dir.
+// resume loads them), --weights and --gradients page the blocks' weights and gradients, each on the
+// device, in host memory or in a spill file in --spill-dir; under --memory-budget the budget places
+// the kinds no flag names.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "strata/core/device.h"
 #include "strata/memory/param_pager.h"
+#include "strata/memory/planner/model_state_plan.h"
+#include "strata/memory/trainer_cache.h"
 #include "strata/nn/module.h"
 #include "strata/optim/optimizer.h"
 
@@ -17,26 +21,55 @@ namespace strata::examples {
 class OptimizerConfig;
 class TensorCacheConfig;
 
-// Places `optimizer`'s state as `optim.optimizer_state()` says (nothing for "device"). ValueError
-// naming the flag on bad input (an optimizer without host updates, nvme without --spill-dir).
-void place_optimizer_state(const OptimizerConfig& optim, const TensorCacheConfig& cache, Device device,
-                           optim::Optimizer& optimizer);
+// Where a trainer's model state lives. A kind its flag names lives there; under --memory-budget
+// (and not under mpirun) a kind without a flag is the budget's to place: the run starts with the
+// first placement of planner::placement_ladder whose model state fits the budget on its own, the
+// planning step measures what the activations need beside it, and the plan may move more of it off
+// the device (optimizer state first, then gradients, then weights; to host memory where the device
+// is not the CPU, else to NVMe in --spill-dir).
+//
+//   ModelStatePlacer state(c, device, model);   // before model.to(device): paged weights go home
+//   model.to(device);
+//   state.place(optimizer);                      // before a resume loads the optimizer's state
+//   parts.model_state = &state;                  // the loop applies the plan's placement
+class ModelStatePlacer {
+ public:
+  // `optimizer_state_per_weight_byte`: the trainer's optimizer's state per weight byte (AdamW: 2).
+  // Pages the blocks' weights and gradients where they start. ValueError naming the flag on bad
+  // input (nvme without --spill-dir).
+  ModelStatePlacer(const OptimizerConfig& optim, const TensorCacheConfig& cache, Device device,
+                   const nn::Module& model, bool data_parallel = false,
+                   double optimizer_state_per_weight_byte = 2);
+  template <class Config>
+  ModelStatePlacer(const Config& c, Device device, const nn::Module& model, bool data_parallel = false,
+                   double optimizer_state_per_weight_byte = 2)
+      : ModelStatePlacer(c.optim(), c.cache(), device, model, data_parallel,
+                         optimizer_state_per_weight_byte) {}
 
-// The trainers' call, with their settings `c` (optim() and cache()).
-template <class Config>
-void place_optimizer_state(const Config& c, Device device, optim::Optimizer& optimizer) {
-  place_optimizer_state(c.optim(), c.cache(), device, optimizer);
-}
+  // Places `optimizer`'s state where it starts (nothing for the device).
+  void place(optim::Optimizer& optimizer);
+  // The pager of the blocks' weights and gradients (null while both are on the device).
+  const std::shared_ptr<memory::ParamPager>& pager() const { return pager_; }
+  // The placements the budget may choose, the current one first (empty: none to choose).
+  std::vector<memory::ModelStateOption> options() const;
+  // Moves model state to options()[option] (further off the device), between steps.
+  void move_to(size_t option);
+  // "weights device, gradients host, optimizer state host"
+  std::string describe() const { return placement_.describe(); }
 
-// Pages `model`'s blocks' weights and gradients as --weights and --gradients say (null when both
-// stay on the device). ValueError naming the flag on bad input (nvme without --spill-dir).
-std::shared_ptr<memory::ParamPager> page_parameters(const OptimizerConfig& optim,
-                                                    const TensorCacheConfig& cache, Device device,
-                                                    const nn::Module& model);
-template <class Config>
-std::shared_ptr<memory::ParamPager> page_parameters(const Config& c, Device device, const nn::Module& model) {
-  return page_parameters(c.optim(), c.cache(), device, model);
-}
+ private:
+  void page(const memory::planner::ModelStatePlacement& to);
+
+  const OptimizerConfig& optim_;
+  const TensorCacheConfig& cache_;
+  Device device_;
+  const nn::Module& model_;
+  memory::planner::ModelState state_;
+  std::vector<memory::planner::ModelStatePlacement> ladder_;  // from the current placement outwards
+  memory::planner::ModelStatePlacement placement_;
+  optim::Optimizer* optimizer_ = nullptr;
+  std::shared_ptr<memory::ParamPager> pager_;
+};
 
 // "optimizer state: nvme, 12.00 MiB in <file>", or "" when the state is on the device.
 std::string optimizer_state_line(const optim::Optimizer& optimizer);

@@ -42,15 +42,19 @@ void add_lr_schedule_flags(ConfigFlags& f, LrScheduleConfig* schedule) {
 void add_optimizer_flags(ConfigFlags& f, OptimizerConfig* optim) {
   f.option(optim, "weight_decay");
   f.option(optim, "grad_clip");
-  f.option(optim, "optimizer_state", "",
-           "where the optimizer's moments live: device (default), host (updated on the host, as "
-           "ZeRO-Offload does) or nvme (a spill file in --spill-dir, streamed a chunk at a time)");
-  f.option(optim, "weights", "",
-           "where the blocks' weights live between uses: device (default), host or nvme (in --spill-dir); "
-           "each block's come onto the device ahead of its forward and backward");
   f.option(
-      optim, "gradients", "",
-      "where the blocks' gradients go once backward has accumulated them: device (default), host or nvme");
+      optim, "optimizer_state", "",
+      "where the optimizer's moments live: device (default; under --memory-budget the budget's choice), "
+      "host (updated on the host, as ZeRO-Offload does) or nvme (a spill file in --spill-dir, streamed a "
+      "chunk at a time)");
+  f.option(
+      optim, "weights", "",
+      "where the blocks' weights live between uses: device (default; under --memory-budget the budget's "
+      "choice), host or nvme (in --spill-dir); each block's come onto the device ahead of its forward and "
+      "backward");
+  f.option(optim, "gradients", "",
+           "where the blocks' gradients go once backward has accumulated them: device (default; under "
+           "--memory-budget the budget's choice), host or nvme");
 }
 
 void add_adamw_beta_flags(ConfigFlags& f, OptimizerConfig* optim) {
@@ -85,8 +89,10 @@ void add_tensor_cache_flags(ConfigFlags& f, TensorCacheConfig* cache, const std:
            "rules:<glob>[@op][>=size]=<action>;..., or plan:<file>" +
                policy_note);
   f.option(cache, "memory_budget", "",
-           "keep the step's peak memory under this (e.g. 1.5G): step 1 profiles with every " + unit +
-               " recomputed, then a plan is made (NVMe when --spill-dir is given, else recompute)");
+           "keep the step's peak memory under this (e.g. 1.5G), model state included: optimizer state, "
+           "gradients and weights without a flag of their own leave the device as far as the budget needs "
+           "(host memory beside a GPU or sim device, else NVMe in --spill-dir); step 1 profiles with every " +
+               unit + " recomputed, then a plan is made (NVMe when --spill-dir is given, else recompute)");
   f.option(cache, "spill_dir", "", "directory for the NVMe tier's spill file (unlinked, O_DIRECT)");
   f.option(cache, "spill_arena", "", "size of the spill file (default 8G)");
   f.option(cache, "host_pool", "", "size of the host tier's pool (default 0: none)");

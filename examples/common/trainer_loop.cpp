@@ -41,13 +41,19 @@ TrainLoop::TrainLoop(TrainLoopParts parts)
   if (lead_) std::printf("  device %s\n", parts_.device->describe().c_str());
   const std::string state = optimizer_state_line(*parts_.optimizer);
   if (lead_ && !state.empty()) std::printf("  %s\n", state.c_str());
-  if (parts_.pager) {
-    STRATA_CHECK(
-        parts_.group == nullptr || parts_.pager->settings().gradients == optim::StatePlacement::Device,
-        ValueError, "--gradients ", optim::state_placement_name(parts_.pager->settings().gradients),
-        ": under mpirun gradients stay on the device (data parallel averages them there)");
-    if (lead_) std::printf("  %s\n", pager_line(*parts_.pager).c_str());
-    pager_guard_.emplace(parts_.pager->wrap(nullptr));
+  if (const memory::ParamPager* pager = this->pager()) {
+    STRATA_CHECK(parts_.group == nullptr || pager->settings().gradients == optim::StatePlacement::Device,
+                 ValueError, "--gradients ", optim::state_placement_name(pager->settings().gradients),
+                 ": under mpirun gradients stay on the device (data parallel averages them there)");
+    if (lead_) std::printf("  %s\n", pager_line(*pager).c_str());
+    pager_guard_.emplace(this->pager()->wrap(nullptr));
+  }
+  if (parts_.model_state) {
+    parts_.cache.model_state = parts_.model_state->options();
+    if (lead_ && !parts_.cache.model_state.empty())
+      std::printf(
+          "  model state: %s for the planning step; the budget's plan may move more of it off the device\n",
+          parts_.model_state->describe().c_str());
   }
   if (lead_ && run.max_seconds() > 0)
     std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
@@ -87,8 +93,8 @@ TrainStep::TrainStep(TrainLoop& loop)
   loop.allocator().stats().reset_peaks();
   loop.parts_.schedule->apply(*loop.parts_.optimizer, loop.step_);
   loop.parts_.optimizer->zero_grad();
-  if (loop.parts_.pager)
-    cache_guard_.emplace(loop.parts_.pager->wrap(loop.cache_->cache()));
+  if (loop.pager())
+    cache_guard_.emplace(loop.pager()->wrap(loop.cache_->cache()));
   else
     cache_guard_.emplace(loop.cache_->cache());
   loop.cache_->begin_step();
@@ -96,6 +102,7 @@ TrainStep::TrainStep(TrainLoop& loop)
 
 void TrainLoop::finish_update(TrainStep& s) {
   s.phase("optimizer");
+  cache_->before_update();
   // The norm stays on the device until a step line prints it (no synchronization per step).
   norm_ =
       parts_.grad_clip > 0 ? optim::clip_grad_norm_tensor_(parts_.parameters, parts_.grad_clip) : Tensor();
@@ -103,12 +110,25 @@ void TrainLoop::finish_update(TrainStep& s) {
   // The gradients go once the update has used them: evaluation and checkpoints between steps run
   // without them (the next step would drop them anyway).
   parts_.optimizer->zero_grad();
-  if (parts_.pager) parts_.pager->end_step();
+  if (pager()) {
+    pager()->end_step();
+    ++pager_steps_;
+  }
   s.profile_.step_done();
   s.cache_guard_.reset();
   const memory::BudgetOutcome plan = cache_->end_step();
   STRATA_CHECK(plan.feasible, ValueError, "--memory-budget: ", plan.explanation);
   if (lead_ && plan.made) std::printf("  plan: %s\n", plan.explanation.c_str());
+  if (plan.made && plan.model_state > 0) {
+    // The old pager's policy goes before the pager does; the new one sees every scope from here on.
+    pager_guard_.reset();
+    parts_.model_state->move_to(plan.model_state);
+    pager_steps_ = 0;
+    if (pager()) pager_guard_.emplace(pager()->wrap(nullptr));
+    if (lead_ && pager()) std::printf("  %s\n", pager_line(*pager()).c_str());
+    const std::string state = optimizer_state_line(*parts_.optimizer);
+    if (lead_ && !state.empty()) std::printf("  %s\n", state.c_str());
+  }
   memory_ = allocator().stats().snapshot();
   ++step_;
   ++steps_run_;
@@ -173,7 +193,7 @@ void TrainLoop::finish() {
   parts_.optimizer->flush_state();
   const std::string traffic = optimizer_state_traffic(*parts_.optimizer, steps_run_);
   if (lead_ && !traffic.empty()) std::printf("%s\n", traffic.c_str());
-  if (lead_ && parts_.pager) std::printf("%s\n", pager_traffic(*parts_.pager, steps_run_).c_str());
+  if (lead_ && pager()) std::printf("%s\n", pager_traffic(*pager(), pager_steps_).c_str());
   if (parts_.run->profile() && lead_) report_profile(profiler_, parts_.run->out_dir());
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "examples/common/lr_schedule.h"
+#include "examples/common/model_state.h"
 #include "examples/common/run_report.h"
 #include "examples/common/trainer_device.h"
 #include "examples/common/trainer_main.h"
@@ -44,9 +45,10 @@ struct TrainLoopParts {
   int64_t first_step = 0;             // the resumed checkpoint's step, else 0
   // Under mpirun: rank 0 alone prints, and its clock decides when a time-bounded run stops.
   dist::ProcessGroup* group = nullptr;
-  // --weights, --gradients (page_parameters in model_state.h): told of every block's scope during
-  // the run, its paged tensors sent home after each update.
-  std::shared_ptr<memory::ParamPager> pager = nullptr;
+  // --weights, --gradients, --optimizer-state and the budget's say in them (model_state.h): its
+  // pager is told of every block's scope during the run and sends its paged tensors home after each
+  // update; the budget's plan may move model state further off the device after the planning step.
+  ModelStatePlacer* model_state = nullptr;
 };
 
 // The parts of a trainer whose settings `c` have run() and optim() (--grad-clip): its device, its
@@ -129,6 +131,10 @@ class TrainLoop {
  private:
   // The device's allocator: its peaks are the step's.
   Allocator& allocator() const { return *parts_.device->allocator; }
+  // The blocks' pager (null while weights and gradients stay on the device).
+  memory::ParamPager* pager() const {
+    return parts_.model_state ? parts_.model_state->pager().get() : nullptr;
+  }
   friend class TrainStep;
   void finish_update(TrainStep& s);
   void finish_step();
@@ -136,6 +142,7 @@ class TrainLoop {
   TrainLoopParts parts_;
   bool lead_;
   int64_t step_, steps_run_ = 0;
+  int64_t pager_steps_ = 0;  // steps run with the current pager
   double last_loss_ = NAN, secs_ = 0, timed_seconds_ = 0;
   Tensor norm_;  // the last step's gradient norm before clipping (undefined without clipping)
   MemorySnapshot memory_;

@@ -133,10 +133,10 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
     load_pooler(model, c.init_from());
     o.init_weights.reset();
   }
-  const auto pager = page_parameters(c, device, model);  // before the move: straight home
+  ModelStatePlacer model_state(c, device, model);  // before the move: straight home
   model.to(device);
   const std::unique_ptr<optim::AdamW> opt = make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-6);
-  place_optimizer_state(c, device, *opt);
+  model_state.place(*opt);
   LrSchedule sched(lr_schedule_options(c.schedule(), run));
   std::printf(
       "train_bert: classification, %s\n  %zu training and %zu held-out examples of %ld classes from %s%s\n",
@@ -154,7 +154,7 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
   shuffle_epoch();
   size_t at = 0;
   TrainLoopParts parts = loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run);
-  parts.pager = pager;
+  parts.model_state = &model_state;
   TrainLoop loop(std::move(parts));
   int64_t seen = 0, right = 0;
   while (loop.keep_going()) {

@@ -121,11 +121,11 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
     o.init_weights.reset();
   }
   // Paged weights go straight from the CPU to where they live: the device never holds them all.
-  const auto pager = examples::page_parameters(c, dev.device, model);
+  examples::ModelStatePlacer model_state(c, dev.device, model);
   model.to(device);  // initialized on the CPU: the same weights on every device
   const std::unique_ptr<optim::AdamW> opt =
       examples::make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-6);
-  examples::place_optimizer_state(c, dev.device, *opt);
+  model_state.place(*opt);
   examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), run));
 
   int64_t first_step = 0;
@@ -154,7 +154,7 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
 
   examples::TrainLoopParts parts =
       examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step);
-  parts.pager = pager;
+  parts.model_state = &model_state;
   examples::TrainLoop loop(std::move(parts));
   std::optional<double> last_val;  // the held-out loss of the latest evaluation
   int64_t masked_total = 0;

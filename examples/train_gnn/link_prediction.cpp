@@ -118,10 +118,10 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
                          .dropout = c.dropout(),
                          .query_dropout = c.query_dropout(),
                          .materialization = o.materialization});
-  const auto pager = page_parameters(c, device, model);  // before the move: straight home
+  ModelStatePlacer model_state(c, device, model);  // before the move: straight home
   model.to(device);
   const std::unique_ptr<optim::AdamW> opt = make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-8);
-  place_optimizer_state(c, device, *opt);
+  model_state.place(*opt);
   LrScheduleOptions schedule = lr_schedule_options(c.schedule(), run);
   schedule.timed_steps = 4;
   LrSchedule sched(schedule);
@@ -155,7 +155,7 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
 
   TrainLoopParts parts =
       loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step);
-  parts.pager = pager;
+  parts.model_state = &model_state;
   TrainLoop loop(std::move(parts));
   std::vector<int64_t> order;
   int64_t order_epoch = -1, best_step = -1;

@@ -222,11 +222,11 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
   const std::shared_ptr<models::GNN> classifier = make_classifier(o, *data);
   models::GNN& model = *classifier;
   // Paged weights go straight from the CPU to where they live: the device never holds them all.
-  const auto pager = examples::page_parameters(c, dev.device, model);
+  examples::ModelStatePlacer model_state(c, dev.device, model);
   model.to(device);  // initialized on the CPU: the same weights on every device
   const std::unique_ptr<optim::AdamW> opt =
       examples::make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-8);
-  examples::place_optimizer_state(c, dev.device, *opt);
+  model_state.place(*opt);
   examples::LrScheduleOptions schedule = examples::lr_schedule_options(c.schedule(), run);
   schedule.timed_steps = 4;
   examples::LrSchedule sched(schedule);
@@ -251,7 +251,7 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
 
   examples::TrainLoopParts parts =
       examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step);
-  parts.pager = pager;
+  parts.model_state = &model_state;
   examples::TrainLoop loop(std::move(parts));
   int64_t epoch = 0;
   EvalHistory history;

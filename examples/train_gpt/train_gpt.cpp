@@ -300,7 +300,7 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
     o.init_weights.reset();
   }
   // Paged weights go straight from the CPU to where they live: the device never holds them all.
-  const auto pager = examples::page_parameters(c, dev.device, model);
+  examples::ModelStatePlacer model_state(c, dev.device, model, pg != nullptr);
   model.to(device);  // initialized on the CPU: the same weights on every device
   // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
   // DDP's hooks see only accumulated gradients, so every cache policy works unchanged; each
@@ -310,7 +310,7 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
     ddp = std::make_unique<dist::DistributedDataParallel>(
         model_ptr, trainer_run.group, dist::DistributedDataParallelOptions{.bucket_cap_mb = c.bucket_mb()});
   const GptOptimizer opt = make_optimizer(c, model.parameters(), trainer_run.group);
-  examples::place_optimizer_state(c, dev.device, *opt.opt);
+  model_state.place(*opt.opt);
   // Warmup then cosine decay; a time-bounded run estimates the length from the step time
   // measured over its first steps (the schedule is rebuilt once).
   examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), c.run()));
@@ -329,7 +329,7 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   examples::TrainLoopParts parts =
       examples::loop_parts(c, dev, *opt.opt, sched, model.parameters(), o.cache, trainer_run, first_step);
   parts.group = pg;
-  parts.pager = pager;
+  parts.model_state = &model_state;
   examples::TrainLoop loop(std::move(parts));
   std::optional<double> last_val;  // the held-out loss of the latest evaluation
   SyncTotals sync;                 // data-parallel totals after step 1

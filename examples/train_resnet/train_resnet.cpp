@@ -234,10 +234,11 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
   o.model.validate();
   models::ResNet model(o.model);
   // Paged weights go straight from the CPU to where they live: the device never holds them all.
-  const auto pager = examples::page_parameters(c, dev.device, model);
+  examples::ModelStatePlacer model_state(c, dev.device, model, false,
+                                         c.optimizer() == "sgd" ? (c.momentum() != 0 ? 1.0 : 0.0) : 2.0);
   model.to(device);  // initialized on the CPU: the same weights on every device
   const std::unique_ptr<optim::Optimizer> opt = make_optimizer(c, model.parameters());
-  examples::place_optimizer_state(c, dev.device, *opt);
+  model_state.place(*opt);
   // Warmup then cosine decay; a time-bounded run estimates the length from the step time of its
   // first steps (the schedule is rebuilt once), as train_gpt does.
   examples::LrScheduleOptions schedule = examples::lr_schedule_options(c.schedule(), run);
@@ -262,7 +263,7 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
 
   examples::TrainLoopParts parts =
       examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step);
-  parts.pager = pager;
+  parts.model_state = &model_state;
   examples::TrainLoop loop(std::move(parts));
   AccuracyWindow window(train.batches_per_epoch());
   Accuracy last_val;

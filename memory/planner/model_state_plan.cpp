@@ -63,12 +63,23 @@ double seconds(double bytes, double rate) { return bytes <= 0 ? 0 : bytes / std:
 
 }  // namespace
 
+uint64_t model_state_device_bytes(const ModelState& st, const ModelStatePlacement& p,
+                                  size_t prefetch_blocks) {
+  const uint64_t all = st.weight_bytes();
+  const uint64_t window =
+      std::min<uint64_t>(st.block_weight_bytes.size(), prefetch_blocks + 1) * st.largest_block();
+  uint64_t on_device = 0;
+  for (StatePlacement kind : {p.weights, p.gradients})
+    on_device += kind == StatePlacement::Device ? all : st.outside_weight_bytes + window;
+  if (p.optimizer_state == StatePlacement::Device) on_device += st.optimizer_bytes();
+  return on_device;
+}
+
 ModelStateCost model_state_cost(const ModelState& st, const ModelStatePlacement& p, const HardwareProfile& hw,
                                 size_t prefetch_blocks) {
   ModelStateCost c;
   const uint64_t blocks = st.block_bytes(), all = st.weight_bytes(), moments = st.optimizer_bytes();
-  const uint64_t window =
-      std::min<uint64_t>(st.block_weight_bytes.size(), prefetch_blocks + 1) * st.largest_block();
+  c.device_bytes = model_state_device_bytes(st, p, prefetch_blocks);
   // Forward's and backward's traffic per channel, and the update's.
   double link_fb = 0, read_fb = 0, write_fb = 0, link_up = 0, read_up = 0, write_up = 0;
   auto hold = [&](StatePlacement where, uint64_t bytes) {
@@ -76,19 +87,13 @@ ModelStateCost model_state_cost(const ModelState& st, const ModelStatePlacement&
     if (where == StatePlacement::Nvme) c.nvme_bytes += bytes;
   };
   // Weights: in for forward and for backward, home after the update.
-  if (p.weights == StatePlacement::Device) {
-    c.device_bytes += all;
-  } else {
-    c.device_bytes += st.outside_weight_bytes + window;
+  if (p.weights != StatePlacement::Device) {
     hold(p.weights, blocks);
     (p.weights == StatePlacement::Host ? link_fb : read_fb) += 2.0 * double(blocks);
     (p.weights == StatePlacement::Host ? link_up : write_up) += double(blocks);
   }
   // Gradients: home as backward leaves each block, back for the update.
-  if (p.gradients == StatePlacement::Device) {
-    c.device_bytes += all;
-  } else {
-    c.device_bytes += st.outside_weight_bytes + window;
+  if (p.gradients != StatePlacement::Device) {
     hold(p.gradients, blocks);
     (p.gradients == StatePlacement::Host ? link_fb : write_fb) += double(blocks);
     (p.gradients == StatePlacement::Host ? link_up : read_up) += double(blocks);
@@ -98,7 +103,6 @@ ModelStateCost model_state_cost(const ModelState& st, const ModelStatePlacement&
   const double touched = 2.0 * double(all) + double(all) + 2.0 * double(moments);
   double update_compute = 0;
   if (p.optimizer_state == StatePlacement::Device) {
-    c.device_bytes += moments;
     update_compute = seconds(
         touched, hw.gpu ? hw.device_memory_bytes_per_second.value : hw.host_memcpy_bytes_per_second.value);
   } else {
@@ -123,35 +127,22 @@ ModelStateCost model_state_cost(const ModelState& st, const ModelStatePlacement&
   return c;
 }
 
-namespace {
-
-// The ladder of placements plan_whole_step tries (see WholeStepPlan::candidates).
-std::vector<ModelStatePlacement> placement_ladder(const ModelState& st, const HardwareProfile& hw,
-                                                  const WholeStepOptions& w) {
-  const bool host = w.allow_host && hw.gpu;  // on a CPU device host memory is the device's
-  const bool nvme = w.allow_nvme && !hw.drives.empty();
+std::vector<ModelStatePlacement> placement_ladder(const ModelState& st, const WholeStepOptions& w,
+                                                  const ModelStateTiers& tiers) {
+  const bool host = tiers.host, nvme = tiers.nvme, host_update = tiers.host_update;
   auto offered = [&](std::optional<StatePlacement> pinned, const char* what) {
     if (!pinned) return;
     STRATA_CHECK(*pinned != StatePlacement::Host || host, ValueError, "plan_whole_step: ", what,
-                 " in host memory, but ",
-                 hw.gpu ? "host placement is not allowed" : "the device is the host");
+                 " in host memory, but there is no host tier (on a CPU device host memory is the device's)");
     STRATA_CHECK(*pinned != StatePlacement::Nvme || nvme, ValueError, "plan_whole_step: ", what,
-                 " on NVMe, but ", hw.drives.empty() ? "the profile has no drives" : "NVMe is not allowed");
+                 " on NVMe, but there is no NVMe tier");
   };
   offered(w.weights, "weights");
   offered(w.gradients, "gradients");
   offered(w.optimizer_state, "optimizer state");
-  // An update on the host streams through host memory at this rate; without it there is no figure
-  // to price the optimizer state away from the device.
-  const bool host_update = hw.host_memcpy_bytes_per_second.set();
-  STRATA_CHECK(
-      host_update || !w.optimizer_state || *w.optimizer_state == StatePlacement::Device, ValueError,
-      "plan_whole_step: optimizer state off the device needs the profile's host_memcpy_bytes_per_second "
-      "(the host update's rate); '",
-      hw.name, "' has none");
-  uint64_t host_room = w.host_memory_bytes > 0      ? w.host_memory_bytes
-                       : hw.host_memory_bytes.set() ? uint64_t(hw.host_memory_bytes.value)
-                                                    : std::numeric_limits<uint64_t>::max();
+  STRATA_CHECK(host_update || !w.optimizer_state || *w.optimizer_state == StatePlacement::Device, ValueError,
+               "plan_whole_step: optimizer state off the device, but its update cannot run on the host");
+  uint64_t host_room = w.host_memory_bytes > 0 ? w.host_memory_bytes : std::numeric_limits<uint64_t>::max();
   ModelStatePlacement p;
   p.weights = w.weights.value_or(StatePlacement::Device);
   p.gradients = w.gradients.value_or(StatePlacement::Device);
@@ -186,15 +177,29 @@ std::vector<ModelStatePlacement> placement_ladder(const ModelState& st, const Ha
   return ladder;
 }
 
-}  // namespace
-
 WholeStepPlan plan_whole_step(const StepTrace& trace, const ModelState& st, const HardwareProfile& hw,
                               uint64_t budget, const PlannerOptions& options, const WholeStepOptions& w) {
   PlannerOptions o = options;
   o.activations_only = false;
   WholeStepPlan out;
   StepTrace t = trace;
-  for (const ModelStatePlacement& p : placement_ladder(st, hw, w)) {
+  // On a CPU device host memory is the device's; an update on the host streams through host
+  // memory at the profile's rate, and without it there is no figure to price it by.
+  ModelStateTiers tiers;
+  tiers.host = w.allow_host && hw.gpu;
+  tiers.nvme = w.allow_nvme && !hw.drives.empty();
+  tiers.host_update = hw.host_memcpy_bytes_per_second.set();
+  STRATA_CHECK(
+      tiers.host_update || !w.optimizer_state || *w.optimizer_state == StatePlacement::Device, ValueError,
+      "plan_whole_step: optimizer state off the device needs the profile's host_memcpy_bytes_per_second "
+      "(the host update's rate); '",
+      hw.name, "' has none");
+  STRATA_CHECK(!w.weights || *w.weights != StatePlacement::Host || hw.gpu, ValueError,
+               "plan_whole_step: weights in host memory, but the device is the host");
+  WholeStepOptions capped = w;
+  if (capped.host_memory_bytes == 0 && hw.host_memory_bytes.set())
+    capped.host_memory_bytes = uint64_t(hw.host_memory_bytes.value);
+  for (const ModelStatePlacement& p : placement_ladder(st, capped, tiers)) {
     WholeStepCandidate c;
     c.placement = p;
     c.state = model_state_cost(st, p, hw, w.prefetch_blocks);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "strata/core/byte_size.h"
 #include "strata/core/memory_stats.h"
@@ -14,6 +15,13 @@
 #include "strata/memory/tensor_cache.h"
 
 namespace strata::memory {
+
+// A placement of model state (weights, gradients, optimizer state) the budget may choose: its
+// description and the bytes it keeps on the device through a step.
+struct ModelStateOption {
+  std::string placement;  // "weights device, gradients host, optimizer state host"
+  uint64_t device_bytes = 0;
+};
 
 struct CacheSettings {
   std::string policy = "keep";   // a parse_cache_policy spec, or "plan:<file>"
@@ -25,6 +33,9 @@ struct CacheSettings {
   size_t keep_last_blocks = 1;
   std::string save_plan;         // write the budget plan here
   Device device = kCPU;          // where the model trains: the cache moves that device's activations
+  // Under a budget: the model-state placements it may choose, [0] the one the planning step runs
+  // with, each later one keeping less on the device (empty: model state stays where it is).
+  std::vector<ModelStateOption> model_state;
 };
 
 // The trainers' flags parse sizes with core's parser.
@@ -35,6 +46,7 @@ struct BudgetOutcome {
   bool made = false;        // a plan was made at the end of this step
   bool feasible = true;     // false: the budget cannot be met, and the step's policy stays
   std::string explanation;  // one line: the plan, or why the budget cannot be met
+  size_t model_state = 0;   // the CacheSettings::model_state option the plan chose
 };
 
 class TrainerCache {
@@ -51,6 +63,10 @@ class TrainerCache {
   bool planning() const { return planning_; }
   // Begins a step; the caller resets the device allocator's peaks before it.
   void begin_step();
+  // Called before the optimizer's update (optional): the peak of forward and backward, which the
+  // optimizer's first update joins with the state it makes (otherwise its state is assumed to add to
+  // the step's whole peak).
+  void before_update();
   // Ends the step, reading its peaks from the device's allocator as begin_step read its state.
   // After the planning step, makes the plan (or says why the budget cannot be met).
   BudgetOutcome end_step();
@@ -69,6 +85,7 @@ class TrainerCache {
   bool planning_ = false;
   bool exceeded_ = false;
   int64_t optimizer_state_at_begin_ = 0;
+  int64_t peak_before_update_ = -1;  // -1: before_update() was not called this step
   CacheStats last_;
 };
 

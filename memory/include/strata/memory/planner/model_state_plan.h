@@ -63,7 +63,10 @@ struct ModelStateCost {
   double update_seconds = 0;    // the optimizer's update and the transfers it waits for
 };
 
-// `compute_seconds`: forward and backward without model-state transfers (what hides them).
+// The model state `placement` keeps on the device through a step (ModelStateCost::device_bytes).
+uint64_t model_state_device_bytes(const ModelState& state, const ModelStatePlacement& placement,
+                                  size_t prefetch_blocks);
+
 ModelStateCost model_state_cost(const ModelState& state, const ModelStatePlacement& placement,
                                 const HardwareProfile& hw, size_t prefetch_blocks);
 
@@ -75,6 +78,19 @@ struct WholeStepOptions {
   bool allow_host = true, allow_nvme = true;
   size_t prefetch_blocks = 1;  // blocks whose weights load ahead of the one running
 };
+
+// The tiers model state may move to.
+struct ModelStateTiers {
+  bool host = false;         // host memory, and it is not the device's own (a GPU or sim device)
+  bool nvme = false;         // a drive (a spill directory)
+  bool host_update = false;  // the optimizer can update on the host (its state may leave the device)
+};
+
+// The placements a plan tries, from the pinned kinds' placement with everything else on the device
+// outwards (see WholeStepPlan::candidates): each later one holds less on the device. Throws
+// ValueError when a pinned kind is on a tier `tiers` lacks.
+std::vector<ModelStatePlacement> placement_ladder(const ModelState& state, const WholeStepOptions& options,
+                                                  const ModelStateTiers& tiers);
 
 struct WholeStepCandidate {
   ModelStatePlacement placement;
