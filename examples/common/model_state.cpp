@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <limits>
 #include <optional>
 
 #include "examples/common/trainer_common.pb.h"
@@ -54,6 +56,18 @@ std::string origin(bool given, const char* flag, const std::string& value, const
   return std::string("--memory-budget (") + what + " on " + optim::state_placement_name(where) + ")";
 }
 
+// MemAvailable in /proc/meminfo, in bytes (0 when it cannot be read: no cap).
+uint64_t host_memory_available() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (in >> key) {
+    if (key == "MemAvailable:" && in >> kib) return kib * 1024;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0;
+}
+
 }  // namespace
 
 ModelStatePlacer::ModelStatePlacer(const OptimizerConfig& optim, const TensorCacheConfig& cache,
@@ -74,6 +88,12 @@ ModelStatePlacer::ModelStatePlacer(const OptimizerConfig& optim, const TensorCac
   auto asks = [&](optim::StatePlacement where) {
     return w.weights == where || w.gradients == where || w.optimizer_state == where;
   };
+  w.host_memory_bytes = cache.has_host_memory() ? memory::parse_byte_size(cache.host_memory(), "--host-memory")
+                                                : host_memory_available();
+  STRATA_CHECK(!cache.has_host_memory() || w.host_memory_bytes > 0, ValueError, "--host-memory '",
+               cache.host_memory(), "' must be more than zero");
+  STRATA_CHECK(!cache.has_host_memory() || budget > 0, ValueError, "--host-memory ", cache.host_memory(),
+               " caps what --memory-budget places in host memory, and no --memory-budget is given");
   memory::planner::ModelStateTiers tiers;
   tiers.host = !device.is_cpu() || asks(optim::StatePlacement::Host);
   tiers.nvme = !cache.spill_dir().empty() || asks(optim::StatePlacement::Nvme);

@@ -98,6 +98,9 @@ void add_tensor_cache_flags(ConfigFlags& f, TensorCacheConfig* cache, const std:
   f.option(cache, "host_pool", "", "size of the host tier's pool (default 0: none)");
   f.option(cache, "cache_min", "", "tensors smaller than this are always kept (default 1M)");
   f.option(cache, "save_plan", "", "write the --memory-budget plan to this file");
+  f.option(cache, "host_memory", "",
+           "the most model state --memory-budget may place in host memory (default: what the machine has "
+           "available at start); beyond it, NVMe in --spill-dir");
 }
 
 }  // namespace strata::examples
