@@ -236,9 +236,9 @@ void print_placements(const WholeStepPlan& w, const ModelState& st, const std::s
                 gb(c.state.nvme_write_bytes).c_str(), c.activations.plan.block_summary.c_str());
   }
   std::printf(
-      "  (state: model state on the device; lowest: the lowest step peak any activation policy reaches with "
-      "it; "
-      "link and nvme: model-state bytes moved per step)\n%s\n",
+      "  (state: model state on the device; lowest: the lowest step peak of the activation policies tried at "
+      "this "
+      "budget; link and nvme: model-state bytes moved per step)\n%s\n",
       w.explanation.c_str());
 }
 

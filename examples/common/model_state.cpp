@@ -1,5 +1,6 @@
 #include "examples/common/model_state.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -75,6 +76,8 @@ ModelStatePlacer::ModelStatePlacer(const OptimizerConfig& optim, const TensorCac
                                    double optimizer_state_per_weight_byte)
     : optim_(optim), cache_(cache), device_(device), model_(model) {
   state_ = memory::planner::model_state_of(model, optimizer_state_per_weight_byte);
+  for (const Tensor& p : model.parameters())
+    largest_param_elements_ = std::max(largest_param_elements_, p.numel());
   const uint64_t budget =
       cache.has_memory_budget() ? memory::parse_byte_size(cache.memory_budget(), "--memory-budget") : 0;
   const bool budget_places = budget > 0 && !data_parallel;
@@ -88,8 +91,9 @@ ModelStatePlacer::ModelStatePlacer(const OptimizerConfig& optim, const TensorCac
   auto asks = [&](optim::StatePlacement where) {
     return w.weights == where || w.gradients == where || w.optimizer_state == where;
   };
-  w.host_memory_bytes = cache.has_host_memory() ? memory::parse_byte_size(cache.host_memory(), "--host-memory")
-                                                : host_memory_available();
+  w.host_memory_bytes = cache.has_host_memory()
+                            ? memory::parse_byte_size(cache.host_memory(), "--host-memory")
+                            : host_memory_available();
   STRATA_CHECK(!cache.has_host_memory() || w.host_memory_bytes > 0, ValueError, "--host-memory '",
                cache.host_memory(), "' must be more than zero");
   STRATA_CHECK(!cache.has_host_memory() || budget > 0, ValueError, "--host-memory ", cache.host_memory(),
@@ -104,13 +108,25 @@ ModelStatePlacer::ModelStatePlacer(const OptimizerConfig& optim, const TensorCac
   // budget's plan keeps) on its own.
   size_t start = 0;
   if (budget_places)
-    while (start + 1 < ladder.size() && double(memory::planner::model_state_device_bytes(
-                                            state_, ladder[start], 1)) > 0.95 * double(budget))
-      ++start;
+    while (start + 1 < ladder.size() && double(device_bytes(ladder[start])) > 0.95 * double(budget)) ++start;
   ladder_.assign(ladder.begin() + long(start),
                  budget_places ? ladder.end() : ladder.begin() + long(start) + 1);
   placement_ = ladder_.front();
   page(placement_);
+}
+
+uint64_t ModelStatePlacer::device_bytes(const memory::planner::ModelStatePlacement& p) const {
+  uint64_t bytes = memory::planner::model_state_device_bytes(state_, p, 1);
+  if (!device_.is_cpu()) return bytes;
+  const memory::NvmeStateSettings defaults;
+  const size_t moments = size_t(std::ceil(state_.optimizer_state_per_weight_byte));
+  if (p.weights == optim::StatePlacement::Nvme)
+    bytes += memory::nvme_state_host_bytes(defaults, largest_param_elements_, 1);
+  if (p.gradients == optim::StatePlacement::Nvme)
+    bytes += memory::nvme_state_host_bytes(defaults, largest_param_elements_, 1);
+  if (p.optimizer_state == optim::StatePlacement::Nvme)
+    bytes += memory::nvme_state_host_bytes(defaults, largest_param_elements_, moments);
+  return bytes;
 }
 
 void ModelStatePlacer::page(const memory::planner::ModelStatePlacement& to) {
@@ -151,9 +167,7 @@ void ModelStatePlacer::place(optim::Optimizer& optimizer) {
 std::vector<memory::ModelStateOption> ModelStatePlacer::options() const {
   std::vector<memory::ModelStateOption> out;
   if (ladder_.size() < 2) return out;
-  for (const auto& p : ladder_)
-    out.push_back(
-        {.placement = p.describe(), .device_bytes = memory::planner::model_state_device_bytes(state_, p, 1)});
+  for (const auto& p : ladder_) out.push_back({.placement = p.describe(), .device_bytes = device_bytes(p)});
   return out;
 }
 

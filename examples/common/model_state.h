@@ -59,12 +59,16 @@ class ModelStatePlacer {
 
  private:
   void page(const memory::planner::ModelStatePlacement& to);
+  // The model state `p` keeps on the device through a step; on a CPU device also the host memory
+  // of each NVMe store (its staging buffers and chunk slots), which is the device's memory there.
+  uint64_t device_bytes(const memory::planner::ModelStatePlacement& p) const;
 
   const OptimizerConfig& optim_;
   const TensorCacheConfig& cache_;
   Device device_;
   const nn::Module& model_;
   memory::planner::ModelState state_;
+  int64_t largest_param_elements_ = 0;
   std::vector<memory::planner::ModelStatePlacement> ladder_;  // from the current placement outwards
   memory::planner::ModelStatePlacement placement_;
   optim::Optimizer* optimizer_ = nullptr;

@@ -20,6 +20,11 @@ namespace strata::memory {
 
 namespace {
 
+// Each I/O channel's requests: this many in flight, of at most this many bytes.
+constexpr size_t kIoChunk = size_t(4) << 20, kIoDepth = 4;
+// A slot's buffers start every this many elements (4 KiB of f32).
+constexpr int64_t kSlotAlign = 1024;
+
 class NvmeStateStore final : public optim::StateStore {
  public:
   explicit NvmeStateStore(const NvmeStateSettings& s)
@@ -29,9 +34,8 @@ class NvmeStateStore final : public optim::StateStore {
         what_(s.what) {
     auto counters = std::make_shared<FaultCounters>();
     std::string why;
-    const size_t io_chunk = size_t(4) << 20;
-    auto store = tier_.open_channel(s.engine, io_chunk, 4, s.faults, counters, &why);
-    auto load = tier_.open_channel(s.engine, io_chunk, 4, s.faults, counters, &why);
+    auto store = tier_.open_channel(s.engine, kIoChunk, kIoDepth, s.faults, counters, &why);
+    auto load = tier_.open_channel(s.engine, kIoChunk, kIoDepth, s.faults, counters, &why);
     tier_.use_channels(std::move(store), std::move(load));
   }
 
@@ -124,13 +128,14 @@ class NvmeStateStore final : public optim::StateStore {
     s->state = SlotState::Writing;
     const Param& p = params_.at(param);
     const size_t chunk = size_t(begin / chunk_elements_);
-    stores_.push([this, s, offsets = p.offsets, dtype = p.dtype, param, chunk, begin, end] {
+    stores_.push([this, s, stride = s->stride, offsets = p.offsets, dtype = p.dtype, param, chunk, begin,
+                  end] {
       const size_t esize = element_size(dtype);
       const uint64_t bytes = uint64_t(end - begin) * esize;
       std::vector<std::vector<uint32_t>> crcs(offsets.size());
       std::string failed;
       for (size_t b = 0; b < offsets.size() && failed.empty(); ++b) {
-        const auto* src = static_cast<const char*>(s->memory->data()) + b * size_t(chunk_elements_) * esize;
+        const auto* src = static_cast<const char*>(s->memory->data()) + b * size_t(stride) * esize;
         const IoStatus st =
             tier_.write(src, bytes, offsets[b] + uint64_t(begin) * esize, TensorMemory{}, crcs[b], nullptr);
         if (!st.ok)
@@ -172,7 +177,8 @@ class NvmeStateStore final : public optim::StateStore {
  private:
   enum class SlotState : uint8_t { Empty, Reading, Ready, Acquired, Writing };
   struct Slot {
-    std::shared_ptr<StorageImpl> memory;  // count * chunk_elements_ elements of the widest dtype
+    std::shared_ptr<StorageImpl> memory;  // count buffers of `stride` elements of the widest dtype
+    int64_t stride = 0;                   // elements from one buffer of the chunk to the next
     SlotState state = SlotState::Empty;
     size_t param = 0;
     int64_t begin = 0, end = 0;
@@ -226,13 +232,14 @@ class NvmeStateStore final : public optim::StateStore {
     s.state = SlotState::Acquired;
     std::vector<Tensor> out;
     for (size_t b = 0; b < p.count; ++b)
-      out.push_back(
-          Tensor::from_storage(s.memory, {s.end - s.begin}, {1}, int64_t(b) * chunk_elements_, p.dtype));
+      out.push_back(Tensor::from_storage(s.memory, {s.end - s.begin}, {1}, int64_t(b) * s.stride, p.dtype));
     return out;
   }
   // Under mu_: gives `s` to (param, [begin, end)), with memory for its buffers.
   void claim(Slot& s, const Param& p, size_t param, int64_t begin, int64_t end) {
-    const size_t need = p.count * size_t(chunk_elements_) * 8;
+    // As large as this chunk (a small parameter's is small), each buffer 4 KiB-aligned in f32.
+    s.stride = (end - begin + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+    const size_t need = p.count * size_t(s.stride) * 8;
     if (!s.memory || s.memory->nbytes() < need)
       s.memory = std::make_shared<StorageImpl>(need, kCPU, &cpu_allocator(), MemoryCategory::OptimizerState);
     s.param = param;
@@ -269,12 +276,13 @@ class NvmeStateStore final : public optim::StateStore {
     auto w = written_.find({param, chunk});
     std::vector<std::vector<uint32_t>> crcs;
     if (w != written_.end()) crcs = w->second;
-    loads_.push([this, &s, offsets = p.offsets, dtype = p.dtype, param, begin, end, crcs = std::move(crcs)] {
+    loads_.push([this, &s, stride = s.stride, offsets = p.offsets, dtype = p.dtype, param, begin, end,
+                 crcs = std::move(crcs)] {
       const size_t esize = element_size(dtype);
       const uint64_t bytes = uint64_t(end - begin) * esize;
       std::string failed;
       for (size_t b = 0; b < offsets.size() && failed.empty(); ++b) {
-        char* dst = static_cast<char*>(s.memory->data()) + b * size_t(chunk_elements_) * esize;
+        char* dst = static_cast<char*>(s.memory->data()) + b * size_t(stride) * esize;
         if (crcs.empty()) {
           std::memset(dst, 0, bytes);
           continue;
@@ -313,6 +321,15 @@ class NvmeStateStore final : public optim::StateStore {
 
 uint64_t nvme_state_capacity(uint64_t state_bytes, uint64_t buffers) {
   return round_to_spill_block(state_bytes) + buffers * kSpillBlock;
+}
+
+uint64_t nvme_state_host_bytes(const NvmeStateSettings& s, int64_t largest_param_elements,
+                               size_t buffers_per_param) {
+  const int64_t chunk = std::min(int64_t(std::max<uint64_t>(s.chunk_bytes / 4, kSpillBlock / 4)),
+                                 std::max<int64_t>(largest_param_elements, 1));
+  const uint64_t slot =
+      uint64_t(buffers_per_param) * uint64_t((chunk + kSlotAlign - 1) / kSlotAlign * kSlotAlign) * 8;
+  return 2 * kIoDepth * (kIoChunk + kSpillBlock) + std::max<size_t>(s.slots, 3) * slot;
 }
 
 std::shared_ptr<optim::StateStore> make_nvme_state_store(const NvmeStateSettings& settings) {

@@ -26,6 +26,12 @@ struct NvmeStateSettings {
 // The file's size for `state_bytes` of state in `buffers` buffers (each extent rounds up to 4 KiB).
 uint64_t nvme_state_capacity(uint64_t state_bytes, uint64_t buffers);
 
+// The host memory a store holds besides its file: its two I/O channels' staging buffers and its
+// chunk slots, for parameters of at most `largest_param_elements` elements with `buffers_per_param`
+// buffers each. On a CPU device that memory is the device's.
+uint64_t nvme_state_host_bytes(const NvmeStateSettings& settings, int64_t largest_param_elements,
+                               size_t buffers_per_param);
+
 // Throws IoError naming the directory when the file cannot be made or reserved.
 std::shared_ptr<optim::StateStore> make_nvme_state_store(const NvmeStateSettings& settings);
 
