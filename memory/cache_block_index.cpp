@@ -132,6 +132,15 @@ bool TensorCache::prefers_lean(const char* op) {
 
 void TensorCache::set_activation_limit(size_t bytes) { impl_->activation_limit.store(bytes); }
 
+void TensorCache::grow_spill_arena(uint64_t bytes) {
+  STRATA_CHECK(impl_->tiers.nvme != nullptr, ValueError, "TensorCache::grow_spill_arena: no NVMe tier");
+  impl_->tiers.nvme->grow(bytes);
+}
+
+uint64_t TensorCache::spill_arena_capacity() const {
+  return impl_->tiers.nvme ? impl_->tiers.nvme->extents().capacity() : 0;
+}
+
 void TensorCache::set_policy(std::shared_ptr<CachePolicy> policy) {
   impl_->policy = policy ? std::move(policy) : make_keep_all_policy();
   std::lock_guard<std::mutex> lk(impl_->index_mu);

@@ -1,5 +1,7 @@
 #include "strata/memory/trainer_cache.h"
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -64,7 +66,8 @@ BudgetOutcome TrainerCache::end_step() {
                                           : uint64_t(m.total_peak + new_state);
   in.activation_peak = uint64_t(m.peak_of(MemoryCategory::SavedActivation));
   in.nvme = !s_.spill_dir.empty() && last_.io_engine != "";
-  in.nvme_capacity = s_.spill_arena_bytes;
+  // A fixed arena is checked against the plan below; one that may grow is bounded by the drive.
+  in.nvme_capacity = s_.spill_arena_fixed ? 0 : growable_arena_bytes();
   in.prefetch_blocks = cache_->options().prefetch_blocks;
   // The model state the planning step ran with, exchanged for each placement the budget may
   // choose, from the one that keeps the most on the device: the first whose plan holds the budget.
@@ -91,6 +94,20 @@ BudgetOutcome TrainerCache::end_step() {
                      std::to_string(options[chosen].device_bytes / 1000000) + " MB on the device)";
     b.plan.note = b.explanation;
   }
+  // The arena holds every NVMe block's bytes from its forward to its backward, each tensor rounded
+  // up to 4 KiB: an eighth and 1 MiB more are allowed for that (a tiny GPT's small tensors took 6.5%).
+  const uint64_t arena_need = b.nvme_bytes + b.nvme_bytes / 8 + (uint64_t(1) << 20);
+  if (b.nvme_bytes > 0 && arena_need > cache_->spill_arena_capacity()) {
+    if (s_.spill_arena_fixed)
+      return {.made = false,
+              .feasible = false,
+              .explanation =
+                  "the plan for budget " + format_bytes(double(s_.memory_budget)) + " sends " +
+                  format_bytes(double(arena_need)) + " to NVMe, more than the fixed " +
+                  format_bytes(double(s_.spill_arena_bytes)) +
+                  " spill arena holds; give a larger arena, or none (it then grows to the plan's need)"};
+    cache_->grow_spill_arena(arena_need);
+  }
   if (!s_.save_plan.empty()) save_plan(b.plan, s_.save_plan);
   policy_ = make_plan_policy(b.plan);
   cache_->set_policy(policy_);
@@ -100,6 +117,14 @@ BudgetOutcome TrainerCache::end_step() {
   if (p.predicted_activation_peak > 0 && p.budget_bytes >= p.predicted_step_peak)
     cache_->set_activation_limit(size_t(p.predicted_activation_peak + (p.budget_bytes - p.predicted_step_peak)));
   return {.made = true, .feasible = true, .explanation = b.explanation, .model_state = chosen};
+}
+
+uint64_t TrainerCache::growable_arena_bytes() const {
+  struct statvfs fs {};
+  if (s_.spill_dir.empty() || ::statvfs(s_.spill_dir.c_str(), &fs) != 0) return 0;  // 0: no limit known
+  // The drive's free space less a tenth, kept for everything else on it.
+  const uint64_t free_bytes = uint64_t(fs.f_bavail) * uint64_t(fs.f_frsize);
+  return cache_->spill_arena_capacity() + free_bytes - free_bytes / 10;
 }
 
 std::string TrainerCache::stats_line() const {

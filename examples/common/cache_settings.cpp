@@ -16,6 +16,7 @@ memory::CacheSettings cache_settings(const TensorCacheConfig& c) {
   s.spill_dir = c.spill_dir();
   if (c.has_spill_arena()) {
     s.spill_arena_bytes = memory::parse_byte_size(c.spill_arena(), "--spill-arena");
+    s.spill_arena_fixed = true;
     STRATA_CHECK(s.spill_arena_bytes > 0, ValueError, "--spill-arena '", c.spill_arena(),
                  "' is zero: the NVMe tier needs a positive size");
   }

@@ -77,6 +77,8 @@ BudgetPlan plan_for_budget(const BudgetInputs& in, uint64_t budget) {
   p.predicted_step_peak = other + act_peak;
   p.solver = "greedy-budget";
   std::vector<CacheAction> keep(n, CacheAction::Keep);
+  for (size_t i = 0; i < n; ++i)
+    if (act[i] == CacheAction::Nvme) out.nvme_bytes += blocks[i]->keep_bytes();
   size_t to_nvme = 0, to_recompute = 0;
   for (auto a : act) to_nvme += a == CacheAction::Nvme, to_recompute += a == CacheAction::Recompute;
   std::ostringstream why;

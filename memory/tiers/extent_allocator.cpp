@@ -51,6 +51,22 @@ void ExtentAllocator::free(uint64_t offset, uint64_t bytes) {
   free_.emplace(start, end - start);
 }
 
+void ExtentAllocator::grow(uint64_t capacity) {
+  std::lock_guard<std::mutex> lk(mu_);
+  const uint64_t to = capacity / alignment_ * alignment_;
+  if (to <= capacity_) return;
+  uint64_t start = capacity_;
+  if (!free_.empty()) {
+    auto last = std::prev(free_.end());
+    if (last->first + last->second == capacity_) {
+      start = last->first;
+      free_.erase(last);
+    }
+  }
+  free_.emplace(start, to - start);
+  capacity_ = to;
+}
+
 uint64_t ExtentAllocator::used() const {
   std::lock_guard<std::mutex> lk(mu_);
   return used_;

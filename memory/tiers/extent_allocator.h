@@ -15,7 +15,12 @@ class ExtentAllocator {
   // An offset of a free range of round_up(bytes, alignment) bytes, or nullopt when none fits.
   std::optional<uint64_t> allocate(uint64_t bytes);
   void free(uint64_t offset, uint64_t bytes);
-  uint64_t capacity() const { return capacity_; }
+  // Extends the arena to `capacity` (rounded down to the alignment; never shrinks it).
+  void grow(uint64_t capacity);
+  uint64_t capacity() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return capacity_;
+  }
   uint64_t alignment() const { return alignment_; }
   uint64_t used() const;
   uint64_t peak() const;

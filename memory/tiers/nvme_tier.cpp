@@ -28,7 +28,7 @@ std::string result_text(int64_t r, uint64_t want) {
 }
 }  // namespace
 
-NvmeTier::NvmeTier(const std::string& dir, uint64_t capacity) : extents_(capacity, kSpillBlock) {
+NvmeTier::NvmeTier(const std::string& dir, uint64_t capacity) : dir_(dir), extents_(capacity, kSpillBlock) {
   struct stat st {};
   const bool found = ::stat(dir.c_str(), &st) == 0;
   const int stat_errno = errno;
@@ -61,6 +61,14 @@ NvmeTier::NvmeTier(const std::string& dir, uint64_t capacity) : extents_(capacit
                    " bytes for the spill file in '", dir, "': ", errno_text(rc));
     }
   }
+}
+
+void NvmeTier::grow(uint64_t capacity) {
+  if (capacity <= extents_.capacity()) return;
+  const int rc = ::posix_fallocate(fd_, 0, off_t(capacity));
+  STRATA_CHECK(rc == 0, IoError, "tensor cache: cannot grow the spill file in '", dir_, "' to ", capacity,
+               " bytes: ", errno_text(rc));
+  extents_.grow(capacity);
 }
 
 NvmeTier::~NvmeTier() {

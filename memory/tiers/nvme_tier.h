@@ -113,6 +113,9 @@ class NvmeTier final : public Tier {
   // "<dir>/<unlinked spill file>".
   std::string describe() const override { return desc_; }
   ExtentAllocator& extents() override { return extents_; }
+  // Reserves the file up to `capacity` bytes and extends the arena to it (between steps); throws
+  // IoError naming the directory and the bytes where the drive cannot hold them.
+  void grow(uint64_t capacity);
   std::optional<uint64_t> allocate(uint64_t bytes) override { return extents_.allocate(bytes); }
   void free(uint64_t offset, uint64_t bytes) override { extents_.free(offset, bytes); }
   IoStatus write(const void* src, uint64_t bytes, uint64_t offset, TensorMemory mem,
@@ -125,7 +128,7 @@ class NvmeTier final : public Tier {
  private:
   int fd_ = -1;
   bool direct_ = false;
-  std::string desc_;
+  std::string desc_, dir_;
   ExtentAllocator extents_;
   std::unique_ptr<IoChannel> store_, load_, device_store_, device_load_;
 };

@@ -46,3 +46,22 @@ TEST(ExtentAllocator, DoubleFreeIsAnError) {
   a.free(*x, 4096);
   EXPECT_THROW(a.free(*x, 4096), strata::ValueError);
 }
+
+TEST(ExtentAllocator, GrowsAtItsEndJoiningTheFreeTail) {
+  ExtentAllocator a(4 * 4096, 4096);
+  auto x = a.allocate(3 * 4096);
+  ASSERT_TRUE(x);
+  EXPECT_FALSE(a.allocate(2 * 4096)) << "one block is left";
+  a.grow(6 * 4096 + 100);  // rounded down to the alignment
+  EXPECT_EQ(a.capacity(), 6 * 4096u);
+  EXPECT_EQ(a.free_ranges(), 1u) << "the old tail and the new space are one range";
+  auto y = a.allocate(3 * 4096);
+  ASSERT_TRUE(y);
+  EXPECT_EQ(*y, 3 * 4096u);
+  a.grow(2 * 4096);  // never shrinks
+  EXPECT_EQ(a.capacity(), 6 * 4096u);
+  a.free(*x, 3 * 4096);
+  a.free(*y, 3 * 4096);
+  EXPECT_EQ(a.free_ranges(), 1u);
+  EXPECT_EQ(a.used(), 0u);
+}

@@ -6,6 +6,7 @@
 
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
+#include "support/spill_room.h"
 
 using namespace strata;
 using namespace strata::memory;
@@ -70,6 +71,53 @@ TEST(TrainerCache, TheBudgetsPlanIsAnOutcomeOfThePlanningStepsEnd) {
   run_step(roomy, model, x, y);
   EXPECT_FALSE(roomy.end_step().made);
   EXPECT_FALSE(roomy.budget_exceeded());
+}
+
+// A budget just under keep-all sends a block to NVMe. A spill arena whose size was not asked for
+// grows to what the plan sends there; one of a fixed size that is too small refuses the plan, naming
+// both figures, instead of quietly recomputing.
+TEST(TrainerCache, TheSpillArenaGrowsToThePlanUnlessItsSizeWasFixed) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  models::GPTConfig c = models::GPTConfig::preset("tiny");
+  c.n_layer = 8;  // NVMe holds the earliest blocks while backward needs the last ones
+  manual_seed(3);
+  models::GPT model(c);
+  Tensor x = ops::zeros({16, 64}, TensorOptions().dtype(DType::i64)),
+         y = ops::ones({16, 64}, TensorOptions().dtype(DType::i64));
+  const std::string dir = test::spill_dir("arena_growth");
+  // Keep-all's peak with the NVMe tier open (its staging buffers count).
+  uint64_t keep_all = 0;
+  {
+    TrainerCache keep({.spill_dir = dir, .spill_arena_bytes = 4096, .min_bytes = 0});
+    run_step(keep, model, x, y);
+    keep_all = uint64_t(cpu_allocator().stats().snapshot().total_peak);
+    keep.end_step();
+  }
+  const CacheSettings s{
+      .memory_budget = keep_all, .spill_dir = dir, .spill_arena_bytes = 4096, .min_bytes = 0};
+
+  {
+    TrainerCache grows(s);
+    ASSERT_EQ(grows.cache()->spill_arena_capacity(), 4096u);
+    run_step(grows, model, x, y);
+    const BudgetOutcome planned = grows.end_step();
+    ASSERT_TRUE(planned.made && planned.feasible) << planned.explanation;
+    EXPECT_NE(planned.explanation.find("to NVMe"), std::string::npos) << planned.explanation;
+    EXPECT_GT(grows.cache()->spill_arena_capacity(), 4096u);
+    run_step(grows, model, x, y);  // the NVMe blocks fit the grown arena: no fallback
+    grows.end_step();
+    EXPECT_EQ(grows.last_stats().fallbacks, 0u);
+    EXPECT_GT(grows.last_stats().nvme.bytes_written, 0u) << planned.explanation << "\n" << grows.stats_line();
+  }
+
+  CacheSettings fixed = s;
+  fixed.spill_arena_fixed = true;
+  TrainerCache refuses(fixed);  // the growing arena's cache is gone: its staging buffers too
+  run_step(refuses, model, x, y);
+  const BudgetOutcome no = refuses.end_step();
+  EXPECT_FALSE(no.feasible);
+  EXPECT_NE(no.explanation.find("to NVMe, more than the fixed 4.00 KiB spill arena holds"), std::string::npos)
+      << no.explanation;
 }
 
 TEST(TrainerCache, APolicyOfNvmeWithoutATierSaysWhy) {

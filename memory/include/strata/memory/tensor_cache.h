@@ -130,6 +130,11 @@ class TensorCache final : public autograd::SavePolicy,
   void set_policy(std::shared_ptr<CachePolicy> policy);
   // TensorCacheOptions::activation_limit_bytes, from the next save on (0: never wait).
   void set_activation_limit(size_t bytes);
+  // Grows the NVMe tier's spill file to at least `bytes` (between steps); IoError naming the
+  // directory where the drive cannot hold them, ValueError without an NVMe tier.
+  void grow_spill_arena(uint64_t bytes);
+  // The NVMe tier's spill file size (0 without one).
+  uint64_t spill_arena_capacity() const;
   // The profile of the last finished step (what end_step handed to the policy).
   StepProfile last_profile() const;
 

@@ -28,6 +28,9 @@ struct CacheSettings {
   uint64_t memory_budget = 0;    // step-peak bytes to stay under (0: no budget)
   std::string spill_dir;         // the NVMe tier's directory ("": none)
   uint64_t spill_arena_bytes = uint64_t(8) << 30;
+  // The spill arena's size was asked for: a budget's plan that needs more is refused. Otherwise the
+  // arena grows to what the plan sends to NVMe (as far as the drive's free space allows).
+  bool spill_arena_fixed = false;
   uint64_t host_pool_bytes = 0;  // the host tier (0: none)
   uint64_t min_bytes = uint64_t(1) << 20;
   size_t keep_last_blocks = 1;
@@ -79,6 +82,9 @@ class TrainerCache {
   uint64_t memory_budget() const { return s_.memory_budget; }
 
  private:
+  // What the spill arena may grow to: its size and most of the drive's free space (0: unknown).
+  uint64_t growable_arena_bytes() const;
+
   CacheSettings s_;
   std::shared_ptr<TensorCache> cache_;
   std::shared_ptr<CachePolicy> policy_;

@@ -27,6 +27,7 @@ struct BudgetPlan {
   Plan plan;
   bool feasible = false;
   uint64_t min_step_peak = 0;  // the lowest step peak the solver can predict
+  uint64_t nvme_bytes = 0;     // what the plan's NVMe blocks save in one step
   std::string explanation;     // one line: what was chosen, or why the budget cannot be met
 };
 
