@@ -37,6 +37,32 @@ ModelStatePlacement placed(StatePlacement w, StatePlacement g, StatePlacement o)
   return p;
 }
 
+// A shape-only step of GPT `preset` (B=1, T=`seq`) traced with `hw`'s cost model, and its model
+// state with AdamW's moments.
+struct MetaStep {
+  StepTrace trace;
+  ModelState state;
+};
+MetaStep meta_step(const std::string& preset, int64_t seq, const HardwareProfile& hw) {
+  std::unique_ptr<models::GPT> model;
+  {
+    nn::MetaInitGuard meta;
+    model = std::make_unique<models::GPT>(models::GPTConfig::preset(preset));
+  }
+  TracerOptions o;
+  o.cost_model = &hw;
+  o.device = kMeta;
+  auto tracer = std::make_shared<StepTracer>(nullptr, o);
+  Tensor idx = ops::zeros({1, seq}, TensorOptions().dtype(DType::i64).device(kMeta));
+  {
+    OpObserverGuard obs(tracer.get());
+    autograd::SavePolicyGuard save(tracer);
+    tracer->begin();
+    model->loss(idx, idx).backward();
+  }
+  return {tracer->finish(preset), model_state_of(*model, 2.0)};
+}
+
 constexpr StatePlacement kDev = StatePlacement::Device, kHost = StatePlacement::Host,
                          kNvme = StatePlacement::Nvme;
 
@@ -98,26 +124,9 @@ TEST(ModelStatePlan, TheLadderMovesOptimizerStateThenGradientsThenWeights) {
   const HardwareProfile gpu = profile("h100-sxm-pcie5-1xgen4");
   const HardwareProfile cpu = profile("measured/cpu-2core-vm");
   auto ladder = [&](const HardwareProfile& hw, const WholeStepOptions& w) {
-    models::GPTConfig cfg = models::GPTConfig::preset("tiny");
-    std::unique_ptr<models::GPT> model;
-    {
-      nn::MetaInitGuard meta;
-      model = std::make_unique<models::GPT>(cfg);
-    }
-    TracerOptions o;
-    o.cost_model = &hw;
-    o.device = kMeta;
-    auto tracer = std::make_shared<StepTracer>(nullptr, o);
-    Tensor idx = ops::zeros({1, 16}, TensorOptions().dtype(DType::i64).device(kMeta));
-    {
-      OpObserverGuard obs(tracer.get());
-      autograd::SavePolicyGuard save(tracer);
-      tracer->begin();
-      model->loss(idx, idx).backward();
-    }
     std::vector<ModelStatePlacement> out;
     for (const WholeStepCandidate& c :
-         plan_whole_step(tracer->finish("tiny"), s, hw, 1 << 30, {}, w).candidates)
+         plan_whole_step(meta_step("tiny", 16, hw).trace, s, hw, 1 << 30, {}, w).candidates)
       out.push_back(c.placement);
     return out;
   };
@@ -148,25 +157,9 @@ TEST(ModelStatePlan, TheLadderMovesOptimizerStateThenGradientsThenWeights) {
 
 TEST(ModelStatePlan, ABudgetIsHeldByMovingModelStateAndTheSmallestFeasibleOneIsNamed) {
   const HardwareProfile gpu = profile("h100-sxm-pcie5-1xgen4");
-  models::GPTConfig cfg = models::GPTConfig::preset("small");
-  std::unique_ptr<models::GPT> model;
-  {
-    nn::MetaInitGuard meta;
-    model = std::make_unique<models::GPT>(cfg);
-  }
-  TracerOptions o;
-  o.cost_model = &gpu;
-  o.device = kMeta;
-  auto tracer = std::make_shared<StepTracer>(nullptr, o);
-  Tensor idx = ops::zeros({1, 64}, TensorOptions().dtype(DType::i64).device(kMeta));
-  {
-    OpObserverGuard obs(tracer.get());
-    autograd::SavePolicyGuard save(tracer);
-    tracer->begin();
-    model->loss(idx, idx).backward();
-  }
-  const StepTrace trace = tracer->finish("small");
-  const ModelState s = model_state_of(*model, 2.0);
+  const MetaStep step = meta_step("small", 64, gpu);
+  const StepTrace& trace = step.trace;
+  const ModelState& s = step.state;
   // Generous: everything stays on the device.
   WholeStepPlan roomy = plan_whole_step(trace, s, gpu, uint64_t(1) << 34);
   ASSERT_TRUE(roomy.fits);
