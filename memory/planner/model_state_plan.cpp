@@ -163,7 +163,7 @@ std::vector<ModelStatePlacement> placement_ladder(const ModelState& st, const Wh
       {w.weights.has_value(), &ModelStatePlacement::weights, blocks}};
   for (const Kind& k : kinds) {
     if (k.pinned) continue;
-    if (k.field == &ModelStatePlacement::optimizer_state && !host_update) continue;
+    if (k.field == &ModelStatePlacement::optimizer_state && (!host_update || k.host_bytes == 0)) continue;
     if (host && k.host_bytes <= host_room) {
       host_room -= k.host_bytes;
       p.*k.field = StatePlacement::Host;

@@ -146,6 +146,11 @@ TEST(ModelStatePlan, TheLadderMovesOptimizerStateThenGradientsThenWeights) {
   pinned.gradients = kDev;
   EXPECT_EQ(ladder(gpu, pinned),
             (V{placed(kDev, kDev, kDev), placed(kDev, kDev, kHost), placed(kHost, kDev, kHost)}));
+  // Plain SGD keeps no per-element state: no rung moves it.
+  ModelState sgd = four_blocks();
+  sgd.optimizer_state_per_weight_byte = 0;
+  EXPECT_EQ(placement_ladder(sgd, {}, {.host = true, .nvme = true, .host_update = true}),
+            (V{placed(kDev, kDev, kDev), placed(kDev, kHost, kDev), placed(kHost, kHost, kDev)}));
   WholeStepOptions no_tiers;
   no_tiers.allow_host = no_tiers.allow_nvme = false;
   EXPECT_EQ(ladder(gpu, no_tiers), (V{placed(kDev, kDev, kDev)}));

@@ -87,7 +87,8 @@ struct ModelStateTiers {
 };
 
 // The placements a plan tries, from the pinned kinds' placement with everything else on the device
-// outwards (see WholeStepPlan::candidates): each later one holds less on the device. Throws
+// outwards (see WholeStepPlan::candidates): each later one holds less on the device (an optimizer
+// without per-element state, plain SGD, has no rung of its own). Throws
 // ValueError when a pinned kind is on a tier `tiers` lacks.
 std::vector<ModelStatePlacement> placement_ladder(const ModelState& state, const WholeStepOptions& options,
                                                   const ModelStateTiers& tiers);
