@@ -79,11 +79,15 @@ StepTrace meta_trace(const std::string& model, int64_t batch, int64_t seq, int64
   o.precision = precision;
   auto tracer = std::make_shared<StepTracer>(nullptr, o);
   auto i64 = TensorOptions().dtype(DType::i64).device(kMeta);
-  auto run = [&](auto&& step) {
-    OpObserverGuard obs(tracer.get());
-    autograd::SavePolicyGuard save(tracer);
-    tracer->begin();
-    step();
+  // One step of `model`, traced; its model state counted.
+  auto run = [&](const nn::Module& model, auto&& step) {
+    {
+      OpObserverGuard obs(tracer.get());
+      autograd::SavePolicyGuard save(tracer);
+      tracer->begin();
+      step();
+    }
+    state = model_state_of(model, optimizer_state);
   };
   std::string name = model;
   if (model.rfind("gpt2", 0) == 0) {
@@ -91,23 +95,20 @@ StepTrace meta_trace(const std::string& model, int64_t batch, int64_t seq, int64
     cfg.block_size = std::max(cfg.block_size, seq);
     auto& m = *build<models::GPT>(cfg);
     Tensor idx = ops::zeros({batch, seq}, i64), targets = ops::zeros({batch, seq}, i64);
-    run([&] { m.loss(idx, targets).backward(); });
-    state = model_state_of(m, optimizer_state);
+    run(m, [&] { m.loss(idx, targets).backward(); });
     name += " B=" + std::to_string(batch) + " T=" + std::to_string(seq);
   } else if (model.rfind("bert", 0) == 0) {
     models::BertConfig cfg = models::BertConfig::preset(model);
     auto& m = *build<models::BertForSequenceClassification>(cfg);  // the encoder; the MLM head needs the labels' values
     Tensor ids = ops::zeros({batch, seq}, i64), labels = ops::zeros({batch}, i64);
-    run([&] { m.loss(ids, Tensor(), Tensor(), labels).backward(); });
-    state = model_state_of(m, optimizer_state);
+    run(m, [&] { m.loss(ids, Tensor(), Tensor(), labels).backward(); });
     name += " B=" + std::to_string(batch) + " T=" + std::to_string(seq);
   } else if (model.rfind("resnet", 0) == 0) {
     models::ResNetConfig cfg = models::ResNetConfig::preset(model);
     auto& m = *build<models::ResNet>(cfg);
     Tensor x = ops::zeros({batch, 3, image, image}, TensorOptions().device(kMeta));
     Tensor labels = ops::zeros({batch}, i64);
-    run([&] { ops::cross_entropy(m.forward(x), labels).backward(); });
-    state = model_state_of(m, optimizer_state);
+    run(m, [&] { ops::cross_entropy(m.forward(x), labels).backward(); });
     name += " B=" + std::to_string(batch) + " " + std::to_string(image) + "x" + std::to_string(image);
   } else {
     throw ValueError("strata_plan: unknown model '" + model + "' (gpt2*, bert*, resnet* presets)");

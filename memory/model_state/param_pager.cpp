@@ -17,6 +17,7 @@
 #include "strata/core/byte_size.h"
 #include "strata/core/error.h"
 #include "strata/core/stream.h"
+#include "strata/nn/planner_blocks.h"
 
 namespace strata::memory {
 
@@ -355,15 +356,11 @@ std::shared_ptr<ParamPager> ParamPager::create(const nn::Module& model, Device d
   Impl& m = *pager->impl_;
   const bool weights = m.s.weights != StatePlacement::Device, grads = m.s.gradients != StatePlacement::Device;
 
-  // Each parameter belongs to its innermost block (named_modules is preorder: inner ones come later).
-  std::unordered_map<const TensorImpl*, size_t> block_of_param;
-  for (const auto& [path, module] : model.named_modules()) {
-    if (!module->is_block()) continue;
-    const size_t b = m.block_paths.size();
-    m.block_paths.push_back(path);
-    m.block_index.emplace(path, b);
-    for (const auto& [name, p] : module->named_parameters()) block_of_param[p.impl()] = b;
-  }
+  // Each parameter belongs to its innermost block.
+  nn::PlannerBlocks blocks = nn::planner_blocks(model);
+  const std::unordered_map<const TensorImpl*, size_t>& block_of_param = blocks.block_of;
+  m.block_paths = std::move(blocks.paths);
+  for (size_t b = 0; b < m.block_paths.size(); ++b) m.block_index.emplace(m.block_paths[b], b);
   m.block_weights.resize(m.block_paths.size());
 
   std::unordered_map<uint64_t, int> storage_users;

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <unordered_map>
 
 #include "strata/core/byte_size.h"
 #include "strata/core/error.h"
+#include "strata/nn/planner_blocks.h"
 
 namespace strata::memory::planner {
 
@@ -34,18 +34,11 @@ uint64_t ModelState::optimizer_bytes() const {
 ModelState model_state_of(const nn::Module& model, double optimizer_state_per_weight_byte) {
   ModelState s;
   s.optimizer_state_per_weight_byte = optimizer_state_per_weight_byte;
-  // named_modules() is preorder: an inner block comes after the block around it and takes its
-  // parameters over.
-  std::unordered_map<const TensorImpl*, size_t> block_of;
-  for (const auto& [path, module] : model.named_modules()) {
-    if (!module->is_block()) continue;
-    const size_t b = s.block_weight_bytes.size();
-    s.block_weight_bytes.push_back(0);
-    for (const auto& [name, p] : module->named_parameters()) block_of[p.impl()] = b;
-  }
+  const nn::PlannerBlocks blocks = nn::planner_blocks(model);
+  s.block_weight_bytes.assign(blocks.paths.size(), 0);
   for (const auto& [name, p] : model.named_parameters()) {
-    auto it = block_of.find(p.impl());
-    (it == block_of.end() ? s.outside_weight_bytes : s.block_weight_bytes[it->second]) +=
+    auto it = blocks.block_of.find(p.impl());
+    (it == blocks.block_of.end() ? s.outside_weight_bytes : s.block_weight_bytes[it->second]) +=
         uint64_t(p.nbytes());
   }
   return s;
