@@ -18,6 +18,9 @@ void add_run_flags(ConfigFlags& f, RunConfig* run) {
   f.flag(run, "resume", "", "continue from <out-dir>/checkpoint");
   f.flag(run, "overwrite", "", "start over although <out-dir>/checkpoint exists (its next save replaces it)");
   f.option(run, "log_every");
+  f.option(run, "grad_accum", "",
+           "micro-batches per optimizer step, their gradients summed (a step sees grad-accum x batch-size "
+           "samples per rank)");
   f.option(run, "device", "",
            "cpu (default), cuda, cuda:N, sim, sim:N (the simulated device: host memory with a capacity, "
            "the CPU's kernels); under mpirun cuda and sim take the rank's local index");
@@ -80,6 +83,14 @@ void add_tf32_flag(ConfigFlags& f, PrecisionConfig* precision) {
   f.flag(precision, "tf32", "",
          "CUDA: f32 GEMMs and convolutions on TF32 Tensor Cores over forward and backward (as "
          "torch.backends.cuda.matmul.allow_tf32); the CPU ignores it");
+}
+
+void add_data_parallel_flags(ConfigFlags& f, DataParallelConfig* data_parallel, bool zero1) {
+  if (zero1)
+    f.flag(data_parallel, "zero1", "", "under mpirun: shard the AdamW state across ranks (ZeRO stage 1)");
+  f.option(data_parallel, "bucket_mb", "", "under mpirun: gradient all-reduce bucket size in MB");
+  f.option(data_parallel, "collective_timeout", "",
+           "under mpirun: seconds a collective waits for the other ranks before failing, naming the rank");
 }
 
 void add_tensor_cache_flags(ConfigFlags& f, TensorCacheConfig* cache, const std::string& unit,

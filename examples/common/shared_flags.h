@@ -6,6 +6,7 @@
 namespace strata::examples {
 
 class ConfigFlags;
+class DataParallelConfig;
 class LrScheduleConfig;
 class OptimizerConfig;
 class PrecisionConfig;
@@ -18,7 +19,7 @@ class TextDataConfig;
 // more by a flag than the wording here, it rewords the help: app.get_option("--lr")->description(...).
 
 // -b,--batch-size, --max-steps, --max-seconds, --seed, --eval-every, --eval-batches, --ckpt-every,
-// -o,--out-dir, --resume, --log-every.
+// -o,--out-dir, --resume, --log-every, --grad-accum.
 void add_run_flags(ConfigFlags& f, RunConfig* run);
 // --profile: the per-op profile of the steps after the first two.
 void add_profile_flag(ConfigFlags& f, RunConfig* run);
@@ -34,6 +35,9 @@ void add_text_data_flags(ConfigFlags& f, TextDataConfig* data);
 void add_bf16_flag(ConfigFlags& f, PrecisionConfig* precision);
 // --tf32.
 void add_tf32_flag(ConfigFlags& f, PrecisionConfig* precision);
+// --bucket-mb, --collective-timeout and, where the trainer's optimizer is AdamW, --zero1: data
+// parallel under mpirun (data_parallel.h).
+void add_data_parallel_flags(ConfigFlags& f, DataParallelConfig* data_parallel, bool zero1);
 // --cache-policy, --memory-budget, --spill-dir, --spill-arena, --host-pool, --cache-min,
 // --save-plan. `unit` names what the budget's planning step recomputes ("block", "layer");
 // `policy_note` ends --cache-policy's help (e.g. the model's scopes).

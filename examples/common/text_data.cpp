@@ -9,6 +9,7 @@
 #include "examples/common/default_corpus.h"
 #include "examples/common/trainer_common.pb.h"
 #include "strata/core/error.h"
+#include "strata/dist/process_group.h"
 #include "strata/io/text/token_shards.h"
 #include "strata/io/text/tokenizer.h"
 
@@ -32,7 +33,13 @@ void check_text_data(const TextDataConfig& data) {
 }
 
 std::pair<std::string, std::string> shards_from_text(const std::string& text, const std::string& out_dir,
-                                                     const io::Tokenizer* tokenizer) {
+                                                     const io::Tokenizer* tokenizer,
+                                                     dist::ProcessGroup* group) {
+  const std::string dir = out_dir + "/data";
+  if (group && group->rank() != 0) {
+    group->barrier_sync();  // rank 0 has written them
+    return {dir + "/train_*.bin", dir + "/val_*.bin"};
+  }
   const io::ByteTokenizer bytes;
   const io::Tokenizer& tok = tokenizer ? *tokenizer : bytes;
   std::vector<int32_t> ids = tok.encode(text), train_ids, val_ids;
@@ -46,10 +53,10 @@ std::pair<std::string, std::string> shards_from_text(const std::string& text, co
     val_ids.assign(ids.begin() + long(split), ids.end());
     train_ids.resize(split);
   }
-  const std::string dir = out_dir + "/data";
   std::filesystem::create_directories(dir);
   io::write_token_shard(dir + "/train_000000.bin", train_ids);
   io::write_token_shard(dir + "/val_000000.bin", val_ids);
+  if (group) group->barrier_sync();
   return {dir + "/train_*.bin", dir + "/val_*.bin"};
 }
 

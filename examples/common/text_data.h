@@ -4,6 +4,10 @@
 #include <string>
 #include <utility>
 
+namespace strata::dist {
+class ProcessGroup;
+}  // namespace strata::dist
+
 namespace strata::io {
 class Tokenizer;
 }  // namespace strata::io
@@ -23,8 +27,10 @@ void check_text_data(const TextDataConfig& data);
 // Writes shards of `text` tokenized by `tokenizer` (null: byte by byte) into <out_dir>/data and
 // returns their globs (train, held out). Every 10th chunk of 8192 tokens is held out, so the
 // held-out text comes from the same documents as the training text without overlapping it; a text
-// shorter than ten chunks holds out its last 10%.
+// shorter than ten chunks holds out its last 10%. Under mpirun (`group`), rank 0 writes them and
+// every rank returns once they are written.
 std::pair<std::string, std::string> shards_from_text(const std::string& text, const std::string& out_dir,
-                                                     const io::Tokenizer* tokenizer = nullptr);
+                                                     const io::Tokenizer* tokenizer = nullptr,
+                                                     dist::ProcessGroup* group = nullptr);
 
 }  // namespace strata::examples

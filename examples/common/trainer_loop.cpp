@@ -1,17 +1,33 @@
 #include "examples/common/trainer_loop.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 
+#include "examples/common/data_parallel.h"
 #include "examples/common/finite_loss.h"
 #include "examples/common/model_state.h"
 #include "examples/common/trainer_common.pb.h"
+#include "strata/ops/elementwise.h"
 #include "strata/optim/clip_grad.h"
 
 namespace strata::examples {
 
 namespace {
+
+// Test hook: STRATA_TEST_KILL_RANK=r and STRATA_TEST_KILL_STEP=s SIGKILL rank r after step s, so
+// ctest can check that the other ranks fail naming it instead of hanging.
+void maybe_kill_self(int rank, int64_t step) {
+  const char* r = std::getenv("STRATA_TEST_KILL_RANK");
+  const char* s = std::getenv("STRATA_TEST_KILL_STEP");
+  if (r && s && std::atoi(r) == rank && std::atoll(s) == step) {
+    std::fprintf(stderr, "rank %d killing itself before step %ld (STRATA_TEST_KILL_*)\n", rank, long(step));
+    std::fflush(stderr);
+    std::raise(SIGKILL);
+  }
+}
 
 memory::CacheSettings on_device(memory::CacheSettings s, Device device) {
   s.device = device;
@@ -31,7 +47,7 @@ std::string field(const char* format, ...) {
 
 TrainLoop::TrainLoop(TrainLoopParts parts)
     : parts_(std::move(parts)),
-      lead_(!parts_.group || parts_.group->rank() == 0),
+      lead_(!parts_.ranks || parts_.ranks->lead()),
       step_(parts_.first_step),
       start_(std::chrono::steady_clock::now()) {
   const RunConfig& run = *parts_.run;
@@ -42,7 +58,7 @@ TrainLoop::TrainLoop(TrainLoopParts parts)
   const std::string state = optimizer_state_line(*parts_.optimizer);
   if (lead_ && !state.empty()) std::printf("  %s\n", state.c_str());
   if (const memory::ParamPager* pager = this->pager()) {
-    STRATA_CHECK(parts_.group == nullptr || pager->settings().gradients == optim::StatePlacement::Device,
+    STRATA_CHECK(group() == nullptr || pager->settings().gradients == optim::StatePlacement::Device,
                  ValueError, "--gradients ", optim::state_placement_name(pager->settings().gradients),
                  ": under mpirun gradients stay on the device (data parallel averages them there)");
     if (lead_) std::printf("  %s\n", pager_line(*pager).c_str());
@@ -67,6 +83,8 @@ TrainLoop::TrainLoop(TrainLoopParts parts)
   profiler_.wait_for(parts_.device->device);  // on CUDA each op is charged its kernels' time
 }
 
+dist::ProcessGroup* TrainLoop::group() const { return parts_.ranks ? parts_.ranks->group() : nullptr; }
+
 double TrainLoop::elapsed() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
@@ -79,8 +97,8 @@ double TrainLoop::progress() const {
 bool TrainLoop::keep_going() {
   const RunConfig& run = *parts_.run;
   bool go = step_ < run.max_steps() && (run.max_seconds() <= 0 || elapsed() < run.max_seconds());
-  if (parts_.group && run.max_seconds() > 0)
-    go = parts_.group->all_reduce_scalar(lead_ && go ? 1.0 : 0.0) > 0;
+  if (group() && run.max_seconds() > 0) go = group()->all_reduce_scalar(lead_ && go ? 1.0 : 0.0) > 0;
+  if (go && group()) maybe_kill_self(group()->rank(), step_);
   if (go) {
     step_start_ = std::chrono::steady_clock::now();
     parts_.trainer_run->running_step = step_ + 1;
@@ -140,11 +158,35 @@ void TrainLoop::finish_step() {
   const RunConfig& run = *parts_.run;
   if (const std::optional<double> per_step = parts_.schedule->time_step(steps_run_, secs_)) {
     int64_t total = step_ + int64_t((run.max_seconds() - elapsed()) / *per_step);
-    if (parts_.group)
-      total = int64_t(parts_.group->all_reduce_scalar(lead_ ? double(total) : 0.0));  // rank 0's
+    if (group()) total = int64_t(group()->all_reduce_scalar(lead_ ? double(total) : 0.0));  // rank 0's
     parts_.schedule->set_length(total);
     if (lead_) std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), *per_step);
   }
+}
+
+void TrainLoop::run_step(const std::function<Tensor()>& forward) {
+  TrainStep s(*this);
+  const int64_t accum = parts_.run->grad_accum();
+  if (accum == 1 && !group()) {
+    s.phase("forward");
+    const Tensor loss = forward();
+    s.phase("backward");
+    loss.backward();
+    end_step(s, loss);
+    return;
+  }
+  double loss_sum = 0;
+  for (int64_t micro = 0; micro < accum; ++micro) {
+    if (parts_.ranks) parts_.ranks->micro_batch(micro, accum);
+    s.phase("forward");
+    Tensor loss = forward();
+    if (accum > 1) loss = ops::mul(loss, 1.0 / double(accum));
+    s.phase("backward");
+    loss.backward();
+    loss_sum += loss.item();
+  }
+  if (parts_.ranks) loss_sum = parts_.ranks->finish(loss_sum);
+  end_step(s, loss_sum);
 }
 
 void TrainLoop::end_step(TrainStep& s, const Tensor& loss) {
@@ -202,7 +244,8 @@ void TrainLoop::print_timing(const char* unit, double per_step, const std::strin
   const double n = double(steps_run_ - 1);
   std::printf("timing: %.1f ms/step", 1e3 * timed_seconds_ / n);
   if (unit) std::printf(", %.0f %s", per_step * n / timed_seconds_, unit);
-  std::printf(" over steps 2-%ld%s\n", long(step_), extra.c_str());
+  std::printf(" over steps 2-%ld%s%s\n", long(step_), extra.c_str(),
+              parts_.ranks ? parts_.ranks->timing().c_str() : "");
 }
 
 }  // namespace strata::examples

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -25,6 +26,7 @@
 
 namespace strata::examples {
 
+class DataParallel;
 class RunConfig;
 class TrainStep;
 
@@ -43,8 +45,9 @@ struct TrainLoopParts {
   memory::CacheSettings cache;        // --cache-policy, --memory-budget (its device is set from `device`)
   TrainerRun* trainer_run = nullptr;  // its running_step follows the step under way
   int64_t first_step = 0;             // the resumed checkpoint's step, else 0
-  // Under mpirun: rank 0 alone prints, and its clock decides when a time-bounded run stops.
-  dist::ProcessGroup* group = nullptr;
+  // Under mpirun: rank 0 alone prints, its clock decides when a time-bounded run stops, and
+  // run_step averages the gradients over the ranks (null: one process).
+  DataParallel* ranks = nullptr;
   // --weights, --gradients, --optimizer-state and the budget's say in them (model_state.h): its
   // pager is told of every block's scope during the run and sends its paged tensors home after each
   // update; the budget's plan may move model state further off the device after the planning step.
@@ -72,8 +75,7 @@ TrainLoopParts loop_parts(const Config& c, const TrainerDevice& device, optim::O
 // The loop of a training run:
 //   TrainLoop loop(loop_parts(config, device, optimizer, schedule, model.parameters(), ...));
 //   while (loop.keep_going()) {          // the step's clock starts
-//     <fetch the batch>
-//     loop.run_step([&] { return <the loss>; });  // see TrainStep and end_step for what it does
+//     loop.run_step([&] { <fetch a micro-batch>; return <its loss>; });  // see run_step
 //     if (loop.log_due()) loop.print_step_line({field("loss %.4f", loop.last_loss()), ...});
 //     if (loop.checkpoint_due()) save(loop.step());
 //   }
@@ -97,10 +99,12 @@ class TrainLoop {
   // update, so a non-finite loss never reaches the weights.
   void end_step(TrainStep& s, double loss);
 
-  // A whole step whose forward `forward()` returns the loss: TrainStep, the forward and backward
-  // phases, end_step(s, loss). For a step with micro-batches, use TrainStep and end_step directly.
-  template <class Forward>
-  void run_step(Forward&& forward);
+  // A whole step of --grad-accum micro-batches: TrainStep, then for each micro-batch `forward()`
+  // (which fetches it and returns its loss) and backward of the loss over --grad-accum, then
+  // end_step with the summed loss. Under mpirun only the last micro-batch's backward averages the
+  // gradients over the ranks, and the loss is the ranks' mean. One micro-batch in one process reads
+  // the loss after the update, as end_step(s, loss) does.
+  void run_step(const std::function<Tensor()>& forward);
 
   // Whether the step just ended prints its line: every --log-every steps, the first, and a step that
   // evaluated; never on ranks other than 0.
@@ -116,7 +120,8 @@ class TrainLoop {
   // After the loop: the cache's warning when a step went above --memory-budget, --profile's table.
   void finish();
   // "timing: X ms/step, Y <unit> over steps 2-N<extra>" (without a rate where `unit` is null), when
-  // more than two steps ran: the first, the warm-up, is left out.
+  // more than two steps ran: the first, the warm-up, is left out. Under mpirun the all-reduce's
+  // time follows.
   void print_timing(const char* unit, double per_step, const std::string& extra = "") const;
 
   int64_t step() const { return step_; }
@@ -131,6 +136,7 @@ class TrainLoop {
  private:
   // The device's allocator: its peaks are the step's.
   Allocator& allocator() const { return *parts_.device->allocator; }
+  dist::ProcessGroup* group() const;
   // The blocks' pager (null while weights and gradients stay on the device).
   memory::ParamPager* pager() const {
     return parts_.model_state ? parts_.model_state->pager().get() : nullptr;
@@ -167,15 +173,5 @@ class TrainStep {
   ProfiledStep profile_;
   std::optional<autograd::SavePolicyGuard> cache_guard_;
 };
-
-template <class Forward>
-void TrainLoop::run_step(Forward&& forward) {
-  TrainStep s(*this);
-  s.phase("forward");
-  const Tensor loss = forward();
-  s.phase("backward");
-  loss.backward();
-  end_step(s, loss);
-}
 
 }  // namespace strata::examples

@@ -15,8 +15,14 @@ namespace strata::examples {
 
 void merge_over_defaults(const std::string& defaults, const google::protobuf::Message& set,
                          google::protobuf::Message* settings) {
-  STRATA_CHECK(google::protobuf::TextFormat::ParseFromString(defaults, settings), ValueError,
-               "the defaults are not a ", "valid ", settings->GetDescriptor()->name(),
+  // What every trainer's defaults share; a trainer's own text may set these again.
+  constexpr const char* kShared = R"pb(
+    run { grad_accum: 1 }
+    data_parallel { bucket_mb: 25 collective_timeout: 300 }
+  )pb";
+  STRATA_CHECK(google::protobuf::TextFormat::ParseFromString(kShared, settings) &&
+                   google::protobuf::TextFormat::MergeFromString(defaults, settings),
+               ValueError, "the defaults are not a ", "valid ", settings->GetDescriptor()->name(),
                " in protobuf text format");
   settings->MergeFrom(set);
 }
@@ -41,6 +47,7 @@ void check_shared_settings(const RunConfig& run, const LrScheduleConfig& schedul
   at_least(run.has_eval_batches(), "--eval-batches", double(run.eval_batches()), 0);
   at_least(run.has_ckpt_every(), "--ckpt-every", double(run.ckpt_every()), 0);
   at_least(run.has_log_every(), "--log-every", double(run.log_every()), 1);
+  at_least(run.has_grad_accum(), "--grad-accum", double(run.grad_accum()), 1);
   STRATA_CHECK(!schedule.has_lr() || (schedule.lr() > 0 && std::isfinite(schedule.lr())), ValueError, "--lr ",
                schedule.lr(), " must be positive");
   at_least(schedule.has_min_lr(), "--min-lr", schedule.min_lr(), 0);
@@ -52,6 +59,12 @@ void check_shared_settings(const RunConfig& run, const LrScheduleConfig& schedul
        {std::tuple<bool, const char*, double>{optim.has_beta1(), "--beta1", optim.beta1()},
         {optim.has_beta2(), "--beta2", optim.beta2()}})
     STRATA_CHECK(!set || (beta >= 0 && beta < 1), ValueError, flag, " ", beta, " must be in [0, 1)");
+}
+
+void check_data_parallel(const DataParallelConfig& c) {
+  for (const auto& [flag, value] : {std::pair<const char*, double>{"--bucket-mb", c.bucket_mb()},
+                                    {"--collective-timeout", c.collective_timeout()}})
+    STRATA_CHECK(value > 0 && std::isfinite(value), ValueError, flag, " ", value, " must be positive");
 }
 
 void check_export_paths(const std::string& init_from, const std::string& export_hf,

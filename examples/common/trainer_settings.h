@@ -11,6 +11,7 @@ class Message;
 
 namespace strata::examples {
 
+class DataParallelConfig;
 class LrScheduleConfig;
 class OptimizerConfig;
 class RunConfig;
@@ -20,7 +21,8 @@ class RunConfig;
 // (ConfigFlags::parse). Defaults that depend on other settings (a sequence length capped by the
 // model's, a learning rate by optimizer) the trainer fills in afterwards from `set`.
 
-// `settings` = `defaults` (protobuf text of `set`'s type) with `set` merged over it.
+// `settings` = the shared defaults (run.grad_accum, data_parallel), `defaults` (protobuf text of `set`'s
+// type) over them, and `set` merged over both.
 void merge_over_defaults(const std::string& defaults, const google::protobuf::Message& set,
                          google::protobuf::Message* settings);
 
@@ -36,14 +38,18 @@ void resolve_run_length(const RunConfig& set, RunConfig* run);
 void check_shared_settings(const RunConfig& run, const LrScheduleConfig& schedule,
                            const OptimizerConfig& optim);
 
-// A trainer's settings: its defaults with `set` merged over them, the run length resolved, the
-// shared numbers checked.
+// --bucket-mb and --collective-timeout positive: a ValueError naming the flag otherwise.
+void check_data_parallel(const DataParallelConfig& c);
+
+// A trainer's settings: the defaults every trainer shares, its own `defaults` over them and `set`
+// merged over both, the run length resolved, the shared numbers checked.
 template <class Config>
 Config settings_from(const std::string& defaults, const Config& set) {
   Config settings;
   merge_over_defaults(defaults, set, &settings);
   resolve_run_length(set.run(), settings.mutable_run());
   check_shared_settings(settings.run(), settings.schedule(), settings.optim());
+  check_data_parallel(settings.data_parallel());
   return settings;
 }
 

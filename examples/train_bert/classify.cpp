@@ -7,8 +7,8 @@
 #include <fstream>
 #include <numeric>
 
-#include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
+#include "examples/common/data_parallel.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/model_state.h"
 #include "examples/common/trainer_loop.h"
@@ -25,6 +25,7 @@ namespace {
 struct Example {
   int64_t label;
   std::string text;
+  std::vector<int32_t> ids;  // the text's tokens: its bytes, or WordPiece's ids
 };
 
 // "<label>\t<text>" per line; a malformed line is an IoError naming the file and line.
@@ -47,7 +48,7 @@ std::vector<Example> read_examples(const std::string& path) {
     }
     STRATA_CHECK(tab != std::string::npos && used == tab && label >= 0, IoError, "--classify-data '", path,
                  "' line ", n, ": expected '<label>\\t<text>' with a label 0, 1, ...");
-    out.push_back({label, line.substr(tab + 1)});
+    out.push_back({label, line.substr(tab + 1), {}});
   }
   STRATA_CHECK(out.size() >= 2, IoError, "--classify-data '", path, "' holds ", out.size(),
                " examples; at least 2 are needed (every 10th is held out)");
@@ -58,17 +59,17 @@ struct Batch {
   Tensor input_ids, token_type_ids, attention_mask, labels;
 };
 
-// [CLS] bytes [SEP] [PAD]..., T tokens per row.
+// [CLS] tokens [SEP] [PAD]..., T tokens per row.
 Batch make_batch(const std::vector<const Example*>& rows, int64_t T, const io::MlmSpecialTokens& sp,
                  Device d) {
   const int64_t B = int64_t(rows.size());
   std::vector<int64_t> ids(size_t(B * T), sp.pad), mask(size_t(B * T), 0), labels;
   for (int64_t b = 0; b < B; ++b) {
-    const std::string& text = rows[size_t(b)]->text;
-    const int64_t n = std::min<int64_t>(int64_t(text.size()), T - 2);
+    const std::vector<int32_t>& tokens = rows[size_t(b)]->ids;
+    const int64_t n = std::min<int64_t>(int64_t(tokens.size()), T - 2);
     int64_t* row = ids.data() + b * T;
     row[0] = sp.cls;
-    for (int64_t i = 0; i < n; ++i) row[1 + i] = static_cast<unsigned char>(text[size_t(i)]);
+    std::copy_n(tokens.begin(), n, row + 1);
     row[n + 1] = sp.sep;
     std::fill(mask.begin() + b * T, mask.begin() + b * T + n + 2, 1);
     labels.push_back(rows[size_t(b)]->label);
@@ -119,12 +120,21 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
                max_label, " but --num-labels is ", m.num_labels);
   m.validate();
   const int64_t B = run.batch_size(), T = c.data().seq_len();
-  const io::MlmSpecialTokens sp;
-  STRATA_CHECK(m.vocab_size > sp.sep, ValueError, "the byte-level vocabulary needs vocab_size >= 260, got ",
-               m.vocab_size);
+  const io::WordPieceTokenizer* tok = o.tokenizer.get();
+  io::MlmSpecialTokens sp;
+  if (tok) sp = {.pad = tok->pad_id(), .cls = tok->cls_id(), .sep = tok->sep_id(), .mask = tok->mask_id()};
+  STRATA_CHECK(tok || m.vocab_size > sp.sep, ValueError,
+               "the byte-level vocabulary needs vocab_size >= 260, got ", m.vocab_size);
+  for (auto* set : {&train, &held})
+    for (Example& e : *set) {
+      if (tok) e.ids = tok->encode(e.text);
+      for (size_t i = 0; !tok && i < e.text.size(); ++i)
+        e.ids.push_back(static_cast<unsigned char>(e.text[i]));
+    }
 
   manual_seed(run.seed());
-  models::BertForSequenceClassification model(m);
+  auto model_ptr = std::make_shared<models::BertForSequenceClassification>(m);
+  models::BertForSequenceClassification& model = *model_ptr;
   if (o.init_weights) {  // the encoder's weights; the head (and a pooler the file lacks) start fresh
     nn::StateDict encoder;
     for (const auto& [name, t] : o.init_weights->state_dict)
@@ -133,15 +143,22 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
     load_pooler(model, c.init_from());
     o.init_weights.reset();
   }
-  ModelStatePlacer model_state(c, device, model);  // before the move: straight home
+  ModelStatePlacer model_state(c, device, model,
+                               trainer_run.group != nullptr);  // before the move: straight home
   model.to(device);
-  const std::unique_ptr<optim::AdamW> opt = make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-6);
-  model_state.place(*opt);
+  // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
+  DataParallel ranks(trainer_run.group, model_ptr, c.data_parallel());
+  const TrainerAdamW opt =
+      make_trainer_adamw(model.parameters(), c.schedule(), c.optim(), 1e-6, c.data_parallel(), ranks);
+  model_state.place(*opt.opt);
   LrSchedule sched(lr_schedule_options(c.schedule(), run));
-  std::printf(
-      "train_bert: classification, %s\n  %zu training and %zu held-out examples of %ld classes from %s%s\n",
-      o.describe().c_str(), train.size(), held.size(), long(m.num_labels), c.classify_data().c_str(),
-      c.init_from().empty() ? "" : (", encoder from " + c.init_from()).c_str());
+  if (ranks.lead()) {
+    std::printf(
+        "train_bert: classification, %s\n  %zu training and %zu held-out examples of %ld classes from %s%s\n",
+        o.describe().c_str(), train.size(), held.size(), long(m.num_labels), c.classify_data().c_str(),
+        c.init_from().empty() ? "" : (", encoder from " + c.init_from()).c_str());
+    if (ranks.group()) std::printf("  %s\n", ranks.describe().c_str());
+  }
 
   // Each epoch's order of the training examples is drawn from (seed, epoch).
   std::vector<size_t> order;
@@ -153,27 +170,34 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
   };
   shuffle_epoch();
   size_t at = 0;
-  TrainLoopParts parts = loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run);
+  // This rank's next batch: ranks take the global order's batches in turn (rank r the r-th of
+  // every W), as the loaders do.
+  const auto next_rows = [&] {
+    std::vector<const Example*> rows;
+    for (int r = 0; r < ranks.world(); ++r)
+      for (int64_t b = 0; b < B; ++b) {
+        if (at == order.size()) {
+          ++epoch;
+          shuffle_epoch();
+          at = 0;
+        }
+        const Example* e = &train[order[at++]];
+        if (r == ranks.rank()) rows.push_back(e);
+      }
+    return rows;
+  };
+  TrainLoopParts parts = loop_parts(c, dev, *opt.opt, sched, model.parameters(), o.cache, trainer_run);
+  parts.ranks = &ranks;
   parts.model_state = &model_state;
   TrainLoop loop(std::move(parts));
-  int64_t seen = 0, right = 0;
+  int64_t seen = 0, right = 0;  // this rank's
   while (loop.keep_going()) {
-    std::vector<const Example*> rows;
-    for (int64_t b = 0; b < B; ++b) {
-      if (at == order.size()) {
-        ++epoch;
-        shuffle_epoch();
-        at = 0;
-      }
-      rows.push_back(&train[order[at++]]);
-    }
-    const Batch batch = make_batch(rows, T, sp, device);
-    Tensor logits;
     loop.run_step([&] {
-      logits = model.forward(batch.input_ids, batch.token_type_ids, batch.attention_mask);
+      const Batch batch = make_batch(next_rows(), T, sp, device);
+      const Tensor logits = model.forward(batch.input_ids, batch.token_type_ids, batch.attention_mask);
+      seen += B, right += correct(logits, batch.labels);
       return ops::cross_entropy(logits, batch.labels);
     });
-    seen += B, right += correct(logits, batch.labels);
     if (loop.log_due()) {
       loop.print_step_line(
           {field("loss %.4f", loop.last_loss()),
@@ -182,6 +206,8 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
     }
   }
   loop.finish();
+  const io::CheckpointState st = opt.checkpoint(o.describe(), loop.step(), {}, model, ranks.world());
+  if (!ranks.lead()) return 0;  // every rank takes part in a ZeRO-1 checkpoint; rank 0 alone goes on
   NoGradGuard ng;
   model.eval();
   int64_t held_right = 0;
@@ -199,7 +225,7 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
       long(loop.step()), loop.last_loss(), 100.0 * double(held_right) / double(held.size()), held.size(),
       held_loss / double(held.size()), loop.elapsed());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
-  io::save_checkpoint(ckpt_dir, checkpoint_state(o.describe(), loop.step(), {}, model, *opt));
+  io::save_checkpoint(ckpt_dir, st);
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());
   return 0;
 }

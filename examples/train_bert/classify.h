@@ -8,9 +8,10 @@
 
 namespace strata::examples {
 
-// Trains on --classify-data (one example per line: "<label>\t<text>", labels 0..num_labels-1,
-// text read byte by byte as [CLS] bytes [SEP], cut or padded to --seq-len), holding out every 10th
-// line; logs loss and accuracy, reports held-out accuracy, writes a checkpoint at the end.
+// Trains on --classify-data (one example per line: "<label>\t<text>", labels 0..num_labels-1, the
+// text's bytes or WordPiece tokens as [CLS] tokens [SEP], cut or padded to --seq-len), holding out
+// every 10th line; logs loss and accuracy, reports held-out accuracy, writes a checkpoint at the end.
+// Under mpirun the ranks take the batches of the global order in turn.
 int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& run);
 
 }  // namespace strata::examples

@@ -4,14 +4,16 @@
 // comparing it with the unigram entropy of the corpus (the loss of predicting every masked
 // byte from its frequency alone: a model below it has learned to use the context).
 //
-// Byte-level vocabulary: bytes 0..255, then [PAD] 256, [CLS] 257, [SEP] 258, [MASK] 259.
+// Byte-level vocabulary: bytes 0..255, then [PAD] 256, [CLS] 257, [SEP] 258, [MASK] 259. With --vocab
+// (or an --init-from folder holding a vocab.txt) the text is tokenized by BERT's WordPiece instead, and
+// the special tokens are the vocabulary's.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
 
-#include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
+#include "examples/common/data_parallel.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/model_state.h"
 #include "examples/common/text_data.h"
@@ -72,7 +74,10 @@ struct MlmData {
   double unigram = 0;
 };
 
-MlmData make_data(const examples::TrainBertConfig& c, const models::BertConfig& model) {
+MlmData make_data(const BertTrainOptions& o, dist::ProcessGroup* pg) {
+  const examples::TrainBertConfig& c = o.config;
+  const models::BertConfig& model = o.model;
+  const io::WordPieceTokenizer* tok = o.tokenizer.get();
   const examples::RunConfig& run = c.run();
   const examples::TextDataConfig& data = c.data();
   examples::check_text_data(data);
@@ -81,18 +86,27 @@ MlmData make_data(const examples::TrainBertConfig& c, const models::BertConfig& 
   std::string val_glob = data.val_data();
   if (d.train_glob.empty())
     std::tie(d.train_glob, val_glob) =
-        examples::shards_from_text(examples::read_training_text(data.text()), run.out_dir());
-  STRATA_CHECK(model.vocab_size >= 260, ValueError, "the byte-level vocabulary needs vocab_size >= 260, got ",
-               model.vocab_size);
+        examples::shards_from_text(examples::read_training_text(data.text()), run.out_dir(), tok, pg);
+  STRATA_CHECK(tok || model.vocab_size >= 260, ValueError,
+               "the byte-level vocabulary needs vocab_size >= 260, got ", model.vocab_size);
   io::MlmOptions mo;
+  if (tok) {
+    mo.special = {.pad = tok->pad_id(),
+                  .cls = tok->cls_id(),
+                  .sep = tok->sep_id(),
+                  .mask = tok->mask_id(),
+                  .unk = tok->unk_id()};
+    mo.vocab_size = mo.random_token_limit = tok->vocab_size();
+  }
   mo.batch = run.batch_size(), mo.seq_len = data.seq_len();
   mo.mask_prob = c.mask_prob(), mo.short_seq_prob = c.short_seq_prob();
   mo.two_segments = c.two_segments(), mo.seed = run.seed(), mo.shuffle = data.shuffle();
+  mo.rank = pg ? pg->rank() : 0, mo.world_size = pg ? pg->size() : 1;
   const std::vector<std::string> train_paths = io::glob_paths(d.train_glob);
   d.train = std::make_unique<io::MlmBatcher>(train_paths, mo);
-  if (!val_glob.empty()) {
+  if (!val_glob.empty() && mo.rank == 0) {
     io::MlmOptions vo = mo;
-    vo.shuffle = false, vo.seed = run.seed() + 1;
+    vo.shuffle = false, vo.seed = run.seed() + 1, vo.rank = 0, vo.world_size = 1;
     d.val = std::make_unique<io::MlmBatcher>(io::glob_paths(val_glob), vo);
   }
   d.unigram = corpus_unigram_entropy(train_paths);
@@ -103,65 +117,71 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
   // The settings, grouped as in the config file.
   const examples::TrainBertConfig& c = o.config;
   const examples::RunConfig& run = c.run();
-  const examples::TrainerDevice dev = examples::resolve_trainer_device(run, dist::launch_env());
+  const dist::LaunchEnv env = dist::launch_env();
+  const examples::TrainerDevice dev = examples::resolve_trainer_device(run, env);
   const Device device = dev.device;
+  trainer_run.group = examples::join_ranks(c.data_parallel(), env, device);
+  const bool lead = !trainer_run.group || trainer_run.group->rank() == 0;  // logs, evaluates, checkpoints
   std::filesystem::create_directories(run.out_dir());
   if (!c.classify_data().empty()) return examples::train_classifier(o, dev, trainer_run);
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
-  MlmData mlm = make_data(c, o.model);
+  MlmData mlm = make_data(o, trainer_run.group.get());
   io::MlmBatcher& train = *mlm.train;
 
   // ---- model and optimizer ----
   manual_seed(run.seed());
-  models::BertForMaskedLM model(o.model);
+  auto model_ptr = std::make_shared<models::BertForMaskedLM>(o.model);
+  models::BertForMaskedLM& model = *model_ptr;
   if (o.init_weights) {
     model.load_state_dict(o.init_weights->state_dict);
-    std::printf("  weights from %s\n", c.init_from().c_str());
+    if (lead) std::printf("  weights from %s\n", c.init_from().c_str());
     o.init_weights.reset();
   }
   // Paged weights go straight from the CPU to where they live: the device never holds them all.
-  examples::ModelStatePlacer model_state(c, dev.device, model);
+  examples::ModelStatePlacer model_state(c, dev.device, model, trainer_run.group != nullptr);
   model.to(device);  // initialized on the CPU: the same weights on every device
-  const std::unique_ptr<optim::AdamW> opt =
-      examples::make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-6);
-  model_state.place(*opt);
+  // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
+  examples::DataParallel ranks(trainer_run.group, model_ptr, c.data_parallel());
+  const examples::TrainerAdamW opt = examples::make_trainer_adamw(model.parameters(), c.schedule(), c.optim(),
+                                                                  1e-6, c.data_parallel(), ranks);
+  model_state.place(*opt.opt);
   examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), run));
 
-  int64_t first_step = 0;
-  if (run.resume()) {
-    io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
-    opt->load_state_dict(st.optimizer);
-    first_step = st.step;
-    train.set_cursor(st.data);
-    std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(first_step));
-  }
+  const int64_t first_step =
+      run.resume() ? examples::resume_ranks(ckpt_dir, o.describe(), model, opt, train, ranks) : 0;
   if (c.export_only()) {
-    export_weights(model, o.model, c.export_hf());
+    if (lead) export_weights(model, o.model, c.export_hf());
     return 0;
   }
   auto save = [&](int64_t at_step) {
-    io::save_checkpoint(ckpt_dir,
-                        examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, *opt));
+    // opt.checkpoint() is collective with ZeRO-1: every rank calls save().
+    const io::CheckpointState st =
+        opt.checkpoint(o.describe(), at_step, train.cursor(), model, ranks.world());
+    if (lead) io::save_checkpoint(ckpt_dir, st);
   };
 
-  const int64_t tokens_per_step = run.batch_size() * c.data().seq_len();
-  std::printf(
-      "train_bert: %s\n  %ld parameters, %ld tokens/step, data %s (%ld tokens), byte-level; unigram entropy "
-      "%.4f nats\n",
-      o.describe().c_str(), long(model.num_parameters()), long(tokens_per_step), mlm.train_glob.c_str(),
-      long(train.num_tokens()), mlm.unigram);
+  const int64_t tokens_per_step = run.batch_size() * c.data().seq_len() * run.grad_accum() * ranks.world();
+  if (lead) {
+    std::printf(
+        "train_bert: %s\n  %ld parameters, %ld tokens/step, data %s (%ld tokens); unigram entropy %.4f "
+        "nats\n",
+        o.describe().c_str(), long(model.num_parameters()), long(tokens_per_step), mlm.train_glob.c_str(),
+        long(train.num_tokens()), mlm.unigram);
+    if (ranks.group()) std::printf("  %s\n", ranks.describe().c_str());
+  }
 
   examples::TrainLoopParts parts =
-      examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step);
+      examples::loop_parts(c, dev, *opt.opt, sched, model.parameters(), o.cache, trainer_run, first_step);
+  parts.ranks = &ranks;
   parts.model_state = &model_state;
   examples::TrainLoop loop(std::move(parts));
   std::optional<double> last_val;  // the held-out loss of the latest evaluation
-  int64_t masked_total = 0;
+  int64_t masked_total = 0;        // this rank's
   while (loop.keep_going()) {
-    io::MlmBatch b = train.next();
-    masked_total += b.num_masked;
     loop.run_step([&] {
+      const io::MlmBatch b = train.next();
+      masked_total += b.num_masked;
       std::optional<ops::AutocastGuard> amp;
       if (c.precision().bf16()) amp.emplace(DType::bf16);
       return step_loss(model, b, device);
@@ -179,19 +199,20 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
   if (mlm.val) {
     last_val = evaluate(model, *mlm.val, run.eval_batches(), device);
     std::printf(
-        "final: step %ld, train mlm loss %.4f, held-out mlm loss %.4f nats/byte, unigram entropy %.4f: %s, "
+        "final: step %ld, train mlm loss %.4f, held-out mlm loss %.4f nats/%s, unigram entropy %.4f: %s, "
         "%.0f s\n",
-        long(step), loop.last_loss(), *last_val, mlm.unigram,
+        long(step), loop.last_loss(), *last_val, o.tokenizer ? "token" : "byte", mlm.unigram,
         *last_val < mlm.unigram ? "held-out loss below the unigram entropy"
                                 : "held-out loss NOT below the unigram entropy",
         loop.elapsed());
   }
   if (loop.steps_run() > 0) save(step);
+  if (!lead) return 0;
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());
   if (!c.export_hf().empty()) export_weights(model, o.model, c.export_hf());
-  loop.print_timing(
-      "tok/s", double(tokens_per_step),
-      examples::field(", %.1f masked tokens/step", double(masked_total) / double(loop.steps_run())));
+  loop.print_timing("tok/s", double(tokens_per_step),
+                    examples::field(", %.1f masked tokens/step per rank",
+                                    double(masked_total) / double(std::max<int64_t>(loop.steps_run(), 1))));
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 #include "examples/common/cache_settings.h"
@@ -76,15 +77,40 @@ void take_shape_from(const io::BertShape& s, const TrainBertConfig& set, const s
   }
 }
 
+// The WordPiece tokenizer of --vocab (a vocab.txt, or a folder holding one and its
+// tokenizer_config.json), else of the --init-from folder when it holds a vocab.txt; null: bytes.
+std::shared_ptr<io::WordPieceTokenizer> load_tokenizer(const TrainBertConfig& c, const TrainBertConfig& set) {
+  namespace fs = std::filesystem;
+  std::string from = c.vocab();
+  if (from.empty() && fs::is_directory(c.init_from()) &&
+      fs::is_regular_file(fs::path(c.init_from()) / "vocab.txt"))
+    from = c.init_from();
+  if (from.empty()) return nullptr;
+  io::WordPieceOptions options;
+  std::string file = from;
+  if (fs::is_directory(from))
+    options = io::read_hf_wordpiece_options(from), file = (fs::path(from) / "vocab.txt").string();
+  if (set.has_lowercase()) options.basic.lowercase = set.lowercase();
+  std::shared_ptr<io::WordPieceTokenizer> tok = io::WordPieceTokenizer::from_vocab_file(file, options);
+  for (const char* special : {"[PAD]", "[CLS]", "[SEP]", "[MASK]"})
+    STRATA_CHECK(tok->token_id(special) >= 0, ValueError, "vocabulary '", file, "' has no ", special,
+                 " token, which BERT's inputs need");
+  STRATA_CHECK(tok->vocab_size() <= 65536, ValueError, "vocabulary '", file, "' has ", tok->vocab_size(),
+               " tokens; token shards hold ids below 65536");
+  return tok;
+}
+
 }  // namespace
 
 std::string BertTrainOptions::describe() const {
   const TrainBertConfig& c = config;
   std::ostringstream os;
   os << "model " << c.preset() << " (" << model.str() << "), B=" << c.run().batch_size()
-     << " T=" << c.data().seq_len() << ", mask " << c.mask_prob() << ", "
-     << describe_schedule(c.schedule(), c.optim()) << ", clip " << c.optim().grad_clip() << ", seed "
-     << c.run().seed();
+     << " T=" << c.data().seq_len() << " grad_accum=" << c.run().grad_accum() << ", "
+     << (tokenizer ? "WordPiece " + std::to_string(tokenizer->vocab_size()) + " tokens"
+                   : std::string("byte-level"))
+     << ", mask " << c.mask_prob() << ", " << describe_schedule(c.schedule(), c.optim()) << ", clip "
+     << c.optim().grad_clip() << ", seed " << c.run().seed();
   return os.str();
 }
 
@@ -111,6 +137,7 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
   add_lr_schedule_flags(f, flags.mutable_schedule());
   add_optimizer_flags(f, flags.mutable_optim());
   add_adamw_beta_flags(f, flags.mutable_optim());
+  add_data_parallel_flags(f, flags.mutable_data_parallel(), /*zero1=*/true);
   add_bf16_flag(f, flags.mutable_precision());
   app.get_option("--bf16")->description("bf16 mixed precision (bf16 GEMMs, f32 master weights)");
   add_tensor_cache_flags(f, flags.mutable_cache(), "layer",
@@ -125,6 +152,13 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
            "sequence classification on a file of '<label>\\t<text>' lines instead of masked-LM (every 10th "
            "held out)");
   f.option(&flags, "num_labels", "", "classes of --classify-data (default: the largest label + 1)");
+  f.option(
+      &flags, "vocab", "",
+      "WordPiece instead of bytes: a vocab.txt, or a Hugging Face model folder holding one (default: the "
+      "--init-from folder's, when it has one)");
+  f.flag(&flags, "lowercase", "--lowercase{true},--no-lowercase{false}",
+         "lower-case (and strip accents from) the text before WordPiece (default: the folder's "
+         "tokenizer_config.json, else on)");
   TrainBertConfig set;  // what the --config file and the flags set
   if (!f.parse(argc, argv, &set)) return false;
 
@@ -143,6 +177,13 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
     take_shape_from(out->init_weights->shape, set, c.init_from(), &m);
     c.set_preset("from " + c.init_from());
   }
+  out->tokenizer = load_tokenizer(c, set);
+  if (out->tokenizer && out->init_weights)
+    STRATA_CHECK(m.vocab_size == out->tokenizer->vocab_size(), ValueError, "--init-from '", c.init_from(),
+                 "': bert.embeddings.word_embeddings.weight has ", m.vocab_size, " rows, the vocabulary ",
+                 out->tokenizer->vocab_size(), " tokens");
+  else if (out->tokenizer)
+    m.vocab_size = out->tokenizer->vocab_size();
   STRATA_CHECK(!c.export_only() || !c.init_from().empty() || c.run().resume(), ValueError,
                "--export-only needs weights to export: --init-from FILE or --resume");
   STRATA_CHECK(!c.export_only() || !c.export_hf().empty(), ValueError, "--export-only needs --export-hf DIR");

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "examples/train_bert/train_bert.pb.h"
+#include "strata/io/text/wordpiece.h"
 #include "strata/io/weights/bert_weights.h"
 #include "strata/memory/trainer_cache.h"
 #include "strata/models/bert.h"
@@ -18,6 +19,8 @@ struct BertTrainOptions {
   memory::CacheSettings cache;  // config.cache(), sizes parsed
   // --init-from's weights (the model's shape is theirs); the trainer loads and drops them.
   std::shared_ptr<io::BertWeights> init_weights;
+  // WordPiece from --vocab or the --init-from folder (null: byte-level); the model's vocabulary is its.
+  std::shared_ptr<io::WordPieceTokenizer> tokenizer;
   // The run in a line, printed at the start and saved in checkpoints.
   std::string describe() const;
 };

@@ -8,8 +8,8 @@
 #include <optional>
 #include <vector>
 
-#include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
+#include "examples/common/data_parallel.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/model_state.h"
 #include "examples/common/trainer_loop.h"
@@ -85,8 +85,11 @@ double random_mrr(int64_t n) {
 int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
   const TrainGnnConfig& c = o.config;
   const RunConfig& run = c.run();
-  const TrainerDevice dev = resolve_trainer_device(run, dist::launch_env());
+  const dist::LaunchEnv env = dist::launch_env();
+  const TrainerDevice dev = resolve_trainer_device(run, env);
   const Device device = dev.device;
+  trainer_run.group = join_ranks(c.data_parallel(), env, device);
+  const bool lead = !trainer_run.group || trainer_run.group->rank() == 0;  // logs, evaluates, checkpoints
   std::filesystem::create_directories(run.out_dir());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
@@ -107,46 +110,59 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
 
   // ---- model and optimizer ----
   manual_seed(run.seed());
-  KgLinkPredictor model({.num_entities = N,
-                         .num_relations = R,
-                         .reciprocal = one_to_n,
-                         .dim = c.hidden(),
-                         .encoder = c.encoder(),
-                         .encoder_relations = encoded ? graph.num_relations() : 0,
-                         .num_layers = c.layers(),
-                         .num_bases = c.num_bases(),
-                         .dropout = c.dropout(),
-                         .query_dropout = c.query_dropout(),
-                         .materialization = o.materialization});
-  ModelStatePlacer model_state(c, device, model);  // before the move: straight home
+  auto model_ptr = std::make_shared<KgLinkPredictor>(
+      KgLinkPredictorConfig{.num_entities = N,
+                            .num_relations = R,
+                            .reciprocal = one_to_n,
+                            .dim = c.hidden(),
+                            .encoder = c.encoder(),
+                            .encoder_relations = encoded ? graph.num_relations() : 0,
+                            .num_layers = c.layers(),
+                            .num_bases = c.num_bases(),
+                            .dropout = c.dropout(),
+                            .query_dropout = c.query_dropout(),
+                            .materialization = o.materialization});
+  KgLinkPredictor& model = *model_ptr;
+  ModelStatePlacer model_state(c, device, model,
+                               trainer_run.group != nullptr);  // before the move: straight home
   model.to(device);
-  const std::unique_ptr<optim::AdamW> opt = make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-8);
-  model_state.place(*opt);
+  // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
+  DataParallel ranks(trainer_run.group, model_ptr, c.data_parallel());
+  const TrainerAdamW opt =
+      make_trainer_adamw(model.parameters(), c.schedule(), c.optim(), 1e-8, c.data_parallel(), ranks);
+  model_state.place(*opt.opt);
   LrScheduleOptions schedule = lr_schedule_options(c.schedule(), run);
   schedule.timed_steps = 4;
   LrSchedule sched(schedule);
+  // Batches of the global order taken so far (all ranks'): rank r of W takes batches r, r + W, ...
+  int64_t consumed = 0;
   int64_t first_step = 0;
   if (run.resume()) {
-    io::CheckpointState st = restore_checkpoint(ckpt_dir, model, o.describe());
-    opt->load_state_dict(st.optimizer);
+    const io::CheckpointState st = resume_ranks(ckpt_dir, o.describe(), model, ranks);
+    opt.load(st.optimizer);
     first_step = st.step;
-    std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(first_step));
+    consumed =
+        st.data.sample > 0 ? st.data.sample : st.step;  // a checkpoint before the count: a batch a step
   }
   auto save = [&](int64_t at_step) {
-    io::save_checkpoint(
-        ckpt_dir, checkpoint_state(o.describe(), at_step, io::DataCursor{at_step / batches_per_epoch, 0, 0},
-                                   model, *opt));
+    // opt.checkpoint() is collective with ZeRO-1: every rank calls save().
+    const io::CheckpointState st =
+        opt.checkpoint(o.describe(), at_step, io::DataCursor{consumed / batches_per_epoch, 0, consumed},
+                       model, ranks.world());
+    if (lead) io::save_checkpoint(ckpt_dir, st);
   };
 
-  std::printf(
-      "%s\n  %ld parameters; data: %s: %ld entities, %ld relations, %ld train, %ld valid, %ld test triples "
-      "(%ld repeated, %ld naming entities or relations unseen in training: left out)\n"
-      "  %ld batches/epoch; filtered ranking against all %ld entities, ties at their mean rank (PyKEEN's "
-      "realistic rank); random scores would give MRR about %.3f\n",
-      o.describe().c_str(), long(model.num_parameters()), kg.name.c_str(), long(N), long(R), long(n_train),
-      long(kg.valid.size(0)), long(kg.test.size(0)), long(kg.duplicate_triples), long(kg.unseen_triples),
-      long(batches_per_epoch), long(N), random_mrr(N));
-  if (encoded) {
+  if (lead)
+    std::printf(
+        "%s\n  %ld parameters; data: %s: %ld entities, %ld relations, %ld train, %ld valid, %ld test triples "
+        "(%ld repeated, %ld naming entities or relations unseen in training: left out)\n"
+        "  %ld batches/epoch; filtered ranking against all %ld entities, ties at their mean rank (PyKEEN's "
+        "realistic rank); random scores would give MRR about %.3f\n",
+        o.describe().c_str(), long(model.num_parameters()), kg.name.c_str(), long(N), long(R), long(n_train),
+        long(kg.valid.size(0)), long(kg.test.size(0)), long(kg.duplicate_triples), long(kg.unseen_triples),
+        long(batches_per_epoch), long(N), random_mrr(N));
+  if (lead && ranks.group()) std::printf("  %s\n", ranks.describe().c_str());
+  if (lead && encoded) {
     std::printf("  encoder graph: %ld edges, %ld relations (each training relation and its reverse)\n",
                 long(graph.num_edges()), long(graph.num_relations()));
     const std::vector<nn::MaterializationPlan> plans = model.plans(graph);
@@ -154,7 +170,8 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
   }
 
   TrainLoopParts parts =
-      loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step);
+      loop_parts(c, dev, *opt.opt, sched, model.parameters(), o.cache, trainer_run, first_step);
+  parts.ranks = &ranks;
   parts.model_state = &model_state;
   TrainLoop loop(std::move(parts));
   std::vector<int64_t> order;
@@ -164,31 +181,34 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
     std::printf("%svalid: %s\n%stest:  %s\n", prefix, s.valid.str().c_str(), prefix, s.test.str().c_str());
   };
   while (loop.keep_going()) {
-    const int64_t step = loop.step();
-    const int64_t epoch = step / batches_per_epoch, first = (step % batches_per_epoch) * B;
-    if (epoch != order_epoch) order = epoch_order(n_train, run.seed(), epoch), order_epoch = epoch;
-    const int64_t P = std::min(B, n_train - first);
-    std::vector<int64_t> rows(size_t(3 * P));
-    for (int64_t i = 0; i < P; ++i)
-      std::copy_n(&train_rows[size_t(3 * order[size_t(first + i)])], 3, &rows[size_t(3 * i)]);
-    if (!one_to_n) {
-      const std::vector<int64_t> corrupted =
-          corrupt_triples(rows, k, N, run.seed(), step, train_known ? &*train_known : nullptr);
-      rows.insert(rows.end(), corrupted.begin(), corrupted.end());
-    }
-    const int64_t M = int64_t(rows.size() / 3);
-    const Tensor triples = ops::from_vector(rows, {M, 3}).to(device);
-    const Tensor h = ops::select(triples, 1, 0).contiguous(), r = ops::select(triples, 1, 1).contiguous(),
-                 t = ops::select(triples, 1, 2).contiguous();
-
+    int64_t epoch = 0;
     loop.run_step([&] {
+      // This rank's batch of the next round of W: global batch `consumed + rank`.
+      const int64_t g = consumed + ranks.rank();
+      consumed += ranks.world();
+      epoch = g / batches_per_epoch;
+      const int64_t first = (g % batches_per_epoch) * B;
+      if (epoch != order_epoch) order = epoch_order(n_train, run.seed(), epoch), order_epoch = epoch;
+      const int64_t P = std::min(B, n_train - first);
+      std::vector<int64_t> rows(size_t(3 * P));
+      for (int64_t i = 0; i < P; ++i)
+        std::copy_n(&train_rows[size_t(3 * order[size_t(first + i)])], 3, &rows[size_t(3 * i)]);
+      if (!one_to_n) {
+        const std::vector<int64_t> corrupted =
+            corrupt_triples(rows, k, N, run.seed(), g, train_known ? &*train_known : nullptr);
+        rows.insert(rows.end(), corrupted.begin(), corrupted.end());
+      }
+      const int64_t M = int64_t(rows.size() / 3);
+      const Tensor triples = ops::from_vector(rows, {M, 3}).to(device);
+      const Tensor h = ops::select(triples, 1, 0).contiguous(), r = ops::select(triples, 1, 1).contiguous(),
+                   t = ops::select(triples, 1, 2).contiguous();
       const Tensor z = model.encode(graph);
       return one_to_n ? all_entity_loss(model, z, h, r, t) : corruption_loss(model.score(z, h, r, t), P);
     });
     if (loop.log_due())
       loop.print_step_line({field("epoch %ld", long(epoch)), field("loss %.4f", loop.last_loss()),
                             field("%6.1f ms/step", 1e3 * loop.step_seconds())});
-    if (loop.eval_due() && loop.step() < run.max_steps()) {
+    if (lead && loop.eval_due() && loop.step() < run.max_steps()) {
       const SplitScores sc = evaluate(model, graph, kg, known, device);
       std::printf("eval at step %ld (epoch %ld, %.1f s):\n", long(loop.step()), long(epoch), loop.elapsed());
       report("  ", sc);
@@ -200,13 +220,14 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
   loop.finish();
   const double train_seconds = loop.elapsed();
   const int64_t step = loop.step();
+  if (loop.steps_run() > 0) save(step);
+  if (!lead) return 0;
   const SplitScores final_scores = evaluate(model, graph, kg, known, device);
   if (best_step < 0 || final_scores.valid.mrr > best.valid.mrr) best = final_scores, best_step = step;
   std::printf("final: step %ld, train loss %.4f, %.1f s\n", long(step), loop.last_loss(), train_seconds);
   report("final ", final_scores);
   std::printf("best valid MRR %.3f at step %ld; test there: %s\n", best.valid.mrr, long(best_step),
               best.test.str().c_str());
-  if (loop.steps_run() > 0) save(step);
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());
   loop.print_timing(nullptr, 0);
   return 0;

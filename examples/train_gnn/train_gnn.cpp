@@ -15,8 +15,8 @@
 #include <filesystem>
 #include <optional>
 
-#include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
+#include "examples/common/data_parallel.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/model_state.h"
 #include "examples/common/trainer_loop.h"
@@ -113,7 +113,7 @@ struct Minibatches {
 };
 
 Minibatches make_minibatches(const GnnTrainOptions& o, const std::shared_ptr<io::GraphDataset>& data,
-                             const Tensor& train_nodes, Device device) {
+                             const Tensor& train_nodes, Device device, const dist::ProcessGroup* pg) {
   Minibatches m;
   if (o.fanouts.empty()) return m;
   const examples::TrainGnnConfig& c = o.config;
@@ -123,7 +123,9 @@ Minibatches make_minibatches(const GnnTrainOptions& o, const std::shared_ptr<io:
                             .shuffle = true,
                             .seed = c.run().seed(),
                             .num_workers = int(c.workers()),
-                            .prefetch = c.prefetch()};
+                            .prefetch = c.prefetch(),
+                            .rank = pg ? pg->rank() : 0,
+                            .world_size = pg ? pg->size() : 1};
   std::shared_ptr<const io::GraphDataset> loader_data = data;
   if (m.store) {
     auto without_features = std::make_shared<io::GraphDataset>(*data);
@@ -173,8 +175,8 @@ struct EvalHistory {
 // What the run prints before the first step: the model, the data and its split, the minibatches,
 // a relational model's plans, the device.
 void print_run(const GnnTrainOptions& o, const models::GNN& model, const io::GraphDataset& data,
-               const Splits& splits, const Minibatches& m, double load_seconds,
-               const examples::TrainerDevice& dev, const Graph& graph) {
+               const Splits& splits, const Minibatches& m, double load_seconds, const Graph& graph,
+               const examples::DataParallel& ranks) {
   const examples::TrainGnnConfig& c = o.config;
   std::printf(
       "%s\n  %ld parameters; data: %s: %ld nodes, %ld edges, %ld features, %ld classes (loaded in %.1f s)\n"
@@ -194,6 +196,7 @@ void print_run(const GnnTrainOptions& o, const models::GNN& model, const io::Gra
     const std::vector<std::string> plans = model.plans(graph);
     for (size_t l = 0; l < plans.size(); ++l) std::printf("  convs.%zu: %s\n", l, plans[l].c_str());
   }
+  if (ranks.group()) std::printf("  %s\n", ranks.describe().c_str());
 }
 
 std::string percent(double v) {
@@ -201,11 +204,20 @@ std::string percent(double v) {
 }
 
 int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
+  const dist::LaunchEnv env = dist::launch_env();
+  STRATA_CHECK(
+      !env.launched() || o.link_prediction() || !o.fanouts.empty(), ValueError,
+      "train_gnn under mpirun shares each step's batches across the ranks, and a full-graph step has "
+      "one: give --fanouts (sampled minibatches, seeds sharded across the ranks), or start it without "
+      "mpirun");
   if (o.link_prediction()) return examples::train_link_prediction(o, trainer_run);
   const examples::TrainGnnConfig& c = o.config;
   const examples::RunConfig& run = c.run();
-  const examples::TrainerDevice dev = examples::resolve_trainer_device(run, dist::launch_env());
+  const examples::TrainerDevice dev = examples::resolve_trainer_device(run, env);
   const Device device = dev.device;
+  trainer_run.group = examples::join_ranks(c.data_parallel(), env, device);
+  dist::ProcessGroup* pg = trainer_run.group.get();
+  const bool lead = !pg || pg->rank() == 0;  // logs, evaluates, writes checkpoints
   std::filesystem::create_directories(run.out_dir());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
@@ -222,55 +234,59 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
   const std::shared_ptr<models::GNN> classifier = make_classifier(o, *data);
   models::GNN& model = *classifier;
   // Paged weights go straight from the CPU to where they live: the device never holds them all.
-  examples::ModelStatePlacer model_state(c, dev.device, model);
+  examples::ModelStatePlacer model_state(c, dev.device, model, pg != nullptr);
   model.to(device);  // initialized on the CPU: the same weights on every device
-  const std::unique_ptr<optim::AdamW> opt =
-      examples::make_adamw(model.parameters(), c.schedule(), c.optim(), 1e-8);
-  model_state.place(*opt);
+  // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
+  examples::DataParallel ranks(trainer_run.group, classifier, c.data_parallel());
+  const examples::TrainerAdamW opt = examples::make_trainer_adamw(model.parameters(), c.schedule(), c.optim(),
+                                                                  1e-8, c.data_parallel(), ranks);
+  model_state.place(*opt.opt);
   examples::LrScheduleOptions schedule = examples::lr_schedule_options(c.schedule(), run);
   schedule.timed_steps = 4;
   examples::LrSchedule sched(schedule);
 
-  const Minibatches minibatches = make_minibatches(o, data, splits.train_nodes, device);
+  const Minibatches minibatches = make_minibatches(o, data, splits.train_nodes, device, pg);
   io::GraphBatchLoader* loader = minibatches.loader.get();
 
   int64_t first_step = 0;
   if (run.resume()) {
-    io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
-    opt->load_state_dict(st.optimizer);
+    const io::CheckpointState st = examples::resume_ranks(ckpt_dir, o.describe(), model, ranks);
+    opt.load(st.optimizer);
     first_step = st.step;
     if (loader) loader->set_cursor(st.data);
-    std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(first_step));
   }
   auto save = [&](int64_t at_step) {
+    // opt.checkpoint() is collective with ZeRO-1: every rank calls save().
     const io::DataCursor cursor = loader ? loader->cursor() : io::DataCursor{at_step, 0, 0};
-    io::save_checkpoint(ckpt_dir, examples::checkpoint_state(o.describe(), at_step, cursor, model, *opt));
+    const io::CheckpointState st = opt.checkpoint(o.describe(), at_step, cursor, model, ranks.world());
+    if (lead) io::save_checkpoint(ckpt_dir, st);
   };
 
-  print_run(o, model, *data, splits, minibatches, load_seconds, dev, graph);
+  if (lead) print_run(o, model, *data, splits, minibatches, load_seconds, graph, ranks);
 
   examples::TrainLoopParts parts =
-      examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step);
+      examples::loop_parts(c, dev, *opt.opt, sched, model.parameters(), o.cache, trainer_run, first_step);
+  parts.ranks = &ranks;
   parts.model_state = &model_state;
   examples::TrainLoop loop(std::move(parts));
   int64_t epoch = 0;
   EvalHistory history;
   bool reached = false;
   while (loop.keep_going()) {
-    std::optional<io::GraphMiniBatch> batch;
-    if (loader)
-      batch.emplace(loader->next()), epoch = batch->epoch;
-    else
-      epoch = loop.step();
     loop.run_step([&] {
-      if (!batch)
+      if (!loader) {
+        epoch = loop.step();
         return ops::cross_entropy(ops::gather_rows(model.forward(graph, features), splits.train.nodes),
                                   splits.train.labels);
+      }
+      const io::GraphMiniBatch batch = loader->next();
+      epoch = batch.epoch;
       std::vector<nn::GraphBlock> blocks;
-      for (const io::SampledBlock& b : batch->blocks) blocks.emplace_back(b.graph.to(device), b.num_dst);
-      return ops::cross_entropy(model.forward(blocks, batch->features.to(device)), batch->labels.to(device));
+      for (const io::SampledBlock& b : batch.blocks) blocks.emplace_back(b.graph.to(device), b.num_dst);
+      return ops::cross_entropy(model.forward(blocks, batch.features.to(device)), batch.labels.to(device));
     });
-    const bool eval_now = loop.eval_due() || (run.eval_every() > 0 && loop.step() == run.max_steps());
+    const bool eval_now =
+        lead && (loop.eval_due() || (run.eval_every() > 0 && loop.step() == run.max_steps()));
     if (eval_now) history.add(evaluate(model, graph, features, splits), loop.step());
     const Scores& last = history.last;
     if (loop.log_due(eval_now))
@@ -279,16 +295,21 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
            "acc train " + percent(last.train) + " val " + percent(last.val) + " test " + percent(last.test),
            examples::field("%7.1f ms/step", 1e3 * loop.step_seconds())});
     if (loop.checkpoint_due()) save(loop.step());
-    if (c.target_accuracy() > 0 && eval_now && last.val >= c.target_accuracy()) {
-      std::printf("reached %.1f%% validation accuracy at step %ld, %.1f s\n", 100 * last.val,
-                  long(loop.step()), loop.elapsed());
-      reached = true;
+    // Rank 0's evaluation decides, so that every rank stops at the same step.
+    reached = c.target_accuracy() > 0 && eval_now && last.val >= c.target_accuracy();
+    if (pg && c.target_accuracy() > 0) reached = pg->all_reduce_scalar(reached ? 1.0 : 0.0) > 0;
+    if (reached) {
+      if (lead)
+        std::printf("reached %.1f%% validation accuracy at step %ld, %.1f s\n", 100 * last.val,
+                    long(loop.step()), loop.elapsed());
       break;
     }
   }
   loop.finish();
   const double train_seconds = loop.elapsed();
   const int64_t step = loop.step();
+  if (loop.steps_run() > 0) save(step);
+  if (!lead) return 0;
   const Scores final_scores = evaluate(model, graph, features, splits);
   history.add(final_scores, step);
   const Scores& best = history.best;
@@ -300,7 +321,6 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
       percent(best.test).c_str(), train_seconds);
   if (c.target_accuracy() > 0 && !reached)
     std::printf("target %.1f%% validation accuracy not reached\n", 100 * c.target_accuracy());
-  if (loop.steps_run() > 0) save(step);
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());
   loop.print_timing(
       nullptr, 0,

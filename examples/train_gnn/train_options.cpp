@@ -340,6 +340,7 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
   add_run_flags(f, flags.mutable_run());
   add_lr_schedule_flags(f, flags.mutable_schedule());
   add_optimizer_flags(f, flags.mutable_optim());
+  add_data_parallel_flags(f, flags.mutable_data_parallel(), /*zero1=*/true);
   f.option(&flags, "target_accuracy", "", "stop once the validation accuracy reaches this fraction");
   f.option(&flags, "random_labels", "",
            "uniform random labels in this many classes instead of the data's (timing and memory runs)");
@@ -381,6 +382,9 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
   if (attention && !set.has_hidden()) m.hidden_channels = 8;  // 8 heads x 8, PyG's GAT example
   if (c.model() == "gat" && !set.has_dropout()) m.dropout = 0.6;
   out->fanouts = c.fanouts().empty() ? std::vector<int64_t>{} : parse_fanouts(c.fanouts());
+  STRATA_CHECK(c.run().grad_accum() == 1 || !out->fanouts.empty() || c.task() == "link", ValueError,
+               "--grad-accum ", c.run().grad_accum(),
+               ": a full-graph step has one batch, the whole graph (--fanouts samples minibatches)");
   out->cache = cache_settings(c.cache());
   try {
     out->materialization = nn::materialization_from_name(c.materialization());

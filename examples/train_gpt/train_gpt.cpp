@@ -17,15 +17,13 @@
 #include <filesystem>
 #include <optional>
 
-#include "examples/common/adamw_groups.h"
 #include "examples/common/checkpointing.h"
+#include "examples/common/data_parallel.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/model_state.h"
 #include "examples/common/text_data.h"
 #include "examples/common/trainer_loop.h"
 #include "examples/train_gpt/train_options.h"
-#include "strata/dist/ddp.h"
-#include "strata/dist/zero.h"
 #include "strata/io/checkpoint/checkpoint.h"
 #include "strata/io/text/token_shards.h"
 #include "strata/io/text/tokenizer.h"
@@ -36,18 +34,6 @@ using namespace strata;
 using strata::examples::TrainOptions;
 
 namespace {
-
-// Test hook: STRATA_TEST_KILL_RANK=r and STRATA_TEST_KILL_STEP=s SIGKILL rank r before step s,
-// so ctest can check that the other ranks fail naming it instead of hanging.
-void maybe_kill_self(int rank, int64_t step) {
-  const char* r = std::getenv("STRATA_TEST_KILL_RANK");
-  const char* s = std::getenv("STRATA_TEST_KILL_STEP");
-  if (r && s && std::atoi(r) == rank && std::atoll(s) == step) {
-    std::fprintf(stderr, "train_gpt: rank %d killing itself before step %ld (STRATA_TEST_KILL_*)\n", rank, long(step));
-    std::fflush(stderr);
-    std::raise(SIGKILL);
-  }
-}
 
 double evaluate(models::GPT& model, io::TokenLoader& val, int64_t batches, Device device) {
   NoGradGuard ng;
@@ -131,20 +117,6 @@ int use_weights_without_training(TrainOptions& o, Device device) {
   return 0;
 }
 
-// Under mpirun, this rank's process group: gradients on a GPU all-reduce through NCCL (bootstrapped
-// over MPI), host memory's through MPI. Null in one process, where --zero1 has nothing to shard over.
-std::shared_ptr<dist::ProcessGroup> join_ranks(const examples::TrainGptConfig& c, const dist::LaunchEnv& env,
-                                               Device device) {
-  STRATA_CHECK(!c.zero1() || env.launched(), ValueError,
-               "--zero1 shards AdamW's state across ranks, and this run has one process: start it under "
-               "mpirun with 2 or more ranks, or drop --zero1");
-  if (!env.launched()) return nullptr;
-  const dist::ProcessGroupOptions options{
-      .timeout = std::chrono::milliseconds(int64_t(c.collective_timeout() * 1000))};
-  return device.is_cuda() && dist::nccl_available() ? dist::make_nccl_group(device.index, options)
-                                                    : dist::make_mpi_group(options);
-}
-
 // The token shards a run trains on (--train-data, or shards rank 0 writes from --text), their
 // tokenizer, and the loaders: this rank's share of the training order, and on rank 0 the held-out set.
 struct GptData {
@@ -169,14 +141,9 @@ GptData make_data(const TrainOptions& o, dist::ProcessGroup* pg) {
     STRATA_CHECK(d.tokenizer->vocab_size() <= o.model.vocab_size, ValueError, "the tokenizer's ",
                  d.tokenizer->vocab_size(), " tokens do not fit the model's vocab_size ", o.model.vocab_size);
   if (d.train_glob.empty()) {
-    const std::string text = examples::read_training_text(data.text());
-    if (rank == 0)
-      std::tie(d.train_glob, val_glob) =
-          examples::shards_from_text(text, run.out_dir(), d.byte_level ? nullptr : d.tokenizer.get());
-    else
-      std::tie(d.train_glob, val_glob) =
-          std::pair(run.out_dir() + "/data/train_*.bin", run.out_dir() + "/data/val_*.bin");
-    if (pg) pg->barrier_sync();  // rank 0 has written the shards
+    std::tie(d.train_glob, val_glob) =
+        examples::shards_from_text(examples::read_training_text(data.text()), run.out_dir(),
+                                   d.byte_level ? nullptr : d.tokenizer.get(), pg);
   }
   d.train = std::make_unique<io::TokenLoader>(io::glob_paths(d.train_glob),
                                               io::TokenLoaderOptions{.batch = run.batch_size(),
@@ -194,81 +161,13 @@ GptData make_data(const TrainOptions& o, dist::ProcessGroup* pg) {
   return d;
 }
 
-// AdamW, or with --zero1 AdamW whose state is sharded across the ranks. Its checkpointed state is
-// the consolidated (unsharded) one: one format for every world size.
-struct GptOptimizer {
-  std::unique_ptr<optim::Optimizer> opt;
-  dist::ZeroRedundancyOptimizer* zero = nullptr;
-  // What a checkpoint at `step` holds; collective with ZeRO-1: every rank calls it.
-  io::CheckpointState checkpoint(const std::string& config, int64_t step, const io::DataCursor& data,
-                                 const nn::Module& model) const {
-    return zero ? examples::checkpoint_state(config, step, data, model, zero->consolidated_state_dict())
-                : examples::checkpoint_state(config, step, data, model, *opt);
-  }
-  void load(const nn::StateDict& st) const {
-    if (zero)
-      zero->load_consolidated_state_dict(st);
-    else
-      opt->load_state_dict(st);
-  }
-};
-
-GptOptimizer make_optimizer(const examples::TrainGptConfig& c, const std::vector<Tensor>& parameters,
-                            const std::shared_ptr<dist::ProcessGroup>& group) {
-  const auto [groups, ao] = examples::adamw_groups(parameters, c.schedule(), c.optim(), 1e-8);
-  GptOptimizer o;
-  if (!c.zero1()) {
-    o.opt = std::make_unique<optim::AdamW>(groups, ao);
-    return o;
-  }
-  auto z = dist::ZeroRedundancyOptimizer::adamw(groups, ao, group ? group : dist::make_local_group(1)[0]);
-  o.zero = z.get();
-  o.opt = std::move(z);
-  return o;
-}
-
-// The gradient all-reduce's seconds over the steps after the first, and how much of it backward hid.
-struct SyncTotals {
-  double comm = 0, exposed = 0;
-  void add(const dist::GradSyncStats& s) { comm += s.comm_seconds, exposed += s.exposed_seconds; }
-  std::string timing(int64_t steps) const {
-    const double n = double(std::max<int64_t>(steps, 1));
-    return examples::field("; all-reduce %.1f ms/step, %.1f ms of it exposed after backward (%.0f%% hidden)",
-                           1e3 * comm / n, 1e3 * exposed / n,
-                           comm > 0 ? 100.0 * std::clamp(1.0 - exposed / comm, 0.0, 1.0) : 0.0);
-  }
-};
-
-// --resume: the checkpoint's weights, optimizer state and data position; returns its step. The
-// cursor counts samples of the global order, so it is valid on any world size.
-int64_t resume(const std::string& ckpt_dir, const TrainOptions& o, models::GPT& model,
-               const GptOptimizer& opt, io::TokenLoader& train, int world, bool lead) {
-  io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
-  opt.load(st.optimizer);
-  train.set_cursor(st.data);
-  if (lead) std::printf("resumed from %s at step %ld\n", ckpt_dir.c_str(), long(st.step));
-  auto saved_world = st.metadata.find("world_size");
-  if (lead && saved_world != st.metadata.end() && saved_world->second != std::to_string(world))
-    std::printf(
-        "  the checkpoint was written by %s rank(s), resuming on %d: weights, optimizer state and data "
-        "position carry over; the global batch is now %d x the per-rank batch\n",
-        saved_world->second.c_str(), world, world);
-  return st.step;
-}
-
 // What rank 0 prints before the first step.
 void print_run(const TrainOptions& o, const models::GPT& model, const GptData& d,
-               const examples::TrainerDevice& dev, dist::ProcessGroup* pg, int64_t tokens_per_step) {
-  const examples::TrainGptConfig& c = o.config;
+               const examples::DataParallel& ranks, int64_t tokens_per_step) {
   std::printf("train_gpt: %s\n  %ld parameters, %ld tokens/step, data %s (%ld tokens)%s\n",
               o.describe().c_str(), long(model.num_parameters()), long(tokens_per_step), d.train_glob.c_str(),
               long(d.train->num_tokens()), d.byte_level ? ", byte-level" : "");
-  if (pg)
-    std::printf(
-        "  data parallel: %d ranks (%s), %ld tokens/step per rank, buckets of %.1f MB, ZeRO-1 %s, "
-        "collective timeout %.0f s\n",
-        pg->size(), pg->backend_name(), long(tokens_per_step / pg->size()), c.bucket_mb(),
-        c.zero1() ? "on" : "off", c.collective_timeout());
+  if (ranks.group()) std::printf("  %s\n", ranks.describe().c_str());
 }
 
 int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
@@ -279,11 +178,10 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   const dist::LaunchEnv env = dist::launch_env();
   const examples::TrainerDevice dev = examples::resolve_trainer_device(run, env);
   const Device device = dev.device;
-  trainer_run.group = join_ranks(c, env, device);
+  trainer_run.group = examples::join_ranks(c.data_parallel(), env, device);
   if (c.export_only() || c.sample_only()) return use_weights_without_training(o, device);
   dist::ProcessGroup* pg = trainer_run.group.get();
-  const int rank = pg ? pg->rank() : 0, world = pg ? pg->size() : 1;
-  const bool lead = rank == 0;  // logs, evaluates, samples, writes checkpoints
+  const bool lead = !pg || pg->rank() == 0;  // logs, evaluates, samples, writes checkpoints
   std::filesystem::create_directories(run.out_dir());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
@@ -305,63 +203,40 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
   // DDP's hooks see only accumulated gradients, so every cache policy works unchanged; each
   // rank's NVMe tier opens its own unnamed spill file, so ranks may share --spill-dir.
-  std::unique_ptr<dist::DistributedDataParallel> ddp;
-  if (pg)
-    ddp = std::make_unique<dist::DistributedDataParallel>(
-        model_ptr, trainer_run.group, dist::DistributedDataParallelOptions{.bucket_cap_mb = c.bucket_mb()});
-  const GptOptimizer opt = make_optimizer(c, model.parameters(), trainer_run.group);
+  examples::DataParallel ranks(trainer_run.group, model_ptr, c.data_parallel());
+  const examples::TrainerAdamW opt = examples::make_trainer_adamw(model.parameters(), c.schedule(), c.optim(),
+                                                                  1e-8, c.data_parallel(), ranks);
   model_state.place(*opt.opt);
   // Warmup then cosine decay; a time-bounded run estimates the length from the step time
   // measured over its first steps (the schedule is rebuilt once).
   examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), c.run()));
 
-  const int64_t first_step = run.resume() ? resume(ckpt_dir, o, model, opt, train, world, lead) : 0;
+  const int64_t first_step =
+      run.resume() ? examples::resume_ranks(ckpt_dir, o.describe(), model, opt, train, ranks) : 0;
   auto save = [&](int64_t at_step) {
     // opt.checkpoint() is collective with ZeRO-1: every rank calls save().
-    io::CheckpointState st = opt.checkpoint(o.describe(), at_step, train.cursor(), model);
-    st.metadata["world_size"] = std::to_string(world);
-    st.metadata["zero1"] = c.zero1() ? "true" : "false";
+    const io::CheckpointState st =
+        opt.checkpoint(o.describe(), at_step, train.cursor(), model, ranks.world());
     if (lead) io::save_checkpoint(ckpt_dir, st);
   };
-  const int64_t tokens_per_step = run.batch_size() * c.data().seq_len() * c.grad_accum() * world;
-  if (lead) print_run(o, model, data, dev, pg, tokens_per_step);
+  const int64_t tokens_per_step = run.batch_size() * c.data().seq_len() * run.grad_accum() * ranks.world();
+  if (lead) print_run(o, model, data, ranks, tokens_per_step);
 
   examples::TrainLoopParts parts =
       examples::loop_parts(c, dev, *opt.opt, sched, model.parameters(), o.cache, trainer_run, first_step);
-  parts.group = pg;
+  parts.ranks = &ranks;
   parts.model_state = &model_state;
   examples::TrainLoop loop(std::move(parts));
   std::optional<double> last_val;  // the held-out loss of the latest evaluation
-  SyncTotals sync;                 // data-parallel totals after step 1
   while (loop.keep_going()) {
-    maybe_kill_self(rank, loop.step());
-    examples::TrainStep s(loop);
-    double loss_sum = 0;
     ops::AllowTf32Guard tf32(c.precision().tf32());  // forward and backward
-    for (int64_t micro = 0; micro < c.grad_accum(); ++micro) {
+    loop.run_step([&] {
       Tensor x, y;
       train.next(&x, &y);
-      x = x.to(device);
-      y = y.to(device);
-      // Only the last micro-batch's backward all-reduces (the sums accumulated so far).
-      std::optional<dist::NoSyncGuard> no_sync;
-      if (ddp && micro + 1 < c.grad_accum()) no_sync.emplace(*ddp);
-      s.phase("forward");
       std::optional<ops::AutocastGuard> amp;
       if (c.precision().bf16()) amp.emplace(DType::bf16);
-      Tensor loss = model.loss(x, y);
-      amp.reset();
-      if (c.grad_accum() > 1) loss = ops::mul(loss, 1.0 / double(c.grad_accum()));
-      s.phase("backward");
-      loss.backward();
-      loss_sum += loss.item();
-    }
-    if (ddp) {
-      ddp->finish_gradient_sync();
-      loss_sum = pg->all_reduce_scalar(loss_sum, dist::ReduceOp::Avg);
-      if (loop.steps_run() > 0) sync.add(ddp->last_sync_stats());
-    }
-    loop.end_step(s, loss_sum);
+      return model.loss(x.to(device), y.to(device));
+    });
     const bool eval_now = data.val && loop.eval_due();
     if (eval_now) last_val = evaluate(model, *data.val, run.eval_batches(), device);
     if (loop.log_due(eval_now))
@@ -379,7 +254,7 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   }
   if (loop.steps_run() > 0) save(step);
   if (lead) std::printf("checkpoint: %s\n", ckpt_dir.c_str());
-  loop.print_timing("tok/s", double(tokens_per_step), ddp ? sync.timing(loop.steps_run() - 1) : "");
+  loop.print_timing("tok/s", double(tokens_per_step));
 
   if (lead) export_weights(model, c);
   if (lead && c.sample_tokens() > 0 && data.tokenizer)

@@ -22,12 +22,9 @@ constexpr const char* kDefaults = R"pb(
   run { batch_size: 16 seed: 1337 eval_every: 50 eval_batches: 8 log_every: 10 out_dir: "out/train_gpt" }
   schedule { lr: 2e-3 min_lr: 2e-4 warmup_steps: 50 }
   optim { weight_decay: 0.1 beta1: 0.9 beta2: 0.95 grad_clip: 1.0 }
-  grad_accum: 1
   sample_tokens: 200
   temperature: 0.8
   top_k: 40
-  bucket_mb: 25
-  collective_timeout: 300
 )pb";
 
 // The model's shape from --init-from's weights; a size flag that says otherwise names the tensor and
@@ -52,13 +49,26 @@ void take_shape_from(const io::GptShape& s, const TrainGptConfig& set, const std
   m->block_size = s.block_size, m->vocab_size = s.vocab_size;
 }
 
+// A config file written before grad_accum moved into `run` and the data-parallel settings into
+// `data_parallel`: its top-level values go there, unless the new place is set too.
+void adopt_former_fields(TrainGptConfig* set) {
+  RunConfig& run = *set->mutable_run();
+  DataParallelConfig& dp = *set->mutable_data_parallel();
+  if (set->has_grad_accum() && !run.has_grad_accum()) run.set_grad_accum(set->grad_accum());
+  if (set->has_zero1() && !dp.has_zero1()) dp.set_zero1(set->zero1());
+  if (set->has_bucket_mb() && !dp.has_bucket_mb()) dp.set_bucket_mb(set->bucket_mb());
+  if (set->has_collective_timeout() && !dp.has_collective_timeout())
+    dp.set_collective_timeout(set->collective_timeout());
+  set->clear_grad_accum(), set->clear_zero1(), set->clear_bucket_mb(), set->clear_collective_timeout();
+}
+
 }  // namespace
 
 std::string TrainOptions::describe() const {
   const TrainGptConfig& c = config;
   std::ostringstream os;
   os << "model " << c.preset() << " (" << model.str() << "), B=" << c.run().batch_size()
-     << " T=" << c.data().seq_len() << " grad_accum=" << c.grad_accum() << ", "
+     << " T=" << c.data().seq_len() << " grad_accum=" << c.run().grad_accum() << ", "
      << describe_schedule(c.schedule(), c.optim()) << ", clip " << c.optim().grad_clip() << ", seed "
      << c.run().seed();
   return os.str();
@@ -77,12 +87,8 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   add_lr_schedule_flags(f, flags.mutable_schedule());
   add_optimizer_flags(f, flags.mutable_optim());
   add_adamw_beta_flags(f, flags.mutable_optim());
-  f.option(&flags, "grad_accum", "", "micro-batches per optimizer step");
   for (const char* field : {"sample_tokens", "temperature", "top_k"}) f.option(&flags, field);
-  f.flag(&flags, "zero1", "", "under mpirun: shard the AdamW state across ranks (ZeRO stage 1)");
-  f.option(&flags, "bucket_mb", "", "under mpirun: gradient all-reduce bucket size in MB (default 25)");
-  f.option(&flags, "collective_timeout", "",
-           "under mpirun: seconds a collective waits for the other ranks before failing (default 300)");
+  add_data_parallel_flags(f, flags.mutable_data_parallel(), /*zero1=*/true);
   add_tensor_cache_flags(f, flags.mutable_cache());
   add_bf16_flag(f, flags.mutable_precision());
   add_tf32_flag(f, flags.mutable_precision());
@@ -103,6 +109,7 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   f.option(&flags, "prompt", "", "the text sampled from (default \"This License\")");
   TrainGptConfig set;  // what the --config file and the flags set
   if (!f.parse(argc, argv, &set)) return false;
+  adopt_former_fields(&set);
 
   TrainGptConfig& c = out->config;
   c = settings_from(kDefaults, set);
@@ -135,10 +142,8 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
 
   m.validate();
   const TextDataConfig& data = c.data();
-  STRATA_CHECK(c.run().batch_size() > 0 && data.seq_len() > 0 && c.grad_accum() > 0, ValueError,
-               "batch size, sequence length and grad accumulation must be positive");
-  STRATA_CHECK(c.bucket_mb() > 0 && c.collective_timeout() > 0, ValueError,
-               "--bucket-mb and --collective-timeout must be positive");
+  STRATA_CHECK(c.run().batch_size() > 0 && data.seq_len() > 0, ValueError,
+               "batch size and sequence length must be positive");
   STRATA_CHECK(data.seq_len() <= m.block_size, ValueError, "seq_len ", data.seq_len(),
                " exceeds the model's block_size ", m.block_size);
   STRATA_CHECK(data.val_data().empty() || !data.train_data().empty(), ValueError,

@@ -88,6 +88,7 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
   add_run_flags(f, flags.mutable_run());
   add_lr_schedule_flags(f, flags.mutable_schedule());
   add_optimizer_flags(f, flags.mutable_optim());
+  add_data_parallel_flags(f, flags.mutable_data_parallel(), /*zero1=*/false);
   f.option(
       &flags, "target_accuracy", "",
       "stop once the training accuracy over the last 20 batches (or an epoch, when shorter) reaches this "
@@ -111,6 +112,10 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
 
   TrainResNetConfig& c = out->config;
   c = settings_from(kDefaults, set);
+  STRATA_CHECK(
+      !c.data_parallel().zero1(), ValueError,
+      "data_parallel.zero1: train_resnet does not shard its optimizer's state (ZeRO-1 is AdamW's, in "
+      "train_gpt and train_bert)");
   models::ResNetConfig& m = out->model;
   m = models::ResNetConfig::preset(c.model());
   if (set.has_width()) m.width = set.width();

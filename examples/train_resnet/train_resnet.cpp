@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "examples/common/checkpointing.h"
+#include "examples/common/data_parallel.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/model_state.h"
 #include "examples/common/trainer_loop.h"
@@ -193,7 +194,7 @@ void print_final(models::ResNet& model, const ImageData& data, const examples::T
 
 // What the run prints before the first step.
 void print_run(const ResNetTrainOptions& o, const models::ResNet& model, const ImageData& data,
-               const io::ImageLoader& train, const examples::TrainerDevice& dev) {
+               const io::ImageLoader& train, const examples::DataParallel& ranks) {
   const examples::TrainResNetConfig& c = o.config;
   std::printf(
       "%s\n  %ld parameters; data: %s\n  train transforms: %s\n  %ld batches/epoch, %ld loader "
@@ -204,14 +205,20 @@ void print_run(const ResNetTrainOptions& o, const models::ResNet& model, const I
   if (data.val) std::printf("  held out: %s\n", data.val->describe().c_str());
   if (c.target_accuracy() > 0)
     std::printf("  stopping at %.1f%% training accuracy\n", 100 * c.target_accuracy());
+  if (ranks.group())
+    std::printf("  %s; BatchNorm's statistics are each rank's own\n", ranks.describe().c_str());
 }
 
 int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
   // The settings, grouped as in the config file.
   const examples::TrainResNetConfig& c = o.config;
   const examples::RunConfig& run = c.run();
-  const examples::TrainerDevice dev = examples::resolve_trainer_device(run, dist::launch_env());
+  const dist::LaunchEnv env = dist::launch_env();
+  const examples::TrainerDevice dev = examples::resolve_trainer_device(run, env);
   const Device device = dev.device;
+  trainer_run.group = examples::join_ranks(c.data_parallel(), env, device);
+  dist::ProcessGroup* pg = trainer_run.group.get();
+  const bool lead = !pg || pg->rank() == 0;  // logs, evaluates, writes checkpoints
   std::filesystem::create_directories(run.out_dir());
   const std::string ckpt_dir = run.out_dir() + "/checkpoint";
   examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
@@ -223,7 +230,9 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
                                      .drop_last = true,
                                      .seed = run.seed(),
                                      .num_workers = int(c.workers()),
-                                     .prefetch = c.prefetch()});
+                                     .prefetch = c.prefetch(),
+                                     .rank = pg ? pg->rank() : 0,
+                                     .world_size = pg ? pg->size() : 1});
   STRATA_CHECK(!data.val || data.val->num_classes() == data.train->num_classes(), ValueError,
                "the held-out set has ", data.val->num_classes(), " classes, the training set ",
                data.train->num_classes());
@@ -232,11 +241,14 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
   manual_seed(run.seed());
   o.model.num_classes = data.train->num_classes();  // describe() prints it
   o.model.validate();
-  models::ResNet model(o.model);
+  auto model_ptr = std::make_shared<models::ResNet>(o.model);
+  models::ResNet& model = *model_ptr;
   // Paged weights go straight from the CPU to where they live: the device never holds them all.
-  examples::ModelStatePlacer model_state(c, dev.device, model, false,
+  examples::ModelStatePlacer model_state(c, dev.device, model, pg != nullptr,
                                          c.optimizer() == "sgd" ? (c.momentum() != 0 ? 1.0 : 0.0) : 2.0);
   model.to(device);  // initialized on the CPU: the same weights on every device
+  // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
+  examples::DataParallel ranks(trainer_run.group, model_ptr, c.data_parallel());
   const std::unique_ptr<optim::Optimizer> opt = make_optimizer(c, model.parameters());
   model_state.place(*opt);
   // Warmup then cosine decay; a time-bounded run estimates the length from the step time of its
@@ -247,64 +259,71 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
 
   int64_t first_step = 0;
   if (run.resume()) {
-    io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
+    io::CheckpointState st = examples::resume_ranks(ckpt_dir, o.describe(), model, ranks);
     opt->load_state_dict(st.optimizer);
     first_step = st.step;
     train.set_cursor(st.data);
-    std::printf("resumed from %s at step %ld (epoch %ld, batch %ld)\n", ckpt_dir.c_str(), long(first_step),
-                long(st.data.epoch), long(st.data.sample));
+    if (lead) std::printf("  at epoch %ld, batch %ld\n", long(st.data.epoch), long(st.data.sample));
   }
   auto save = [&](int64_t at_step) {
-    io::save_checkpoint(ckpt_dir,
-                        examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, *opt));
+    io::CheckpointState st = examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, *opt);
+    st.metadata["world_size"] = std::to_string(ranks.world());
+    if (lead) io::save_checkpoint(ckpt_dir, st);
   };
 
-  print_run(o, model, data, train, dev);
+  if (lead) print_run(o, model, data, train, ranks);
 
   examples::TrainLoopParts parts =
       examples::loop_parts(c, dev, *opt, sched, model.parameters(), o.cache, trainer_run, first_step);
+  parts.ranks = &ranks;
   parts.model_state = &model_state;
   examples::TrainLoop loop(std::move(parts));
-  AccuracyWindow window(train.batches_per_epoch());
+  const int64_t images_per_step = run.batch_size() * run.grad_accum() * ranks.world();
+  AccuracyWindow window(train.batches_per_epoch() / ranks.world());  // this rank's batches
   Accuracy last_val;
   bool reached = false;
   while (loop.keep_going()) {
-    io::ImageBatch batch = train.next();
-    batch.images = batch.images.to(device);
-    batch.labels = batch.labels.to(device);
-    Tensor logits;
+    Accuracy acc;  // this step's, on this rank
+    int64_t epoch = 0;
     loop.run_step([&] {
-      logits = model(batch.images);
-      return ops::cross_entropy(logits, batch.labels);
+      io::ImageBatch batch = train.next();
+      epoch = batch.epoch;
+      const Tensor labels = batch.labels.to(device), logits = model(batch.images.to(device));
+      const Accuracy a = count_correct(logits, labels);
+      window.add(a);
+      acc.correct += a.correct, acc.total += a.total;
+      return ops::cross_entropy(logits, labels);
     });
-    const Accuracy acc = count_correct(logits, batch.labels);
-    window.add(acc);
-    const bool eval_now = data.val && loop.eval_due();
+    const bool eval_now = data.val && lead && loop.eval_due();
     if (eval_now)
       last_val = evaluate(model, data.val, data.eval_transforms, c, run.eval_batches(), device).first;
     if (loop.log_due(eval_now)) {
       const std::string val = last_val.total ? detail::concat(int(std::lround(1000 * last_val.value())) / 10.0, "%") : "-";
       loop.print_step_line(
-          {examples::field("epoch %ld", long(batch.epoch)), examples::field("loss %.4f", loop.last_loss()),
+          {examples::field("epoch %ld", long(epoch)), examples::field("loss %.4f", loop.last_loss()),
            examples::field("acc %5.1f%% (batch %5.1f%%)", 100 * window.value(), 100 * acc.value()),
            examples::field("val %6s", val.c_str()),
-           examples::field("%5.0f img/s", double(acc.total) / loop.step_seconds()),
+           examples::field("%5.0f img/s", double(images_per_step) / loop.step_seconds()),
            examples::field("loader wait %.1f s", train.wait_seconds())});
     }
     if (loop.checkpoint_due()) save(loop.step());
-    if (c.target_accuracy() > 0 && window.full() && window.value() >= c.target_accuracy()) {
-      reached = true;
-      std::printf("reached %.1f%% training accuracy (last %zu batches) at step %ld, %.1f s\n",
-                  100 * window.value(), window.batches(), long(loop.step()), loop.elapsed());
+    // Rank 0's window decides, so that every rank stops at the same step.
+    reached = c.target_accuracy() > 0 && window.full() && window.value() >= c.target_accuracy();
+    if (pg && c.target_accuracy() > 0) reached = pg->all_reduce_scalar(lead && reached ? 1.0 : 0.0) > 0;
+    if (reached) {
+      if (lead)
+        std::printf("reached %.1f%% training accuracy (last %zu batches) at step %ld, %.1f s\n",
+                    100 * window.value(), window.batches(), long(loop.step()), loop.elapsed());
       break;
     }
   }
   loop.finish();
-  print_final(model, data, c, window, loop, device, reached);
+  if (lead) print_final(model, data, c, window, loop, device, reached);
   if (loop.steps_run() > 0) save(loop.step());
+  if (!lead) return 0;
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());
   loop.print_timing(
-      "img/s", double(run.batch_size()),
+      "img/s", double(images_per_step),
       examples::field("; the loader kept the trainer waiting %.2f s in all", train.wait_seconds()));
   return 0;
 }

@@ -1,5 +1,6 @@
 #include "strata/io/text/mlm_batches.h"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 #include <utility>
@@ -45,6 +46,11 @@ void MlmOptions::validate() const {
   STRATA_CHECK(short_seq_prob >= 0 && short_seq_prob <= 1, ValueError, "MlmOptions: short_seq_prob ",
                short_seq_prob, " not in [0, 1]");
   STRATA_CHECK(random_token_limit > 0, ValueError, "MlmOptions: random_token_limit must be positive");
+  STRATA_CHECK(
+      vocab_size == 0 ||
+          std::max(std::max(special.pad, special.cls), std::max(special.sep, special.mask)) < vocab_size,
+      ValueError, "MlmOptions: the special ids [PAD] ", special.pad, ", [CLS] ", special.cls, ", [SEP] ",
+      special.sep, ", [MASK] ", special.mask, " must lie in the vocabulary of ", vocab_size);
 }
 
 MlmBatch make_mlm_batch(const std::vector<int64_t>& windows, const MlmOptions& o, uint64_t stream) {
@@ -55,7 +61,11 @@ MlmBatch make_mlm_batch(const std::vector<int64_t>& windows, const MlmOptions& o
   SplitMix rng(mix(o.seed, stream));
   std::vector<int64_t> ids(size_t(B * T), o.special.pad), types(size_t(B * T), 0), mask(size_t(B * T), 0),
       labels(size_t(B * T), -100);
-  std::vector<int64_t> content;  // flat positions of content tokens (maskable), in order
+  std::vector<int64_t> content;  // flat positions of content tokens that may be chosen, in order
+  const MlmSpecialTokens& sp = o.special;
+  const auto special = [&](int64_t t) {
+    return t == sp.pad || t == sp.cls || t == sp.sep || t == sp.mask || t == sp.unk;
+  };
   MlmBatch out;
   for (int64_t b = 0; b < B; ++b) {
     const int64_t* w = windows.data() + b * L;
@@ -66,10 +76,16 @@ MlmBatch make_mlm_batch(const std::vector<int64_t>& windows, const MlmOptions& o
     int64_t* ty = types.data() + b * T;
     int64_t t = 0;
     row[t++] = o.special.cls;
-    for (int64_t i = 0; i < a; ++i) content.push_back(b * T + t), row[t++] = w[i];
+    for (int64_t i = 0; i < a; ++i) {
+      if (!special(w[i])) content.push_back(b * T + t);
+      row[t++] = w[i];
+    }
     row[t++] = o.special.sep;
     if (o.two_segments) {
-      for (int64_t i = a; i < n; ++i) content.push_back(b * T + t), ty[t] = 1, row[t++] = w[i];
+      for (int64_t i = a; i < n; ++i) {
+        if (!special(w[i])) content.push_back(b * T + t);
+        ty[t] = 1, row[t++] = w[i];
+      }
       ty[t] = 1, row[t++] = o.special.sep;
     }
     for (int64_t i = 0; i < t; ++i) mask[size_t(b * T + i)] = 1;
@@ -88,7 +104,7 @@ MlmBatch make_mlm_batch(const std::vector<int64_t>& windows, const MlmOptions& o
     ++out.num_masked;
   }
   if (out.num_masked == 0) {
-    const int64_t pos = content.front();
+    const int64_t pos = content.empty() ? 1 : content.front();  // row 0's first token: data, never [CLS]
     labels[size_t(pos)] = ids[size_t(pos)];
     ids[size_t(pos)] = o.special.mask;
     out.num_masked = 1;
@@ -102,18 +118,23 @@ MlmBatch make_mlm_batch(const std::vector<int64_t>& windows, const MlmOptions& o
 
 MlmBatcher::MlmBatcher(std::vector<std::string> paths, MlmOptions options)
     : opt_((options.validate(), options)),
-      loader_(std::move(paths), TokenLoaderOptions{.batch = options.batch,
-                                                   .seq_len = options.content_len(),
-                                                   .rank = options.rank,
-                                                   .world_size = options.world_size,
-                                                   .shuffle = options.shuffle,
-                                                   .seed = options.seed,
-                                                   .token_limit = options.first_special_token()}) {}
+      loader_(std::move(paths),
+              TokenLoaderOptions{.batch = options.batch,
+                                 .seq_len = options.content_len(),
+                                 .rank = options.rank,
+                                 .world_size = options.world_size,
+                                 .shuffle = options.shuffle,
+                                 .seed = options.seed,
+                                 .token_limit = options.vocab_size > 0 ? options.vocab_size
+                                                                       : options.first_special_token()}) {}
 
 MlmBatch MlmBatcher::next() {
+  // The stream is the batch's place in the global order (the cursor counts all ranks' samples), so
+  // rank r of W masks its batch as one process masks that batch.
   const DataCursor c = loader_.cursor();
+  const int64_t sample = c.sample + int64_t(opt_.rank) * opt_.batch;
   const uint64_t stream =
-      mix(mix(uint64_t(c.epoch), uint64_t(c.shard)), uint64_t(c.sample) * 2654435761ull + 1);
+      mix(mix(uint64_t(c.epoch), uint64_t(c.shard)), uint64_t(sample) * 2654435761ull + 1);
   Tensor x, y;
   loader_.next(&x, &y);
   return make_mlm_batch(x.contiguous().to_vector<int64_t>(), opt_, stream);

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "strata/strata.h"
 
@@ -25,6 +27,27 @@ std::string temp_dir(const std::string& name) {
   auto d = std::filesystem::temp_directory_path() / ("strata_mlm_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::create_directories(d);
   return d.string();
+}
+
+// The same inputs, segments and labels.
+void expect_same_batch(const MlmBatch& a, const MlmBatch& b) {
+  EXPECT_EQ(vec(a.input_ids), vec(b.input_ids));
+  EXPECT_EQ(vec(a.token_type_ids), vec(b.token_type_ids));
+  EXPECT_EQ(vec(a.labels), vec(b.labels));
+}
+
+// B=4, T=32, seed 3, shuffled.
+MlmOptions shuffled_batches_of_4() {
+  MlmOptions o;
+  o.batch = 4, o.seq_len = 32, o.seed = 3, o.shuffle = true;
+  return o;
+}
+
+// A shard of 20000 byte tokens in a fixed pattern.
+void write_byte_shard(const std::string& path) {
+  std::vector<int32_t> toks(20000);
+  for (size_t i = 0; i < toks.size(); ++i) toks[i] = int32_t((i * 131 + i / 7) % 256);
+  write_token_shard(path, toks);
 }
 
 }  // namespace
@@ -144,11 +167,8 @@ TEST(MlmBatches, BadOptionsAreRejected) {
 // From shards: the batcher resumes from its cursor with the same batches bit for bit.
 TEST(MlmBatches, BatcherIsDeterministicAndResumesFromItsCursor) {
   const std::string dir = temp_dir("resume");
-  std::vector<int32_t> toks(20000);
-  for (size_t i = 0; i < toks.size(); ++i) toks[i] = int32_t((i * 131 + i / 7) % 256);
-  write_token_shard(dir + "/train_000000.bin", toks);
-  MlmOptions o;
-  o.batch = 4, o.seq_len = 32, o.seed = 3, o.shuffle = true;
+  write_byte_shard(dir + "/train_000000.bin");
+  MlmOptions o = shuffled_batches_of_4();
   MlmBatcher a({dir + "/train_000000.bin"}, o);
   a.next();
   a.next();
@@ -157,9 +177,7 @@ TEST(MlmBatches, BatcherIsDeterministicAndResumesFromItsCursor) {
   MlmBatcher b({dir + "/train_000000.bin"}, o);
   b.set_cursor(at);
   EXPECT_EQ(vec(b.next().input_ids), vec(third.input_ids));
-  MlmBatch again = b.next();
-  EXPECT_EQ(vec(again.input_ids), vec(fourth.input_ids));
-  EXPECT_EQ(vec(again.labels), vec(fourth.labels));
+  expect_same_batch(b.next(), fourth);
   EXPECT_NE(vec(third.labels), vec(fourth.labels));
   std::filesystem::remove_all(dir);
 }
@@ -181,6 +199,65 @@ TEST(MlmBatches, SpecialTokensInsideTheDataAreRefusedWhenTheShardOpens) {
     EXPECT_NE(m.find("train_000000.bin': token 259 at position 1234 (byte offset 3492)"), std::string::npos)
         << m;
     EXPECT_NE(m.find("not below 256"), std::string::npos) << m;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Rank r of W masks its batch as one process masks the same batch of the global order: rank 1 of 2's
+// first batch is one process's second, masks and labels included (so 2 ranks train as one process
+// with 2 micro-batches).
+TEST(MlmBatches, RankOneOfTwoDrawsWhatOneProcessDrawsForTheSameBatch) {
+  const std::string dir = temp_dir("ranks");
+  write_byte_shard(dir + "/train_000000.bin");
+  MlmOptions o = shuffled_batches_of_4();
+  MlmBatcher one({dir + "/train_000000.bin"}, o);
+  const MlmBatch first = one.next(), second = one.next();
+  o.rank = 1, o.world_size = 2;
+  const MlmBatch rank1 = MlmBatcher({dir + "/train_000000.bin"}, o).next();
+  expect_same_batch(rank1, second);
+  EXPECT_NE(vec(rank1.labels), vec(first.labels));
+  std::filesystem::remove_all(dir);
+}
+
+// A WordPiece vocabulary puts its special tokens first ([PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3, [MASK] 4
+// here): with vocab_size, data above them is taken; [UNK] and a [SEP] written in the text stay in the
+// input and are never chosen for prediction (Hugging Face's special-tokens mask); random replacements
+// come from the whole vocabulary; a token past it is refused naming the file and the offset.
+TEST(MlmBatches, AWordPieceVocabularyWithSpecialTokensFirst) {
+  const std::string dir = temp_dir("wordpiece");
+  std::vector<int32_t> toks(4000);
+  for (size_t i = 0; i < toks.size(); ++i) toks[i] = i % 5 == 0 ? 1 : i % 7 == 0 ? 3 : int32_t(5 + i % 45);
+  write_token_shard(dir + "/train_000000.bin", toks);
+  MlmOptions o;
+  o.batch = 64, o.seq_len = 32, o.vocab_size = 50, o.random_token_limit = 50, o.mask_prob = 0.5;
+  o.special = {.pad = 0, .cls = 2, .sep = 3, .mask = 4, .unk = 1};
+  MlmBatcher b({dir + "/train_000000.bin"}, o);
+  int64_t unk_in_input = 0, above_specials_labelled = 0;
+  for (int i = 0; i < 4; ++i) {
+    const MlmBatch batch = b.next();
+    const std::vector<int64_t> ids = vec(batch.input_ids), labels = vec(batch.labels);
+    EXPECT_EQ(ids[0], 2);
+    for (size_t p = 0; p < ids.size(); ++p) {
+      EXPECT_LT(ids[p], 50);
+      unk_in_input += ids[p] == 1;
+      EXPECT_TRUE(labels[p] == -100 || labels[p] >= 5)
+          << "a special token was chosen for prediction at " << p;
+      above_specials_labelled += labels[p] >= 5;
+    }
+  }
+  EXPECT_GT(unk_in_input, 100);
+  EXPECT_GT(above_specials_labelled, 1000);
+  std::vector<int32_t> bad = toks;
+  bad[99] = 50;
+  write_token_shard(dir + "/bad_000000.bin", bad);
+  try {
+    MlmBatcher refused({dir + "/bad_000000.bin"}, o);
+    ADD_FAILURE() << "token 50 of a 50-token vocabulary was accepted";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "bad_000000.bin': token 50 at position 99 (byte offset 1222) is not below 50"),
+              std::string::npos)
+        << e.what();
   }
   std::filesystem::remove_all(dir);
 }

@@ -24,6 +24,7 @@ struct MlmSpecialTokens {
   int64_t cls = 257;
   int64_t sep = 258;
   int64_t mask = 259;
+  int64_t unk = -1;  // [UNK], where the vocabulary has one
 };
 
 struct MlmOptions {
@@ -31,11 +32,15 @@ struct MlmOptions {
   int64_t seq_len = 128;  // T, [CLS] and [SEP]s included
   MlmSpecialTokens special;
   int64_t random_token_limit = 256;  // the 10% random replacements are drawn from [0, limit)
-  double mask_prob = 0.15;           // share of content tokens chosen for prediction
-  double mask_token_prob = 0.8;      // of the chosen: replaced by [MASK]
-  double random_token_prob = 0.1;    // of the chosen: replaced by a random token (the rest stay)
-  double short_seq_prob = 0.1;       // a sample keeps a random shorter prefix and is padded
-  bool two_segments = true;          // split each sample into A and B at a random point
+  // The vocabulary's size, when it is not the byte-level one (WordPiece's puts its special tokens
+  // first): data tokens must be below it. 0: data tokens must be below the lowest special id (bytes,
+  // with the specials after them).
+  int64_t vocab_size = 0;
+  double mask_prob = 0.15;         // share of content tokens chosen for prediction
+  double mask_token_prob = 0.8;    // of the chosen: replaced by [MASK]
+  double random_token_prob = 0.1;  // of the chosen: replaced by a random token (the rest stay)
+  double short_seq_prob = 0.1;     // a sample keeps a random shorter prefix and is padded
+  bool two_segments = true;        // split each sample into A and B at a random point
   uint64_t seed = 0;
   // Passed to the TokenLoader underneath.
   int rank = 0;
@@ -44,8 +49,8 @@ struct MlmOptions {
 
   // Content tokens per sample: T - 3 with two segments, T - 2 with one.
   int64_t content_len() const { return seq_len - (two_segments ? 3 : 2); }
-  // The lowest special id: data tokens must be below it (a [MASK] inside the data would train on
-  // it), which MlmBatcher checks when it opens the shards.
+  // The lowest special id: without a vocab_size, data tokens must be below it (a [MASK] inside the
+  // data would train on it), which MlmBatcher checks when it opens the shards.
   int64_t first_special_token() const {
     return std::min(std::min(special.pad, special.cls), std::min(special.sep, special.mask));
   }
@@ -62,12 +67,15 @@ struct MlmBatch {
 };
 
 // Builds a batch from `windows`, B rows of options.content_len() tokens each, drawing every
-// random choice from (options.seed, stream). At least one position per batch gets a label (if
-// the draw chose none, the first content token of row 0 is chosen), so the loss is defined.
+// random choice from (options.seed, stream). A special token inside the data ([SEP] written in the
+// text, [UNK]) stays as it is and is never chosen for prediction, as Hugging Face's collator's
+// special-tokens mask has it. At least one position per batch gets a label (if the draw chose none,
+// the first content token of row 0 is chosen), so the loss is defined.
 MlmBatch make_mlm_batch(const std::vector<int64_t>& windows, const MlmOptions& options, uint64_t stream);
 
 // A TokenLoader of content windows turned into MLM batches. Each batch's random stream is
-// derived from the loader's cursor before it, so resuming from cursor() repeats the batches.
+// derived from its place in the global batch order, so resuming from cursor() repeats the
+// batches, and rank r of W draws what one process draws for the same batch.
 class MlmBatcher {
  public:
   // Throws IoError for unreadable shards and ValueError for bad options (e.g. T too short).
