@@ -8,9 +8,7 @@
 #include <numeric>
 
 #include "examples/common/checkpointing.h"
-#include "examples/common/data_parallel.h"
 #include "examples/common/lr_schedule.h"
-#include "examples/common/model_state.h"
 #include "examples/common/trainer_loop.h"
 #include "strata/io/keyed_rng.h"
 #include "strata/io/text/mlm_batches.h"
@@ -101,10 +99,10 @@ void load_pooler(models::BertForSequenceClassification& model, const std::string
 
 }  // namespace
 
-int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& trainer_run) {
+int train_classifier(BertTrainOptions& o, const TrainerStart& start, TrainerRun& trainer_run) {
   const TrainBertConfig& c = o.config;
   const RunConfig& run = c.run();
-  const Device device = dev.device;
+  const Device device = start.dev.device;
   STRATA_CHECK(!run.resume(), ValueError,
                "--classify-data runs do not resume (train again, or --init-from the weights)");
   std::vector<Example> all = read_examples(c.classify_data());
@@ -143,14 +141,9 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
     load_pooler(model, c.init_from());
     o.init_weights.reset();
   }
-  ModelStatePlacer model_state(c, device, model,
-                               trainer_run.group != nullptr);  // before the move: straight home
-  model.to(device);
-  // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
-  DataParallel ranks(trainer_run.group, model_ptr, c.data_parallel());
-  const TrainerAdamW opt =
-      make_trainer_adamw(model.parameters(), c.schedule(), c.optim(), 1e-6, c.data_parallel(), ranks);
-  model_state.place(*opt.opt);
+  const PlacedModel placed = place_with_adamw(c, start, trainer_run, model_ptr, 1e-6);
+  const DataParallel& ranks = *placed.ranks;
+  const TrainerAdamW& opt = placed.opt;
   LrSchedule sched(lr_schedule_options(c.schedule(), run));
   if (ranks.lead()) {
     std::printf(
@@ -186,10 +179,7 @@ int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& 
       }
     return rows;
   };
-  TrainLoopParts parts = loop_parts(c, dev, *opt.opt, sched, model.parameters(), o.cache, trainer_run);
-  parts.ranks = &ranks;
-  parts.model_state = &model_state;
-  TrainLoop loop(std::move(parts));
+  TrainLoop loop(loop_parts(c, start, placed, sched, o.cache, trainer_run));
   int64_t seen = 0, right = 0;  // this rank's
   while (loop.keep_going()) {
     loop.run_step([&] {

@@ -2,8 +2,8 @@
 // text, from scratch or from --init-from's pretrained encoder.
 #pragma once
 
-#include "examples/common/trainer_device.h"
 #include "examples/common/trainer_main.h"
+#include "examples/common/trainer_setup.h"
 #include "examples/train_bert/train_options.h"
 
 namespace strata::examples {
@@ -12,6 +12,6 @@ namespace strata::examples {
 // text's bytes or WordPiece tokens as [CLS] tokens [SEP], cut or padded to --seq-len), holding out
 // every 10th line; logs loss and accuracy, reports held-out accuracy, writes a checkpoint at the end.
 // Under mpirun the ranks take the batches of the global order in turn.
-int train_classifier(BertTrainOptions& o, const TrainerDevice& dev, TrainerRun& run);
+int train_classifier(BertTrainOptions& o, const TrainerStart& start, TrainerRun& run);
 
 }  // namespace strata::examples

@@ -15,9 +15,9 @@
 #include "examples/common/checkpointing.h"
 #include "examples/common/data_parallel.h"
 #include "examples/common/lr_schedule.h"
-#include "examples/common/model_state.h"
 #include "examples/common/text_data.h"
 #include "examples/common/trainer_loop.h"
+#include "examples/common/trainer_setup.h"
 #include "examples/train_bert/classify.h"
 #include "examples/train_bert/train_options.h"
 #include "strata/io/checkpoint/checkpoint.h"
@@ -117,16 +117,12 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
   // The settings, grouped as in the config file.
   const examples::TrainBertConfig& c = o.config;
   const examples::RunConfig& run = c.run();
-  const dist::LaunchEnv env = dist::launch_env();
-  const examples::TrainerDevice dev = examples::resolve_trainer_device(run, env);
-  const Device device = dev.device;
-  trainer_run.group = examples::join_ranks(c.data_parallel(), env, device);
-  const bool lead = !trainer_run.group || trainer_run.group->rank() == 0;  // logs, evaluates, checkpoints
-  std::filesystem::create_directories(run.out_dir());
-  if (!c.classify_data().empty()) return examples::train_classifier(o, dev, trainer_run);
-  const std::string ckpt_dir = run.out_dir() + "/checkpoint";
-  examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
-  MlmData mlm = make_data(o, trainer_run.group.get());
+  const examples::TrainerStart start = examples::start_trainer(run, c.data_parallel(), trainer_run);
+  const Device device = start.dev.device;
+  const bool lead = start.lead;  // logs, evaluates, writes checkpoints
+  const std::string ckpt_dir = examples::checkpoint_dir(run);
+  if (!c.classify_data().empty()) return examples::train_classifier(o, start, trainer_run);
+  MlmData mlm = make_data(o, start.group);
   io::MlmBatcher& train = *mlm.train;
 
   // ---- model and optimizer ----
@@ -138,14 +134,9 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
     if (lead) std::printf("  weights from %s\n", c.init_from().c_str());
     o.init_weights.reset();
   }
-  // Paged weights go straight from the CPU to where they live: the device never holds them all.
-  examples::ModelStatePlacer model_state(c, dev.device, model, trainer_run.group != nullptr);
-  model.to(device);  // initialized on the CPU: the same weights on every device
-  // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
-  examples::DataParallel ranks(trainer_run.group, model_ptr, c.data_parallel());
-  const examples::TrainerAdamW opt = examples::make_trainer_adamw(model.parameters(), c.schedule(), c.optim(),
-                                                                  1e-6, c.data_parallel(), ranks);
-  model_state.place(*opt.opt);
+  const examples::PlacedModel placed = examples::place_with_adamw(c, start, trainer_run, model_ptr, 1e-6);
+  const examples::DataParallel& ranks = *placed.ranks;
+  const examples::TrainerAdamW& opt = placed.opt;
   examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), run));
 
   const int64_t first_step =
@@ -171,11 +162,7 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
     if (ranks.group()) std::printf("  %s\n", ranks.describe().c_str());
   }
 
-  examples::TrainLoopParts parts =
-      examples::loop_parts(c, dev, *opt.opt, sched, model.parameters(), o.cache, trainer_run, first_step);
-  parts.ranks = &ranks;
-  parts.model_state = &model_state;
-  examples::TrainLoop loop(std::move(parts));
+  examples::TrainLoop loop(examples::loop_parts(c, start, placed, sched, o.cache, trainer_run, first_step));
   std::optional<double> last_val;  // the held-out loss of the latest evaluation
   int64_t masked_total = 0;        // this rank's
   while (loop.keep_going()) {

@@ -9,10 +9,9 @@
 #include <vector>
 
 #include "examples/common/checkpointing.h"
-#include "examples/common/data_parallel.h"
 #include "examples/common/lr_schedule.h"
-#include "examples/common/model_state.h"
 #include "examples/common/trainer_loop.h"
+#include "examples/common/trainer_setup.h"
 #include "examples/train_gnn/kg_model.h"
 #include "examples/train_gnn/kg_ranking.h"
 #include "examples/train_gnn/negative_sampling.h"
@@ -85,14 +84,10 @@ double random_mrr(int64_t n) {
 int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
   const TrainGnnConfig& c = o.config;
   const RunConfig& run = c.run();
-  const dist::LaunchEnv env = dist::launch_env();
-  const TrainerDevice dev = resolve_trainer_device(run, env);
-  const Device device = dev.device;
-  trainer_run.group = join_ranks(c.data_parallel(), env, device);
-  const bool lead = !trainer_run.group || trainer_run.group->rank() == 0;  // logs, evaluates, checkpoints
-  std::filesystem::create_directories(run.out_dir());
-  const std::string ckpt_dir = run.out_dir() + "/checkpoint";
-  refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
+  const TrainerStart start = start_trainer(run, c.data_parallel(), trainer_run);
+  const Device device = start.dev.device;
+  const bool lead = start.lead;  // logs, evaluates, writes checkpoints
+  const std::string ckpt_dir = checkpoint_dir(run);
 
   // ---- data ----
   const io::KnowledgeGraph kg = io::load_triples(c.kg());
@@ -123,14 +118,9 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
                             .query_dropout = c.query_dropout(),
                             .materialization = o.materialization});
   KgLinkPredictor& model = *model_ptr;
-  ModelStatePlacer model_state(c, device, model,
-                               trainer_run.group != nullptr);  // before the move: straight home
-  model.to(device);
-  // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
-  DataParallel ranks(trainer_run.group, model_ptr, c.data_parallel());
-  const TrainerAdamW opt =
-      make_trainer_adamw(model.parameters(), c.schedule(), c.optim(), 1e-8, c.data_parallel(), ranks);
-  model_state.place(*opt.opt);
+  const PlacedModel placed = place_with_adamw(c, start, trainer_run, model_ptr, 1e-8);
+  const DataParallel& ranks = *placed.ranks;
+  const TrainerAdamW& opt = placed.opt;
   LrScheduleOptions schedule = lr_schedule_options(c.schedule(), run);
   schedule.timed_steps = 4;
   LrSchedule sched(schedule);
@@ -169,11 +159,7 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
     for (size_t l = 0; l < plans.size(); ++l) std::printf("  convs.%zu: %s\n", l, plans[l].str().c_str());
   }
 
-  TrainLoopParts parts =
-      loop_parts(c, dev, *opt.opt, sched, model.parameters(), o.cache, trainer_run, first_step);
-  parts.ranks = &ranks;
-  parts.model_state = &model_state;
-  TrainLoop loop(std::move(parts));
+  TrainLoop loop(loop_parts(c, start, placed, sched, o.cache, trainer_run, first_step));
   std::vector<int64_t> order;
   int64_t order_epoch = -1, best_step = -1;
   SplitScores best;

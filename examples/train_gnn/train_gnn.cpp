@@ -16,10 +16,9 @@
 #include <optional>
 
 #include "examples/common/checkpointing.h"
-#include "examples/common/data_parallel.h"
 #include "examples/common/lr_schedule.h"
-#include "examples/common/model_state.h"
 #include "examples/common/trainer_loop.h"
+#include "examples/common/trainer_setup.h"
 #include "examples/train_gnn/gnn_data.h"
 #include "examples/train_gnn/link_prediction.h"
 #include "examples/train_gnn/train_options.h"
@@ -204,23 +203,19 @@ std::string percent(double v) {
 }
 
 int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
-  const dist::LaunchEnv env = dist::launch_env();
   STRATA_CHECK(
-      !env.launched() || o.link_prediction() || !o.fanouts.empty(), ValueError,
+      !dist::launch_env().launched() || o.link_prediction() || !o.fanouts.empty(), ValueError,
       "train_gnn under mpirun shares each step's batches across the ranks, and a full-graph step has "
       "one: give --fanouts (sampled minibatches, seeds sharded across the ranks), or start it without "
       "mpirun");
   if (o.link_prediction()) return examples::train_link_prediction(o, trainer_run);
   const examples::TrainGnnConfig& c = o.config;
   const examples::RunConfig& run = c.run();
-  const examples::TrainerDevice dev = examples::resolve_trainer_device(run, env);
-  const Device device = dev.device;
-  trainer_run.group = examples::join_ranks(c.data_parallel(), env, device);
-  dist::ProcessGroup* pg = trainer_run.group.get();
-  const bool lead = !pg || pg->rank() == 0;  // logs, evaluates, writes checkpoints
-  std::filesystem::create_directories(run.out_dir());
-  const std::string ckpt_dir = run.out_dir() + "/checkpoint";
-  examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
+  const examples::TrainerStart start = examples::start_trainer(run, c.data_parallel(), trainer_run);
+  const Device device = start.dev.device;
+  dist::ProcessGroup* pg = start.group;
+  const bool lead = start.lead;  // logs, evaluates, writes checkpoints
+  const std::string ckpt_dir = examples::checkpoint_dir(run);
 
   // ---- data ----
   double load_seconds = 0;
@@ -234,13 +229,9 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
   const std::shared_ptr<models::GNN> classifier = make_classifier(o, *data);
   models::GNN& model = *classifier;
   // Paged weights go straight from the CPU to where they live: the device never holds them all.
-  examples::ModelStatePlacer model_state(c, dev.device, model, pg != nullptr);
-  model.to(device);  // initialized on the CPU: the same weights on every device
-  // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
-  examples::DataParallel ranks(trainer_run.group, classifier, c.data_parallel());
-  const examples::TrainerAdamW opt = examples::make_trainer_adamw(model.parameters(), c.schedule(), c.optim(),
-                                                                  1e-8, c.data_parallel(), ranks);
-  model_state.place(*opt.opt);
+  const examples::PlacedModel placed = examples::place_with_adamw(c, start, trainer_run, classifier, 1e-8);
+  const examples::DataParallel& ranks = *placed.ranks;
+  const examples::TrainerAdamW& opt = placed.opt;
   examples::LrScheduleOptions schedule = examples::lr_schedule_options(c.schedule(), run);
   schedule.timed_steps = 4;
   examples::LrSchedule sched(schedule);
@@ -264,11 +255,7 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
 
   if (lead) print_run(o, model, *data, splits, minibatches, load_seconds, graph, ranks);
 
-  examples::TrainLoopParts parts =
-      examples::loop_parts(c, dev, *opt.opt, sched, model.parameters(), o.cache, trainer_run, first_step);
-  parts.ranks = &ranks;
-  parts.model_state = &model_state;
-  examples::TrainLoop loop(std::move(parts));
+  examples::TrainLoop loop(examples::loop_parts(c, start, placed, sched, o.cache, trainer_run, first_step));
   int64_t epoch = 0;
   EvalHistory history;
   bool reached = false;

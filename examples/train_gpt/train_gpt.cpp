@@ -20,9 +20,9 @@
 #include "examples/common/checkpointing.h"
 #include "examples/common/data_parallel.h"
 #include "examples/common/lr_schedule.h"
-#include "examples/common/model_state.h"
 #include "examples/common/text_data.h"
 #include "examples/common/trainer_loop.h"
+#include "examples/common/trainer_setup.h"
 #include "examples/train_gpt/train_options.h"
 #include "strata/io/checkpoint/checkpoint.h"
 #include "strata/io/text/token_shards.h"
@@ -174,18 +174,12 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   // The settings, grouped as in the config file.
   const examples::TrainGptConfig& c = o.config;
   const examples::RunConfig& run = c.run();
-  // ---- ranks ----
-  const dist::LaunchEnv env = dist::launch_env();
-  const examples::TrainerDevice dev = examples::resolve_trainer_device(run, env);
-  const Device device = dev.device;
-  trainer_run.group = examples::join_ranks(c.data_parallel(), env, device);
+  const examples::TrainerStart start = examples::start_trainer(run, c.data_parallel(), trainer_run);
+  const Device device = start.dev.device;
   if (c.export_only() || c.sample_only()) return use_weights_without_training(o, device);
-  dist::ProcessGroup* pg = trainer_run.group.get();
-  const bool lead = !pg || pg->rank() == 0;  // logs, evaluates, samples, writes checkpoints
-  std::filesystem::create_directories(run.out_dir());
-  const std::string ckpt_dir = run.out_dir() + "/checkpoint";
-  examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
-  const GptData data = make_data(o, pg);
+  const bool lead = start.lead;  // logs, evaluates, samples, writes checkpoints
+  const std::string ckpt_dir = examples::checkpoint_dir(run);
+  const GptData data = make_data(o, start.group);
   io::TokenLoader& train = *data.train;
 
   // ---- model and optimizer ----
@@ -197,16 +191,11 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
     if (lead) std::printf("  weights from %s\n", c.init_from().c_str());
     o.init_weights.reset();
   }
-  // Paged weights go straight from the CPU to where they live: the device never holds them all.
-  examples::ModelStatePlacer model_state(c, dev.device, model, pg != nullptr);
-  model.to(device);  // initialized on the CPU: the same weights on every device
-  // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
   // DDP's hooks see only accumulated gradients, so every cache policy works unchanged; each
   // rank's NVMe tier opens its own unnamed spill file, so ranks may share --spill-dir.
-  examples::DataParallel ranks(trainer_run.group, model_ptr, c.data_parallel());
-  const examples::TrainerAdamW opt = examples::make_trainer_adamw(model.parameters(), c.schedule(), c.optim(),
-                                                                  1e-8, c.data_parallel(), ranks);
-  model_state.place(*opt.opt);
+  const examples::PlacedModel placed = examples::place_with_adamw(c, start, trainer_run, model_ptr, 1e-8);
+  examples::DataParallel& ranks = *placed.ranks;
+  const examples::TrainerAdamW& opt = placed.opt;
   // Warmup then cosine decay; a time-bounded run estimates the length from the step time
   // measured over its first steps (the schedule is rebuilt once).
   examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), c.run()));
@@ -222,11 +211,7 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   const int64_t tokens_per_step = run.batch_size() * c.data().seq_len() * run.grad_accum() * ranks.world();
   if (lead) print_run(o, model, data, ranks, tokens_per_step);
 
-  examples::TrainLoopParts parts =
-      examples::loop_parts(c, dev, *opt.opt, sched, model.parameters(), o.cache, trainer_run, first_step);
-  parts.ranks = &ranks;
-  parts.model_state = &model_state;
-  examples::TrainLoop loop(std::move(parts));
+  examples::TrainLoop loop(examples::loop_parts(c, start, placed, sched, o.cache, trainer_run, first_step));
   std::optional<double> last_val;  // the held-out loss of the latest evaluation
   while (loop.keep_going()) {
     ops::AllowTf32Guard tf32(c.precision().tf32());  // forward and backward

@@ -11,10 +11,10 @@
 #include <filesystem>
 
 #include "examples/common/checkpointing.h"
-#include "examples/common/data_parallel.h"
 #include "examples/common/lr_schedule.h"
 #include "examples/common/model_state.h"
 #include "examples/common/trainer_loop.h"
+#include "examples/common/trainer_setup.h"
 #include "examples/train_resnet/train_options.h"
 #include "strata/io/checkpoint/checkpoint.h"
 #include "strata/io/images/cifar10.h"
@@ -213,15 +213,12 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
   // The settings, grouped as in the config file.
   const examples::TrainResNetConfig& c = o.config;
   const examples::RunConfig& run = c.run();
-  const dist::LaunchEnv env = dist::launch_env();
-  const examples::TrainerDevice dev = examples::resolve_trainer_device(run, env);
+  const examples::TrainerStart start = examples::start_trainer(run, c.data_parallel(), trainer_run);
+  const examples::TrainerDevice& dev = start.dev;
   const Device device = dev.device;
-  trainer_run.group = examples::join_ranks(c.data_parallel(), env, device);
-  dist::ProcessGroup* pg = trainer_run.group.get();
-  const bool lead = !pg || pg->rank() == 0;  // logs, evaluates, writes checkpoints
-  std::filesystem::create_directories(run.out_dir());
-  const std::string ckpt_dir = run.out_dir() + "/checkpoint";
-  examples::refuse_to_replace_checkpoint(ckpt_dir, run.resume(), run.overwrite());
+  dist::ProcessGroup* pg = start.group;
+  const bool lead = start.lead;  // logs, evaluates, writes checkpoints
+  const std::string ckpt_dir = examples::checkpoint_dir(run);
   // ---- data ----
   const ImageData data = make_data(c);
   io::ImageLoader train(data.train, {.batch = run.batch_size(),
