@@ -263,6 +263,15 @@ void add_reduction_rows(Table& t) {
         REF(R::var(r[0], {0, 2}, 0, true)));
   t.add("var.all", {in({13})}, OP(ops::var(x[0], {})), REF(R::var(r[0], {}, 1, false)));
   t.add("var.all_keep", {in({3, 4}).T()}, OP(ops::var(x[0], {}, 1, true)), REF(R::var(r[0], {}, 1, true)));
+  t.add("norm.l2_all_T", {in({4, 7}).T()}, OP(ops::norm(x[0])), REF(R::norm(r[0], 2, {}, false)));
+  t.add("norm.l1_dim1_step", {in({3, 5}).step()}, OP(ops::norm(x[0], 1, {1})),
+        REF(R::norm(r[0], 1, {1}, false)));
+  t.add("norm.l3_dims02_keep", {in({2, 3, 4})}, OP(ops::norm(x[0], 3, {0, 2}, true)),
+        REF(R::norm(r[0], 3, {0, 2}, true)));
+  t.add("norm.inf_dims_T", {in({3, 4, 5}).T()}, OP(ops::norm(x[0], INFINITY, {0, -1})),
+        REF(R::norm(r[0], INFINITY, {0, -1}, false)));
+  t.add("norm.frobenius_batched", {in({2, 3, 4}).offset()}, OP(ops::frobenius_norm(x[0])),
+        REF(R::norm(r[0], 2, {-2, -1}, false)));
   t.add("max.all_T", {in({4, 7}).T()}, OP(ops::max(x[0])), REF(R::extremum(r[0], {}, false, true))).bf16();
   t.add("min.all_step", {in({3, 5}).step()}, OP(ops::min(x[0])), REF(R::extremum(r[0], {}, false, false)));
   t.add("max.dim1_keep", {in({3, 7}).step()}, OPS(values_indices(ops::max(x[0], 1, true))),

@@ -157,6 +157,14 @@ inline Ref var(const Ref& a, const std::vector<int64_t>& dims, int64_t correctio
     return ss / double(int64_t(x.size()) - correction);
   });
 }
+// torch.linalg.vector_norm.
+inline Ref norm(const Ref& a, double p, const std::vector<int64_t>& dims, bool keepdim) {
+  return reduce(a, dims, keepdim, [p](const std::vector<double>& x) {
+    double r = 0;
+    for (double v : x) r = std::isinf(p) ? std::max(r, std::abs(v)) : r + std::pow(std::abs(v), p);
+    return std::isinf(p) ? r : std::pow(r, 1.0 / p);
+  });
+}
 // First position of the max (or min): PyTorch's tie rule.
 inline int64_t arg_extremum(const std::vector<double>& x, bool is_max) {
   int64_t best = 0;
