@@ -188,6 +188,13 @@ void TokenLoader::start_epoch_shard() {
   }
 }
 
+Tensor read_token_shard(const std::string& path) {
+  const std::shared_ptr<TokenShard> shard = TokenShard::open(path);
+  std::vector<uint16_t> tokens(size_t(shard->num_tokens()));
+  shard->copy_tokens(0, shard->num_tokens(), tokens.data());
+  return ops::from_vector(std::vector<int64_t>(tokens.begin(), tokens.end()), {shard->num_tokens()});
+}
+
 void TokenLoader::next(Tensor* inputs, Tensor* targets) {
   const int64_t B = opt_.batch, T = opt_.seq_len, W = opt_.world_size;
   // Move on when this shard has no full round of W batches left.

@@ -29,6 +29,33 @@ BertConfig BertConfig::preset(const std::string& name) {
   return c;
 }
 
+BertConfig BertConfig::from_state_dict(const nn::StateDict& sd, int64_t num_attention_heads) {
+  const auto matrix = [&](const std::string& name) {
+    STRATA_CHECK(
+        sd.contains(name) && sd.at(name).dim() == 2, ShapeError, "BertConfig::from_state_dict: ", name,
+        sd.contains(name) ? " is " + sd.at(name).str() + ", not a matrix" : " is not in the state dict");
+    return sd.at(name).shape();
+  };
+  const std::string e = "bert.embeddings.";
+  const Shape words = matrix(e + "word_embeddings.weight"),
+              positions = matrix(e + "position_embeddings.weight"),
+              types = matrix(e + "token_type_embeddings.weight"),
+              inter = matrix("bert.encoder.layer.0.intermediate.dense.weight");
+  STRATA_CHECK(positions[1] == words[1] && types[1] == words[1] && inter[1] == words[1], ShapeError,
+               "BertConfig::from_state_dict: the embeddings ", shape_str(words), ", ", shape_str(positions),
+               ", ", shape_str(types), " and layer 0's intermediate.dense.weight ", shape_str(inter),
+               " disagree on the hidden size");
+  BertConfig c;
+  c.vocab_size = words[0], c.hidden_size = words[1], c.max_position_embeddings = positions[0];
+  c.type_vocab_size = types[0], c.intermediate_size = inter[0], c.num_attention_heads = num_attention_heads;
+  c.num_hidden_layers = 0;
+  while (
+      sd.contains("bert.encoder.layer." + std::to_string(c.num_hidden_layers) + ".intermediate.dense.weight"))
+    ++c.num_hidden_layers;
+  c.validate();
+  return c;
+}
+
 void BertConfig::validate() const {
   STRATA_CHECK(vocab_size > 0 && hidden_size > 0 && num_hidden_layers > 0 && num_attention_heads > 0 &&
                    intermediate_size > 0 && max_position_embeddings > 0 && type_vocab_size > 0,

@@ -28,6 +28,24 @@ GPTConfig GPTConfig::preset(const std::string& name) {
   return c;
 }
 
+GPTConfig GPTConfig::from_state_dict(const nn::StateDict& sd, int64_t n_head, double dropout) {
+  const auto matrix = [&](const std::string& name) {
+    STRATA_CHECK(
+        sd.contains(name) && sd.at(name).dim() == 2, ShapeError, "GPTConfig::from_state_dict: ", name,
+        sd.contains(name) ? " is " + sd.at(name).str() + ", not a matrix" : " is not in the state dict");
+    return sd.at(name).shape();
+  };
+  const Shape wte = matrix("transformer.wte.weight"), wpe = matrix("transformer.wpe.weight");
+  STRATA_CHECK(wte[1] == wpe[1], ShapeError, "GPTConfig::from_state_dict: transformer.wte.weight ",
+               shape_str(wte), " and transformer.wpe.weight ", shape_str(wpe), " disagree on n_embd");
+  GPTConfig c;
+  c.vocab_size = wte[0], c.n_embd = wte[1], c.block_size = wpe[0], c.n_head = n_head, c.dropout = dropout;
+  c.n_layer = 0;
+  while (sd.contains("transformer.h." + std::to_string(c.n_layer) + ".ln_1.weight")) ++c.n_layer;
+  c.validate();
+  return c;
+}
+
 void GPTConfig::validate() const {
   STRATA_CHECK(n_layer > 0 && n_head > 0 && n_embd > 0 && block_size > 0 && vocab_size > 0, ValueError,
                "GPTConfig: sizes must be positive (", str(), ")");

@@ -33,6 +33,22 @@ TEST(TokenShard, WriteThenReadRoundTrips) {
   EXPECT_EQ(std::filesystem::file_size(p), 1024u + 2000u);
 }
 
+// A whole shard into a tensor: i64 [N] holding every token, 65535 included (unsigned).
+TEST(TokenShard, AWholeShardReadsIntoATensor) {
+  std::string p = temp_dir() + "/whole.bin";
+  std::vector<int32_t> tokens = iota_tokens(1000, 7);
+  tokens.back() = 65535;
+  write_token_shard(p, tokens);
+  const Tensor t = read_token_shard(p);
+  EXPECT_EQ(t.dtype(), DType::i64);
+  EXPECT_EQ(t.shape(), (Shape{1000}));
+  const std::vector<int64_t> v = t.to_vector<int64_t>();
+  EXPECT_EQ(v[0], 7);
+  EXPECT_EQ(v[998], 1005);
+  EXPECT_EQ(v[999], 65535);
+  EXPECT_THROW(read_token_shard(temp_dir() + "/missing.bin"), IoError);
+}
+
 TEST(TokenShard, TruncatedOrCorruptFilesGetErrorsNamingTheFile) {
   std::string dir = temp_dir();
   std::string p = dir + "/t.bin";

@@ -225,3 +225,18 @@ TEST(Bert, PaddedPositionsDoNotLeakIntoRealTokens) {
     EXPECT_LT(max_rel_err(ops::narrow(out, 1, 0, 5).contiguous(), alone, 1e-4), 1e-5) << "filler " << filler;
   }
 }
+
+// A config made from a state dict's shapes equals the model's that wrote it.
+TEST(BertConfig, FromAStateDictsShapes) {
+  models::BertConfig c = models::BertConfig::preset("tiny");
+  c.num_hidden_layers = 3, c.intermediate_size = 96, c.max_position_embeddings = 40, c.vocab_size = 300;
+  const models::BertConfig back =
+      models::BertConfig::from_state_dict(models::BertForMaskedLM(c).state_dict(), c.num_attention_heads);
+  EXPECT_EQ(back.vocab_size, c.vocab_size);
+  EXPECT_EQ(back.hidden_size, c.hidden_size);
+  EXPECT_EQ(back.num_hidden_layers, 3);
+  EXPECT_EQ(back.intermediate_size, 96);
+  EXPECT_EQ(back.max_position_embeddings, 40);
+  EXPECT_EQ(back.type_vocab_size, c.type_vocab_size);
+  EXPECT_EQ(back.num_attention_heads, c.num_attention_heads);
+}

@@ -148,3 +148,20 @@ TEST(Gpt, GenerationWithKvCacheMatchesFullRecompute) {
   Tensor long_out = m.generate(prompt, {.max_new_tokens = 70, .temperature = 1.0}, g1);
   EXPECT_EQ(long_out.size(1), 73);
 }
+
+// A config made from a state dict's shapes equals the model's that wrote it; a missing tensor is named.
+TEST(GPTConfig, FromAStateDictsShapes) {
+  models::GPTConfig c = models::GPTConfig::preset("tiny");
+  c.n_layer = 3, c.block_size = 48, c.vocab_size = 300;
+  const models::GPTConfig back = models::GPTConfig::from_state_dict(models::GPT(c).state_dict(), c.n_head);
+  EXPECT_EQ(back.str(), c.str());
+  nn::StateDict partial = models::GPT(c).state_dict();
+  partial.erase("transformer.wpe.weight");
+  try {
+    models::GPTConfig::from_state_dict(partial, c.n_head);
+    ADD_FAILURE() << "a state dict without transformer.wpe.weight was taken";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("transformer.wpe.weight is not in the state dict"),
+              std::string::npos);
+  }
+}

@@ -46,6 +46,12 @@ struct BertConfig {
   // [CLS] 257, [SEP] 258, [MASK] 259: V260, pad 256): "tiny" (L2 C64 H4 I256 P128) and
   // "small" (L4 C256 H4 I1024 P256). Throws ValueError naming the preset.
   static BertConfig preset(const std::string& name);
+  // The configuration of the weights in `sd` (BertForMaskedLM's names, "bert." first, as
+  // io::load_bert_weights gives them): the layer count from the layers present, the sizes from
+  // the embeddings and layer 0's intermediate.dense.weight. The head count is not in the shapes:
+  // `num_attention_heads` (io::BertShape's, from config.json). ShapeError naming a missing or
+  // disagreeing tensor.
+  static BertConfig from_state_dict(const nn::StateDict& sd, int64_t num_attention_heads);
   void validate() const;  // throws ValueError (NotImplementedError for attention dropout)
   std::string str() const;
   // BertModel's parameters, with or without the pooler.

@@ -31,6 +31,12 @@ struct GPTConfig {
   // "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", and test sizes "tiny" (L2 C64 H4 T64 V256)
   // and "small" (L4 C256 H4 T256 V256, byte-level). Throws ValueError naming the preset.
   static GPTConfig preset(const std::string& name);
+  // The configuration of the weights in `sd` (nanoGPT's names, as io::load_gpt2_weights gives them
+  // and GPT::state_dict() holds): n_layer from the blocks present, vocab_size and n_embd from
+  // transformer.wte.weight, block_size from transformer.wpe.weight. The head count is not in the
+  // shapes: `n_head` (io::GptShape's, read from config.json or llm.c's header). ShapeError naming a
+  // missing or disagreeing tensor.
+  static GPTConfig from_state_dict(const nn::StateDict& sd, int64_t n_head, double dropout = 0.0);
   void validate() const;  // throws ValueError for inconsistent sizes
   std::string str() const;
   // Parameters (tied embedding counted once).
@@ -96,7 +102,11 @@ class GPT : public nn::Module {
   std::shared_ptr<nn::Dropout> drop;
   std::shared_ptr<nn::ModuleList> h;
   std::shared_ptr<nn::LayerNorm> ln_f;
-  std::shared_ptr<nn::Module> lm_head;  // its "weight" is wte.weight (tied)
+  // Its "weight" is wte.weight (tied). state_dict() therefore names the one tensor twice,
+  // transformer.wte.weight and lm_head.weight, as PyTorch's GPT2LMHeadModel.state_dict() does; a
+  // state dict compared with another (or counted) holds it under both names, and the parameter
+  // count counts it once. Hugging Face's model.safetensors stores only one of them.
+  std::shared_ptr<nn::Module> lm_head;
 
  private:
   Tensor embed(const Tensor& idx, int64_t pos0);

@@ -42,6 +42,10 @@ class TokenShard {
   int64_t num_tokens_ = 0;
 };
 
+// A whole shard's tokens as an i64 tensor [N] on the CPU (torch.from_numpy(np.fromfile(...)) for a
+// shard). IoError naming the file for a malformed header or a file shorter than it says.
+Tensor read_token_shard(const std::string& path);
+
 // Writes a shard atomically (temporary file, fsync, rename). Tokens must be < 65536.
 void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens);
 

@@ -12,7 +12,7 @@
 //   transformer.ln_f.{weight,bias} [C]       lm_head.weight (the same tensor as wte: tied)
 //
 //   auto [shape, weights] = io::load_hf_gpt2_safetensors("gpt2/model.safetensors");
-//   models::GPT gpt({.n_layer = shape.n_layer, .n_head = shape.n_head, ...});
+//   models::GPT gpt(models::GPTConfig::from_state_dict(weights, shape.n_head));
 //   gpt.load_state_dict(weights);
 //
 // Loaded tensors are contiguous f32 CPU tensors. Savers take any float dtype and device.
