@@ -72,7 +72,7 @@ endif()
 strata_layer(memory SOURCES memory memory/tiers memory/planner memory/model_state INCLUDES memory/include USES ops)
 strata_layer(models SOURCES models models/layers models/layers/graph models/gpt models/bert models/resnet models/gnn
              INCLUDES models/include USES memory)
-strata_layer(io SOURCES io io/text io/weights io/checkpoint io/images io/graphs io/features INCLUDES io/include USES memory)
+strata_layer(io SOURCES io io/text io/weights io/checkpoint io/images io/graphs io/features io/report INCLUDES io/include USES memory)
 if(TARGET strata_memory AND STRATA_HAVE_URING)
   target_link_libraries(strata_memory PRIVATE PkgConfig::URING)
 endif()
@@ -113,6 +113,7 @@ if(TARGET strata_io)
   target_link_libraries(strata_io PRIVATE nlohmann_json::nlohmann_json PNG::PNG JPEG::JPEG ZLIB::ZLIB)
   target_include_directories(strata_io SYSTEM PRIVATE ${STRATA_ICU_INCLUDE_DIR})
   strata_layer_protos(io io/checkpoint)  # the checkpoint index
+  strata_layer_protos(io io/report)  # TensorBoard event records
 endif()
 
 if(STRATA_HAVE_CUDA)

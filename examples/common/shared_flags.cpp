@@ -21,6 +21,10 @@ void add_run_flags(ConfigFlags& f, RunConfig* run) {
   f.option(run, "grad_accum", "",
            "micro-batches per optimizer step, their gradients summed (a step sees grad-accum x batch-size "
            "samples per rank)");
+  f.option(run, "report", "",
+           "write per-step metrics into this folder: TensorBoard event files (tensorboard --logdir DIR) and "
+           "metrics.csv (loss, lr, grad norm, step time, memory by category, cache traffic, evaluations); a "
+           "resumed run appends");
   f.option(run, "device", "",
            "cpu (default), cuda, cuda:N, sim, sim:N (the simulated device: host memory with a capacity, "
            "the CPU's kernels); under mpirun cuda and sim take the rank's local index");

@@ -19,7 +19,7 @@ class TextDataConfig;
 // more by a flag than the wording here, it rewords the help: app.get_option("--lr")->description(...).
 
 // -b,--batch-size, --max-steps, --max-seconds, --seed, --eval-every, --eval-batches, --ckpt-every,
-// -o,--out-dir, --resume, --log-every, --grad-accum.
+// -o,--out-dir, --resume, --log-every, --grad-accum, --report.
 void add_run_flags(ConfigFlags& f, RunConfig* run);
 // --profile: the per-op profile of the steps after the first two.
 void add_profile_flag(ConfigFlags& f, RunConfig* run);

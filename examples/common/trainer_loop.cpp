@@ -80,6 +80,10 @@ TrainLoop::TrainLoop(TrainLoopParts parts)
   STRATA_CHECK(no_tier.empty(), IoError, "--cache-policy nvme: no NVMe tier to write to (",
                parts_.cache.spill_dir.empty() ? "no --spill-dir given" : no_tier, ")");
   if (lead_ && cache_->reports()) std::printf("  %s\n", cache_->describe().c_str());
+  if (lead_ && !run.report().empty()) {
+    report_ = std::make_unique<MetricsReport>(run.report());
+    std::printf("  report: %s (tensorboard --logdir %s)\n", run.report().c_str(), run.report().c_str());
+  }
   profiler_.wait_for(parts_.device->device);  // on CUDA each op is charged its kernels' time
 }
 
@@ -162,6 +166,35 @@ void TrainLoop::finish_step() {
     parts_.schedule->set_length(total);
     if (lead_) std::printf("  lr schedule: %ld steps (%.2f s/step measured)\n", long(total), *per_step);
   }
+  report_step();
+}
+
+void TrainLoop::report(const std::string& tag, double value) {
+  if (report_) report_->add(tag, value, step_);
+}
+
+void TrainLoop::report_step() {
+  if (!report_) return;
+  report("train/loss", last_loss_);
+  report("train/lr", parts_.schedule->lr_at(step_ - 1));
+  if (norm_.defined()) report("train/grad_norm", norm_.item());
+  report("time/step_seconds", secs_);
+  for (size_t c = 0; c < kNumMemoryCategories; ++c)
+    report(std::string("memory/") + memory_category_name(MemoryCategory(c)) + "_peak_mb",
+           double(memory_.peak[c]) / 1e6);
+  report("memory/step_peak_mb", double(memory_.total_peak) / 1e6);
+  report("memory/rss_peak_mb", peak_rss_mb());
+  if (cache_->reports()) {
+    const memory::CacheStats& c = cache_->last_stats();
+    report("cache/nvme_written_mb", double(c.nvme.bytes_written) / 1e6);
+    report("cache/nvme_read_mb", double(c.nvme.bytes_read) / 1e6);
+    report("cache/host_written_mb", double(c.host.bytes_written) / 1e6);
+    report("cache/host_read_mb", double(c.host.bytes_read) / 1e6);
+    report("cache/stall_seconds", c.stall_seconds);
+    report("cache/store_wait_seconds", c.store_wait_seconds);
+    report("cache/recompute_seconds", c.recompute_seconds);
+  }
+  report_->flush();
 }
 
 void TrainLoop::run_step(const std::function<Tensor()>& forward) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "examples/common/lr_schedule.h"
+#include "examples/common/metrics_report.h"
 #include "examples/common/model_state.h"
 #include "examples/common/run_report.h"
 #include "examples/common/trainer_device.h"
@@ -106,6 +107,11 @@ class TrainLoop {
   // the loss after the update, as end_step(s, loss) does.
   void run_step(const std::function<Tensor()>& forward);
 
+  // --report: `value` under `tag` ("val/loss") at the step just ended, beside what the loop itself
+  // reports after each step (train/loss, train/lr, train/grad_norm, time/step_seconds, memory by
+  // category, cache traffic). Nothing without --report, and on ranks other than 0.
+  void report(const std::string& tag, double value);
+
   // Whether the step just ended prints its line: every --log-every steps, the first, and a step that
   // evaluated; never on ranks other than 0.
   bool log_due(bool evaluated = false) const;
@@ -144,6 +150,7 @@ class TrainLoop {
   friend class TrainStep;
   void finish_update(TrainStep& s);
   void finish_step();
+  void report_step();
 
   TrainLoopParts parts_;
   bool lead_;
@@ -155,6 +162,7 @@ class TrainLoop {
   std::chrono::steady_clock::time_point start_, step_start_;
   Profiler profiler_;                                     // --profile: the steps after the first two
   std::unique_ptr<memory::TrainerCache> cache_;           // --cache-policy, --memory-budget, --spill-dir
+  std::unique_ptr<MetricsReport> report_;                 // --report, on rank 0
   std::optional<autograd::SavePolicyGuard> pager_guard_;  // evaluation's forwards see the pager too
 };
 

@@ -173,8 +173,10 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
       if (c.precision().bf16()) amp.emplace(DType::bf16);
       return step_loss(model, b, device);
     });
+    loop.report("train/tokens_per_s", double(tokens_per_step) / loop.step_seconds());
     const bool eval_now = mlm.val && loop.eval_due();
-    if (eval_now) last_val = evaluate(model, *mlm.val, run.eval_batches(), device);
+    if (eval_now)
+      loop.report("val/mlm_loss", *(last_val = evaluate(model, *mlm.val, run.eval_batches(), device)));
     if (loop.log_due(eval_now))
       loop.print_step_line({examples::field("mlm loss %.4f", loop.last_loss()),
                             "val " + examples::measured_or_dash(last_val),

@@ -274,7 +274,12 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
     });
     const bool eval_now =
         lead && (loop.eval_due() || (run.eval_every() > 0 && loop.step() == run.max_steps()));
-    if (eval_now) history.add(evaluate(model, graph, features, splits), loop.step());
+    if (eval_now) {
+      history.add(evaluate(model, graph, features, splits), loop.step());
+      loop.report("train/accuracy", history.last.train);
+      loop.report("val/accuracy", history.last.val);
+      loop.report("val/loss", history.last.loss);
+    }
     const Scores& last = history.last;
     if (loop.log_due(eval_now))
       loop.print_step_line(

@@ -291,9 +291,13 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
       acc.correct += a.correct, acc.total += a.total;
       return ops::cross_entropy(logits, labels);
     });
+    loop.report("train/images_per_s", double(images_per_step) / loop.step_seconds());
+    loop.report("train/accuracy", acc.value());
     const bool eval_now = data.val && lead && loop.eval_due();
-    if (eval_now)
+    if (eval_now) {
       last_val = evaluate(model, data.val, data.eval_transforms, c, run.eval_batches(), device).first;
+      loop.report("val/accuracy", last_val.value());
+    }
     if (loop.log_due(eval_now)) {
       const std::string val = last_val.total ? detail::concat(int(std::lround(1000 * last_val.value())) / 10.0, "%") : "-";
       loop.print_step_line(
