@@ -20,6 +20,7 @@ cat "$work/first.log" "$work/second.log" | sed -n 's/.* step *\([0-9]*\) | loss 
 cmp -s "$work/csv.losses" "$work/events.losses" || fail "CSV and event files differ: $(paste "$work/csv.losses" "$work/events.losses")"
 cmp -s "$work/csv.losses" "$work/log.losses" || fail "CSV and step lines differ: $(paste "$work/csv.losses" "$work/log.losses")"
 for tag in train/lr train/grad_norm time/step_seconds memory/saved_activations_peak_mb memory/step_peak_mb \
+           memory/host_pool_peak_mb \
            train/tokens_per_s; do
   [ "$("$report" "$work/report" --scalars | grep -c "^$tag ")" -eq 5 ] || fail "$tag is not in every step's events"
 done

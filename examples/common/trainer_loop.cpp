@@ -17,8 +17,8 @@ namespace strata::examples {
 
 namespace {
 
-// Test hook: STRATA_TEST_KILL_RANK=r and STRATA_TEST_KILL_STEP=s SIGKILL rank r after step s, so
-// ctest can check that the other ranks fail naming it instead of hanging.
+// Test hook: STRATA_TEST_KILL_RANK=r and STRATA_TEST_KILL_STEP=s SIGKILL rank r once s steps have
+// run, so ctest can check that the other ranks fail naming it instead of hanging.
 void maybe_kill_self(int rank, int64_t step) {
   const char* r = std::getenv("STRATA_TEST_KILL_RANK");
   const char* s = std::getenv("STRATA_TEST_KILL_STEP");

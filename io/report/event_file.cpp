@@ -34,7 +34,7 @@ uint32_t masked_crc32c(const void* data, size_t n) {
   return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
 }
 
-EventFileWriter::EventFileWriter(const std::string& dir, double wall_time) {
+EventFileWriter::EventFileWriter(const std::string& dir, double wall_time, const std::string& writer) {
   check_output_folder(dir, "event file folder");
   std::filesystem::create_directories(dir);
   char host[256] = "localhost";
@@ -48,6 +48,7 @@ EventFileWriter::EventFileWriter(const std::string& dir, double wall_time) {
   proto::Event version;
   version.set_wall_time(wall_time);
   version.set_file_version("brain.Event:2");
+  version.mutable_source_metadata()->set_writer(writer);
   write_record(version.SerializeAsString());
   flush();
 }

@@ -66,6 +66,29 @@ TEST(EventFile, ScalarsRoundTrip) {
   std::filesystem::remove_all(dir);
 }
 
+// For the same scalars, wall times and writer name, the bytes TensorBoard's EventFileWriter wrote
+// (the writer PyTorch's SummaryWriter wraps; tools/goldens/event_file_goldens.py made the fixture).
+TEST(EventFile, BytesEqualWhatSummaryWriterWrites) {
+  const std::string dir = temp_dir("summary_writer");
+  std::string path;
+  {
+    EventFileWriter w(dir, 1700000000.5, "tensorboard.summary.writer.event_file_writer");
+    w.add_scalar("train/loss", 2.5f, 1, 1700000001.25);
+    w.add_scalar("train/lr", 0.001f, 1, 1700000001.25);
+    w.add_scalar("train/loss", 2.25f, 2, 1700000002.0);
+    w.add_scalar("memory/step_peak_mb", 123.456f, 2, 1700000002.0);
+    w.add_scalar("cache/nvme_written_mb", 0.0f, 2, 1700000002.0);  // a zero is written too
+    w.add_scalar("val/loss", 3.0e-7f, 100000, 1700009999.75);
+    w.flush();
+    path = w.path();
+  }
+  const std::string golden =
+      read_all(std::string(STRATA_TEST_DATA_DIR) + "/goldens/report/summary_writer.tfevents");
+  ASSERT_EQ(golden.size(), 394u);
+  EXPECT_TRUE(read_all(path) == golden) << "the event file differs from TensorBoard's";
+  std::filesystem::remove_all(dir);
+}
+
 // A flipped payload byte fails its record's CRC and a file cut inside a record is cut short: each an
 // IoError naming the file and the record's byte offset.
 TEST(EventFile, CorruptOrCutRecordsAreNamed) {

@@ -3,7 +3,9 @@
 // A file is a sequence of TFRecords, each: the payload's length (u64, little-endian), the masked
 // CRC-32C of those 8 bytes, the payload, the masked CRC-32C of the payload; a masked CRC is
 // ((crc >> 15) | (crc << 17)) + 0xa282ead8. Each payload is an Event proto: the first one names the
-// file version ("brain.Event:2"), each one after holds a scalar (tag, float value, step, wall time).
+// file version ("brain.Event:2") and the writer, each one after holds a scalar (tag, float value,
+// step, wall time). For the same scalars, wall times and writer name the bytes are those of
+// TensorBoard's EventFileWriter (tests/goldens/report/summary_writer.tfevents).
 #pragma once
 
 #include <cstdint>
@@ -27,8 +29,10 @@ class EventFileWriter {
  public:
   // Creates <dir>/events.out.tfevents.<wall seconds>.<host>.<pid>.0 (the folder is made when
   // missing; an existing path that is not a folder, or a file that cannot be created, is an IoError
-  // naming it) and writes its version record stamped `wall_time`.
-  EventFileWriter(const std::string& dir, double wall_time);
+  // naming it) and writes its version record stamped `wall_time`, naming `writer` as its source
+  // (TensorBoard's own writer, which SummaryWriter uses, names itself
+  // "tensorboard.summary.writer.event_file_writer").
+  EventFileWriter(const std::string& dir, double wall_time, const std::string& writer = "strata");
   ~EventFileWriter();
   EventFileWriter(const EventFileWriter&) = delete;
   EventFileWriter& operator=(const EventFileWriter&) = delete;
