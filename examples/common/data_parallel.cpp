@@ -58,9 +58,10 @@ std::string DataParallel::describe() const {
 std::string DataParallel::timing() const {
   if (!group_) return "";
   const double n = double(std::max<int64_t>(finished_ - 1, 1));
-  return field("; all-reduce %.1f ms/step, %.1f ms of it exposed after backward (%.0f%% hidden)",
-               1e3 * comm_ / n, 1e3 * exposed_ / n,
-               100.0 * dist::GradSyncStats{.comm_seconds = comm_, .exposed_seconds = exposed_}.hidden_fraction());
+  return field(
+      "; all-reduce %.1f ms/step, %.1f ms of it exposed after backward (%.0f%% hidden)", 1e3 * comm_ / n,
+      1e3 * exposed_ / n,
+      100.0 * dist::GradSyncStats{.comm_seconds = comm_, .exposed_seconds = exposed_}.hidden_fraction());
 }
 
 io::CheckpointState TrainerAdamW::checkpoint(const std::string& config, int64_t step,
