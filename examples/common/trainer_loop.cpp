@@ -10,6 +10,7 @@
 #include "examples/common/finite_loss.h"
 #include "examples/common/model_state.h"
 #include "examples/common/trainer_common.pb.h"
+#include "strata/memory/planner/hardware.h"
 #include "strata/ops/elementwise.h"
 #include "strata/optim/clip_grad.h"
 
@@ -45,6 +46,18 @@ std::string field(const char* format, ...) {
   return std::string(buf, size_t(std::clamp(n, 0, int(sizeof buf) - 1)));
 }
 
+double run_peak_flops(const RunConfig& run, bool bf16, bool tf32) {
+  if (run.hardware().empty()) return 0;
+  const memory::planner::HardwareProfile hw = memory::planner::load_hardware_profile(run.hardware());
+  const double peak = memory::planner::peak_matmul_flops(hw, bf16, tf32);
+  STRATA_CHECK(peak > 0, ValueError, "--hardware '", run.hardware(), "' gives no matmul_flops_",
+               bf16   ? "bf16"
+               : tf32 ? "tf32"
+                      : "fp32",
+               " for this run's precision");
+  return peak;
+}
+
 TrainLoop::TrainLoop(TrainLoopParts parts)
     : parts_(std::move(parts)),
       lead_(!parts_.ranks || parts_.ranks->lead()),
@@ -73,6 +86,9 @@ TrainLoop::TrainLoop(TrainLoopParts parts)
   }
   if (lead_ && run.max_seconds() > 0)
     std::printf("  training for %.0f s (or %ld steps)\n", run.max_seconds(), long(run.max_steps()));
+  // strata_report draws the budget's plan from the report folder.
+  if (lead_ && !run.report().empty() && parts_.cache.memory_budget > 0 && parts_.cache.save_plan.empty())
+    parts_.cache.save_plan = run.report() + "/plan.textproto";
   cache_ = std::make_unique<memory::TrainerCache>(on_device(parts_.cache, parts_.device->device));
   // Asked-for behaviour that cannot happen is an error, not a warning and a run without it: every
   // block's activations sent to an NVMe tier that is not there.
@@ -173,6 +189,20 @@ void TrainLoop::report(const std::string& tag, double value) {
   if (report_) report_->add(tag, value, step_);
 }
 
+std::string TrainLoop::throughput(const std::string& tag, const char* unit, double items_per_step,
+                                  double flops_per_item) {
+  const double per_second = items_per_step / secs_;
+  report(tag, per_second);
+  std::string f = field("%6.0f ", per_second) + unit;
+  if (parts_.peak_flops > 0 && flops_per_item > 0) {
+    const double mfu =
+        memory::planner::model_flops_utilization(flops_per_item, per_second, parts_.peak_flops);
+    report("train/mfu", mfu);
+    f += field(" | MFU %.1f%%", 100 * mfu);
+  }
+  return f;
+}
+
 void TrainLoop::report_step() {
   if (!report_) return;
   report("train/loss", last_loss_);
@@ -193,6 +223,8 @@ void TrainLoop::report_step() {
     report("cache/stall_seconds", c.stall_seconds);
     report("cache/store_wait_seconds", c.store_wait_seconds);
     report("cache/recompute_seconds", c.recompute_seconds);
+    report("cache/host_pool_peak_mb", double(c.host_pool_peak) / 1e6);
+    report("cache/spill_arena_peak_mb", double(c.spill_arena_peak) / 1e6);
   }
   report_->flush();
 }

@@ -53,7 +53,13 @@ struct TrainLoopParts {
   // pager is told of every block's scope during the run and sends its paged tensors home after each
   // update; the budget's plan may move model state further off the device after the planning step.
   ModelStatePlacer* model_state = nullptr;
+  // --hardware's dense matmul peak for the run's precision (0: no profile, no MFU).
+  double peak_flops = 0;
 };
+
+// --hardware's matmul peak for a run in bf16 autocast or f32 (TF32 allowed or not); 0 without the
+// flag. IoError / ValueError naming the profile's file.
+double run_peak_flops(const RunConfig& run, bool bf16, bool tf32);
 
 // The parts of a trainer whose settings `c` have run() and optim() (--grad-clip): its device, its
 // optimizer with `schedule` over `parameters`, its cache settings, and the step it resumes after.
@@ -70,7 +76,15 @@ TrainLoopParts loop_parts(const Config& c, const TrainerDevice& device, optim::O
           .grad_clip = c.optim().grad_clip(),
           .cache = cache,
           .trainer_run = &trainer_run,
-          .first_step = first_step};
+          .first_step = first_step,
+          .peak_flops = [&] {
+            if constexpr (requires { c.precision().tf32(); })
+              return run_peak_flops(c.run(), c.precision().bf16(), c.precision().tf32());
+            else if constexpr (requires { c.precision().bf16(); })
+              return run_peak_flops(c.run(), c.precision().bf16(), false);
+            else
+              return run_peak_flops(c.run(), false, false);
+          }()};
 }
 
 // The loop of a training run:
@@ -111,6 +125,12 @@ class TrainLoop {
   // reports after each step (train/loss, train/lr, train/grad_norm, time/step_seconds, memory by
   // category, cache traffic). Nothing without --report, and on ranks other than 0.
   void report(const std::string& tag, double value);
+
+  // The last step's throughput, `items_per_step` (tokens, images) of `flops_per_item` model FLOPs
+  // each, reported as `tag` (train/tokens_per_s) and, with a --hardware peak, as train/mfu; returns
+  // the step line's field: "  1234 tok/s" and, with the peak, " | MFU 12.3%".
+  std::string throughput(const std::string& tag, const char* unit, double items_per_step,
+                         double flops_per_item = 0);
 
   // Whether the step just ended prints its line: every --log-every steps, the first, and a step that
   // evaluated; never on ranks other than 0.

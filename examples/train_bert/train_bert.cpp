@@ -25,6 +25,7 @@
 #include "strata/io/text/token_shards.h"
 #include "strata/io/text/tokenizer.h"
 #include "strata/models/bert.h"
+#include "strata/models/model_flops.h"
 #include "strata/strata.h"
 
 using namespace strata;
@@ -163,6 +164,8 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
   }
 
   examples::TrainLoop loop(examples::loop_parts(c, start, placed, sched, o.cache, trainer_run, first_step));
+  const double flops_per_token = models::transformer_training_flops_per_token(
+      model.num_parameters(), o.model.num_hidden_layers, o.model.hidden_size, c.data().seq_len());
   std::optional<double> last_val;  // the held-out loss of the latest evaluation
   int64_t masked_total = 0;        // this rank's
   while (loop.keep_going()) {
@@ -173,14 +176,14 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
       if (c.precision().bf16()) amp.emplace(DType::bf16);
       return step_loss(model, b, device);
     });
-    loop.report("train/tokens_per_s", double(tokens_per_step) / loop.step_seconds());
+    const std::string rate =
+        loop.throughput("train/tokens_per_s", "tok/s", double(tokens_per_step), flops_per_token);
     const bool eval_now = mlm.val && loop.eval_due();
     if (eval_now)
       loop.report("val/mlm_loss", *(last_val = evaluate(model, *mlm.val, run.eval_batches(), device)));
     if (loop.log_due(eval_now))
       loop.print_step_line({examples::field("mlm loss %.4f", loop.last_loss()),
-                            "val " + examples::measured_or_dash(last_val),
-                            examples::field("%6.0f tok/s", double(tokens_per_step) / loop.step_seconds())});
+                            "val " + examples::measured_or_dash(last_val), rate});
     if (loop.checkpoint_due()) save(loop.step());
   }
   loop.finish();

@@ -28,6 +28,7 @@
 #include "strata/io/text/token_shards.h"
 #include "strata/io/text/tokenizer.h"
 #include "strata/models/gpt.h"
+#include "strata/models/model_flops.h"
 #include "strata/strata.h"
 
 using namespace strata;
@@ -212,6 +213,8 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   if (lead) print_run(o, model, data, ranks, tokens_per_step);
 
   examples::TrainLoop loop(examples::loop_parts(c, start, placed, sched, o.cache, trainer_run, first_step));
+  const double flops_per_token = models::transformer_training_flops_per_token(
+      model.num_parameters(), o.model.n_layer, o.model.n_embd, c.data().seq_len());
   std::optional<double> last_val;  // the held-out loss of the latest evaluation
   while (loop.keep_going()) {
     ops::AllowTf32Guard tf32(c.precision().tf32());  // forward and backward
@@ -222,14 +225,14 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
       if (c.precision().bf16()) amp.emplace(DType::bf16);
       return model.loss(x.to(device), y.to(device));
     });
-    loop.report("train/tokens_per_s", double(tokens_per_step) / loop.step_seconds());
+    const std::string rate =
+        loop.throughput("train/tokens_per_s", "tok/s", double(tokens_per_step), flops_per_token);
     const bool eval_now = data.val && loop.eval_due();
     if (eval_now)
       loop.report("val/loss", *(last_val = evaluate(model, *data.val, run.eval_batches(), device)));
     if (loop.log_due(eval_now))
       loop.print_step_line({examples::field("loss %.4f", loop.last_loss()),
-                            "val " + examples::measured_or_dash(last_val),
-                            examples::field("%6.0f tok/s", double(tokens_per_step) / loop.step_seconds())});
+                            "val " + examples::measured_or_dash(last_val), rate});
     if (loop.checkpoint_due()) save(loop.step());
   }
   loop.finish();

@@ -206,4 +206,13 @@ void save_hardware_profile(const HardwareProfile& profile, const std::string& pa
   write_file_atomically(path, hardware_profile_to_text(profile), "save_hardware_profile");
 }
 
+double peak_matmul_flops(const HardwareProfile& profile, bool bf16, bool tf32) {
+  if (bf16) return profile.matmul_flops_bf16.value;
+  return tf32 ? profile.matmul_flops_tf32.value : profile.matmul_flops_fp32.value;
+}
+
+double model_flops_utilization(double flops_per_item, double items_per_second, double peak_flops) {
+  return peak_flops > 0 ? flops_per_item * items_per_second / peak_flops : 0.0;
+}
+
 }  // namespace strata::memory::planner

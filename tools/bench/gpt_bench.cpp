@@ -8,6 +8,8 @@
 // Prints one line per timed step and a final `RESULT {json}` line (peak_device_mb: the device allocator's
 // peak). Driven by tools/bench/gpt_bench.py (CPU) and tools/gpu_bench.sh (devices), which run the PyTorch
 // reference in the same session.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -15,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include <omp.h>
-
-#include "strata/models/gpt.h"
-#include "strata/strata.h"
 #include "step_timing.h"
+#include "strata/memory/planner/hardware.h"
+#include "strata/models/gpt.h"
+#include "strata/models/model_flops.h"
+#include "strata/strata.h"
 
 using namespace strata;
 using namespace strata::bench;
@@ -33,6 +35,7 @@ struct Args {
   std::string device = "cpu";
   int profile = 0;  // profiled steps after the timed ones
   std::string trace = "gpt_bench_trace.json", tag;
+  std::string hardware;  // a profile whose matmul peak gives the MFU
 };
 
 // Median GFLOP/s of a [M, K] @ [K, N] f32 matmul (the machine's GEMM rate as Strata reaches it).
@@ -78,12 +81,14 @@ bool parse(int argc, char** argv, Args* a) {
     else if (k == "--profile") a->profile = std::atoi(next());
     else if (k == "--trace") a->trace = next();
     else if (k == "--tag") a->tag = next();
+    else if (k == "--hardware")
+      a->hardware = next();
     else {
       std::fprintf(
           stderr,
           "usage: strata_gpt_bench [--L 12 --C 768 --NH 12 --V 50257 --Vp (V up to 128) --maxT 1024 --B 4 "
           "--T 256 --warmup 2 --steps 5 --gemm-rate --bf16 --tf32 --device cpu|cuda[:N]|sim[:N] --profile N "
-          "--trace FILE --tag s]\n");
+          "--trace FILE --tag s --hardware PROFILE]\n");
       return false;
     }
   }
@@ -131,6 +136,15 @@ int main(int argc, char** argv) {
     const double peak_device = device_peak_mb(device);
     if (a.profile > 0) profile_steps(a.profile, opt, loss_of, a.trace, /*zero_grad_phase=*/true, device);
     const StepTimes st = summarize(times);
+    // The trainers' MFU: their FLOP count per token, their peak for this precision.
+    const double flops_per_token =
+        models::transformer_training_flops_per_token(model.num_parameters(), a.L, a.C, a.T);
+    const double peak_flops = a.hardware.empty()
+                                  ? 0.0
+                                  : memory::planner::peak_matmul_flops(
+                                        memory::planner::load_hardware_profile(a.hardware), a.bf16, a.tf32);
+    const double mfu = memory::planner::model_flops_utilization(
+        flops_per_token, double(a.B * a.T) * 1e3 / st.median_ms, peak_flops);
     const double gemm = a.gemm_rate && device.type == DeviceType::CPU ? gemm_gflops(4096, 768, 768) : 0.0;
     std::printf(
         "RESULT {\"side\": \"strata\", \"device\": \"%s\", \"bf16\": %s, \"tf32\": %s, \"tag\": \"%s\", "
@@ -138,12 +152,13 @@ int main(int argc, char** argv) {
         "%ld, \"NH\": %ld, \"V\": %ld, \"Vp\": %ld, \"B\": %ld, \"T\": %ld}, \"min_ms\": %.1f, "
         "\"median_ms\": %.1f, "
         "\"peak_rss_mb\": %.1f, \"peak_device_mb\": %.1f, \"step_gflop\": %.1f, \"step_gemm_gflop\": %.1f, "
-        "\"gemm_gflops\": %.1f, \"loss\": %.4f, "
+        "\"gemm_gflops\": %.1f, \"loss\": %.4f, \"flops_per_token\": %.6g, \"peak_flops\": %.6g, \"mfu\": "
+        "%.6g, "
         "\"times_ms\": [%s]}\n",
         a.device.c_str(), a.bf16 ? "true" : "false", a.tf32 ? "true" : "false", a.tag.c_str(),
         omp_get_max_threads(), long(model.num_parameters()), long(a.L), long(a.C), long(a.NH), long(a.V),
         long(a.Vp), long(a.B), long(a.T), st.min_ms, st.median_ms, peak, peak_device, flops.total * 1e-9,
-        flops.gemm * 1e-9, gemm, loss, st.times_ms.c_str());
+        flops.gemm * 1e-9, gemm, loss, flops_per_token, peak_flops, mfu, st.times_ms.c_str());
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "strata_gpt_bench: %s\n", e.what());

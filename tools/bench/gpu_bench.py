@@ -75,12 +75,12 @@ def hardware_profile_for(name):
     return None
 
 
-def gpt_mfu(tokens_per_s, params, L, C, T, profile):
-    """llm.c's model FLOPs utilization: (6N + 6 L C T) FLOPs per token against the profile's dense bf16 peak."""
-    if not profile or not tokens_per_s:
+def gpt_mfu(tokens_per_s, res):
+    """MFU at `tokens_per_s` with strata_gpt_bench's figures: its model FLOPs per token and the profile's
+    matmul peak for the precision (the trainers' count, models/model_flops.h; None without a profile)."""
+    if not tokens_per_s or not res.get("peak_flops"):
         return None
-    peak = read_profile_value(profile, "matmul_flops_bf16")
-    return tokens_per_s * (6 * params + 6 * L * C * T) / peak if peak else None
+    return tokens_per_s * res["flops_per_token"] / res["peak_flops"]
 
 
 class Bench:
@@ -164,6 +164,8 @@ class Bench:
             tag = f"gpt_strata_B{B}"
             cmd = [self.bin("tools/bench/strata_gpt_bench"), "--device", self.a.device, *shape, "--B", str(B), "--bf16",
                    "--tf32", "--warmup", str(self.a.warmup), "--steps", str(self.a.steps), "--trace", ""]
+            if self.hw:
+                cmd += ["--hardware", self.hw]
             if self.a.profile:
                 cmd += ["--profile", "1"]
             rc, out, res = self.run(tag, cmd, 600)
@@ -176,9 +178,9 @@ class Bench:
         if not res:
             self.failures.append("gpt: no batch of " + self.a.gpt_batches + " fits")
             return
-        B, T, L, C = res["cfg"]["B"], res["cfg"]["T"], res["cfg"]["L"], res["cfg"]["C"]
+        B, T = res["cfg"]["B"], res["cfg"]["T"]
         tok_s = B * T / (res["median_ms"] / 1e3)
-        mfu = gpt_mfu(tok_s, res["params"], L, C, T, self.hw)
+        mfu = gpt_mfu(tok_s, res)
         refs = {}
         ref_shape = ["--model", "gpt", "--B", str(B)] + (shape if q else ["--T", "1024"])
         for name, extra in (("PyTorch eager", []), ("torch.compile", ["--compile"])):
@@ -194,7 +196,7 @@ class Bench:
                      strata_ms=res["median_ms"], strata_peak_mb=res.get("peak_device_mb"), tokens_per_s=tok_s,
                      mfu=mfu, reference=name, ref_ms=r["median_ms"] if r else None,
                      ref_tokens_per_s=B * T / (r["median_ms"] / 1e3) if r else None,
-                     ref_mfu=gpt_mfu(B * T / (r["median_ms"] / 1e3), res["params"], L, C, T, self.hw) if r else None,
+                     ref_mfu=gpt_mfu(B * T / (r["median_ms"] / 1e3), res) if r else None,
                      ref_peak_mb=r.get("peak_device_mb") if r else None, ref_path="cuBLAS bf16, flash SDPA, fused "
                      "AdamW" + (", Inductor/Triton" if name == "torch.compile" else "") if r else None, strata=res,
                      ref=r)
@@ -205,6 +207,8 @@ class Bench:
         shape = ["--L", "2", "--C", "64", "--NH", "2", "--I", "128", "--V", "512"] if q else []
         cmd = [self.bin("tools/bench/strata_bert_bench"), "--device", self.a.device, *shape, "--B", str(B), "--T", str(T),
                "--bf16", "--tf32", "--warmup", str(self.a.warmup), "--steps", str(self.a.steps), "--trace", ""]
+            if self.hw:
+                cmd += ["--hardware", self.hw]
         if self.a.profile:
             cmd += ["--profile", "1"]
         rc, out, res = self.run("bert_strata", cmd, 600)

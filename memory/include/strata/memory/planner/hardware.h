@@ -74,4 +74,12 @@ std::string hardware_profile_to_text(const HardwareProfile& profile);
 HardwareProfile load_hardware_profile(const std::string& path);  // IoError / ValueError naming it
 void save_hardware_profile(const HardwareProfile& profile, const std::string& path);
 
+// The dense matmul peak a run's precision can reach: bf16 autocast -> matmul_flops_bf16, f32 with
+// TF32 allowed -> matmul_flops_tf32, f32 -> matmul_flops_fp32 (0 where the profile lacks it).
+double peak_matmul_flops(const HardwareProfile& profile, bool bf16, bool tf32);
+// Model FLOPs utilization (PaLM's MFU, as llm.c reports it): the model's FLOPs per item (a token,
+// an image) times items per second, over `peak_flops`; 0 without a peak. The trainers' step lines
+// and the GPU benchmark both report this figure.
+double model_flops_utilization(double flops_per_item, double items_per_second, double peak_flops);
+
 }  // namespace strata::memory::planner
