@@ -25,13 +25,18 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// The series of every tag `pick` accepts, in tag order.
+// The series of every tag `pick` accepts, in tag order, each named by its tag less the plot's common
+// `strip_prefix` and `strip_suffix` ("memory/saved_activations_peak_mb" -> "saved_activations").
 template <class Pick>
-std::vector<Series> series_of(const ReportFolder& r, Pick pick, double scale = 1) {
+std::vector<Series> series_of(const ReportFolder& r, Pick pick, double scale = 1,
+                              const std::string& strip_prefix = "", const std::string& strip_suffix = "") {
   std::vector<Series> out;
   for (const auto& [tag, by_step] : r.scalars) {
     if (!pick(tag)) continue;
-    Series s{tag, {}};
+    std::string name = tag;
+    if (starts_with(name, strip_prefix)) name.erase(0, strip_prefix.size());
+    if (ends_with(name, strip_suffix)) name.resize(name.size() - strip_suffix.size());
+    Series s{name, {}};
     for (const auto& [step, v] : by_step) s.points.emplace_back(double(step), v * scale);
     out.push_back(std::move(s));
   }
@@ -102,7 +107,7 @@ std::string plan_section(const ReportFolder& r) {
     << " MB, predicted activation peak " << fmt("%.1f", double(p.predicted_activation_peak) / 1e6)
     << " MB; outside blocks: " << memory::cache_action_name(p.outside_blocks) << "; " << p.tensors.size()
     << " per-tensor decision(s). " << html_escape(p.note) << "</p>\n";
-  const double cell = 56, H = 64, W = std::max(300.0, cell * double(blocks.size()) + 20);
+  const double cell = 76, H = 64, W = std::max(400.0, cell * double(blocks.size()) + 20);
   f << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H + 30
     << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   for (size_t i = 0; i < blocks.size(); ++i) {
@@ -222,10 +227,12 @@ std::string render_html_report(const ReportFolder& r) {
        {renamed(r, "train/grad_norm", "train/grad_norm")},
        false});
   add({"memory_by_category", "Device memory by category: each step's peak", "step", "MB",
-       series_of(r,
-                 [](const std::string& t) {
-                   return starts_with(t, "memory/") && ends_with(t, "_peak_mb") && t != "memory/rss_peak_mb";
-                 })},
+       series_of(
+           r,
+           [](const std::string& t) {
+             return starts_with(t, "memory/") && ends_with(t, "_peak_mb") && t != "memory/rss_peak_mb";
+           },
+           1, "memory/", "_peak_mb")},
       true);
   std::vector<Series> tiers;
   for (const auto& [tag, name] :
@@ -235,12 +242,17 @@ std::string render_html_report(const ReportFolder& r) {
         {"memory/rss_peak_mb", "process RSS (peak)"}})
     if (has(tag)) tiers.push_back(renamed(r, tag, name));
   add({"memory_by_tier", "Memory by tier", "step", "MB", std::move(tiers)}, true);
-  add({"cache_traffic", "Cache traffic per step", "step", "MB", series_of(r, [](const std::string& t) {
-         return starts_with(t, "cache/") && (ends_with(t, "_written_mb") || ends_with(t, "_read_mb"));
-       })});
+  add({"cache_traffic", "Cache traffic per step", "step", "MB",
+       series_of(
+           r,
+           [](const std::string& t) {
+             return starts_with(t, "cache/") && (ends_with(t, "_written_mb") || ends_with(t, "_read_mb"));
+           },
+           1, "cache/", "_mb")});
   add({"cache_time", "Cache time per step: waits and recompute", "step", "seconds",
-       series_of(r,
-                 [](const std::string& t) { return starts_with(t, "cache/") && ends_with(t, "_seconds"); })});
+       series_of(
+           r, [](const std::string& t) { return starts_with(t, "cache/") && ends_with(t, "_seconds"); }, 1,
+           "cache/", "_seconds")});
 
   std::ostringstream f;
   f << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Strata run report: "
