@@ -34,7 +34,8 @@ struct HGTConvOptions {
 // no relation points to (PyG leaves those types out; their rows here are out_lin of gelu(0)).
 // Parameters as PyG names them: kqv_lin.lins.<type>.{weight, bias}, out_lin.lins.<type>.{weight,
 // bias}, k_rel.weight and v_rel.weight [heads R, D, D], skip.<type> [1], p_rel.<src>__<rel>__<dst>
-// [1, heads].
+// [1, heads]. Rows h R + r of k_rel and v_rel belong to the graph's relation r (for hetero_graph,
+// the r-th edge type given), and p_rel is keyed by the relation's edge type, as PyG keys it.
 class HGTConv : public GraphConv {
  public:
   HGTConv(int64_t in_channels, int64_t out_channels, std::vector<std::string> node_types,

@@ -30,7 +30,9 @@ struct RGATConvOptions {
 // "additive-self-attention", no bases or blocks, no edge features, dropout 0). weight
 // [R, in, heads * out], q and k [heads * out, heads]: each head's score reads every head's
 // features, as PyG's. Glorot-uniform weight, q, k; zero bias. Reordered, the scores come from
-// x_u (W_r q) and x_u (W_r k): in instead of in x heads * out multiply-adds per row.
+// x_u (W_r q) and x_u (W_r k): in instead of in x heads * out multiply-adds per row. Row r of weight
+// belongs to the graph's relation r (for hetero_graph, the r-th edge type given: PyG's edge_type r
+// in HeteroData.edge_types' order).
 class RGATConv : public GraphConv {
  public:
   RGATConv(int64_t in_channels, int64_t out_channels, int64_t num_relations, RGATConvOptions options = {});

@@ -26,6 +26,9 @@ struct RGCNConvOptions {
 // out_v = x_v root + bias + sum_r aggr_{u in N_r(v)} x_u W_r (torch_geometric.nn.RGCNConv). Shapes:
 // weight [R, in, out] ([B, in, out] with bases, [R, blocks, in / blocks, out / blocks] with
 // blocks), comp [R, B], root [in, out], bias [out]; Glorot-uniform weights and a zero bias, as PyG.
+// Row r of weight (of comp) belongs to the graph's relation r: for a graph from hetero_graph, the
+// r-th edge type given, which matches PyG's edge_type r when they are given in HeteroData.edge_types'
+// order (strata/ops/hetero_graph.h).
 class RGCNConv : public GraphConv {
  public:
   RGCNConv(int64_t in_channels, int64_t out_channels, int64_t num_relations, RGCNConvOptions options = {});
