@@ -189,8 +189,18 @@ StateDict Module::state_dict() const {
   return out;
 }
 
+void Module::register_absent_state(const std::string& name) {
+  check_new_name(name, "absent state");
+  absent_state_.push_back(name);
+}
+
 void Module::load_state_dict(const StateDict& state, bool strict) {
   StateDict own = state_dict();
+  std::unordered_set<std::string> absent;  // keys another framework's layers hold and these do not
+  visit("", [&](const std::string& prefix, const Module& m) {
+    for (const std::string& name : m.absent_state_)
+      absent.insert(prefix.empty() ? name : prefix + "." + name);
+  });
   std::vector<std::string> missing, unexpected, problems;
   for (const auto& [key, dst] : own) {
     const Tensor* src = state.find(key);
@@ -205,7 +215,7 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     }
   }
   for (const auto& [key, src] : state)
-    if (!own.contains(key)) unexpected.push_back(key);
+    if (!own.contains(key) && !absent.count(key)) unexpected.push_back(key);
   if (!strict) {
     missing.clear();
     unexpected.clear();

@@ -219,3 +219,26 @@ TEST(RgnnConv, RGCNConvPlanFollowsTheCosts) {
   EXPECT_THROW(nn::RGCNConv(6, 4, 3).forward(g, ops::zeros({13, 6})),
                ShapeError);  // 3 relations, graph has 4
 }
+
+// A PyG RGATConv's state_dict holds w, l1, b1, l2 and b2, registered for attention modes the layer
+// does not run: it loads strictly, in a model too, while a key neither layer has is still refused.
+TEST(RGATConvState, LoadsAPyGStateDictWithTheParametersPyGRegistersButDoesNotUse) {
+  struct Model : nn::Module {
+    std::shared_ptr<nn::RGATConv> conv = register_module("conv", std::make_shared<nn::RGATConv>(6, 4, 3));
+  } model;
+  nn::StateDict pyg;
+  for (const auto& [name, t] : model.state_dict()) pyg.insert(name, ops::randn(t.sizes()));
+  for (const auto& [name, shape] : std::vector<std::pair<std::string, Shape>>{
+           {"w", {4}}, {"l1", {1, 4}}, {"b1", {1, 4}}, {"l2", {4, 4}}, {"b2", {1, 4}}})
+    pyg.insert("conv." + name, ops::randn(shape));
+  EXPECT_NO_THROW(model.load_state_dict(pyg));
+  strata::testing::expect_close(model.conv->q, *pyg.find("conv.q"), 0, 0, "q loaded");
+  pyg.insert("conv.att", ops::randn({4}));
+  try {
+    model.load_state_dict(pyg);
+    ADD_FAILURE() << "an unknown key loaded";
+  } catch (const ValueError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("Unexpected key(s) in state_dict: \"conv.att\"."), std::string::npos) << m;
+  }
+}

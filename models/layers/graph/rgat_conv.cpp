@@ -28,6 +28,8 @@ RGATConv::RGATConv(int64_t in_channels, int64_t out_channels, int64_t num_relati
   q = register_parameter("q", Tensor::empty({HC, H}));
   k = register_parameter("k", Tensor::empty({HC, H}));
   if (options.bias) bias = register_parameter("bias", Tensor::empty({options.concat ? HC : out_channels}));
+  // PyG registers these for its other attention modes; its default path, this layer's, never reads them.
+  for (const char* absent : {"w", "l1", "b1", "l2", "b2"}) register_absent_state(absent);
   reset_parameters();
 }
 

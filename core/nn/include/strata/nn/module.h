@@ -79,6 +79,10 @@ class Module : public std::enable_shared_from_this<Module> {
   // A tensor that is state but not trained (running stats, masks). Non-persistent buffers
   // are left out of state_dict(), as in PyTorch.
   Tensor register_buffer(const std::string& name, Tensor tensor, bool persistent = true);
+  // State that another framework's layer of the same kind registers and this one does not hold (PyG's
+  // RGATConv registers w, l1, b1, l2, b2, which its default path never reads): load_state_dict passes
+  // over those keys, strict or not, instead of calling them unexpected.
+  void register_absent_state(const std::string& name);
   // Adopts `module` as a child named `name` and returns it, typed.
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
@@ -223,6 +227,7 @@ class Module : public std::enable_shared_from_this<Module> {
   bool training_ = true;
   OrderedDict<Tensor> parameters_;
   OrderedDict<TensorSlot> buffers_;
+  std::vector<std::string> absent_state_;
   OrderedDict<std::shared_ptr<Module>> children_;
 };
 
