@@ -14,6 +14,7 @@
 #include "strata/io/features/feature_file.h"
 #include "strata/io/graphs/graph_formats.h"
 #include "strata/io/graphs/graph_generators.h"
+#include "strata/io/graphs/hetero_data.h"
 #include "strata/io/weights/safetensors.h"
 #include "strata/ops/factory.h"
 #include "strata/ops/shape_ops.h"
@@ -122,6 +123,9 @@ std::shared_ptr<io::GraphDataset> make_gnn_data(const TrainGnnConfig& c) {
   } else if (c.rmat_scale() > 0) {
     *data =
         io::generate_rmat({.scale = int(c.rmat_scale()), .edge_factor = c.rmat_edge_factor(), .seed = seed});
+  } else if (!c.hetero_data().empty()) {
+    *data = io::to_graph_dataset(io::load_hetero_data(c.hetero_data()));
+    if (data->name.empty()) data->name = c.hetero_data();
   } else if (is_relational_model(c.model())) {  // entity classification: ogbn-mag's shape, scaled down
     io::TypedRmatOptions t;
     t.total_edges = c.typed_rmat_edges();
@@ -196,6 +200,8 @@ std::unique_ptr<io::FeatureStore> open_feature_store(const TrainGnnConfig& c, ui
 }
 
 void save_gnn_data(const io::GraphDataset& data, const std::string& path) {
+  if (data.graph.num_node_types() > 1 || data.graph.num_relations() > 1)
+    return io::save_hetero_data(io::to_hetero_data(data), path);
   nn::StateDict t;
   t.insert("edge_index", ops::stack({data.graph.src().to(DType::i64), data.graph.dst().to(DType::i64)}, 0));
   t.insert("x", data.features);

@@ -163,10 +163,26 @@ void check_link_options(const TrainGnnConfig& set, const GnnTrainOptions& o) {
   STRATA_CHECK(!c.kg().empty(), ValueError, "--task link needs --kg DIR (train.txt, valid.txt, test.txt)");
   STRATA_CHECK(c.encoder() == "rgcn" || c.encoder() == "none", ValueError, "--encoder '", c.encoder(),
                "' is not one of rgcn, none");
-  for (const char* field :
-       {"model", "graph", "edge_list", "node_file", "ogb", "ogb_split", "planetoid", "max_nodes",
-        "rmat_scale", "fanouts", "reorder", "typed_rmat_edges", "typed_rmat_classes", "target_accuracy",
-        "random_labels", "save_data", "feature_store", "feature_file", "feature_budget"})
+  for (const char* field : {"model",
+                            "graph",
+                            "edge_list",
+                            "node_file",
+                            "ogb",
+                            "ogb_split",
+                            "planetoid",
+                            "max_nodes",
+                            "rmat_scale",
+                            "fanouts",
+                            "reorder",
+                            "typed_rmat_edges",
+                            "typed_rmat_classes",
+                            "target_accuracy",
+                            "random_labels",
+                            "save_data",
+                            "hetero_data",
+                            "feature_store",
+                            "feature_file",
+                            "feature_budget"})
     STRATA_CHECK(!is_set(set, field), ValueError, flag_of(field),
                  " applies to --task node (--task link reads the --kg triples, a DistMult decoder over "
                  "--encoder rgcn|none)");
@@ -305,6 +321,9 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
   f.option(&flags, "ogb_split", "",
            "--ogb: the folder under split/ to use, e.g. time (default: the only one there)");
   f.option(&flags, "planetoid", "", "DIR/NAME of Planetoid's raw NAME.content and NAME.cites");
+  f.option(&flags, "hetero_data", "",
+           "a typed graph file for rgcn, rgat, hgt (tools/pyg_hetero_to_safetensors.py writes one from a PyG "
+           "HeteroData; --save-data writes one for a typed graph)");
   f.option(&flags, "max_nodes", "",
            "the most nodes a loaded graph may have (--graph, --edge-list, --ogb; default max(2^20, 8 x its "
            "edges))");
@@ -346,7 +365,7 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
            "uniform random labels in this many classes instead of the data's (timing and memory runs)");
   f.option(&flags, "save_data", "",
            "write the prepared graph, features, labels and split to this safetensors file (edge_index, x, y, "
-           "train_mask, val_mask, test_mask)");
+           "train_mask, val_mask, test_mask; a typed graph per type, as --hetero-data reads it)");
   add_profile_flag(f, flags.mutable_run());
   add_tensor_cache_flags(f, flags.mutable_cache(), "layer", "layers are convs.0, convs.1, ...");
   app.get_option("--max-steps")
@@ -402,10 +421,10 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
 
   int sources = 0;
   for (bool s : {!c.graph().empty(), !c.edge_list().empty(), !c.ogb().empty(), !c.planetoid().empty(),
-                 c.rmat_scale() > 0})
+                 c.rmat_scale() > 0, !c.hetero_data().empty()})
     sources += s;
   STRATA_CHECK(sources <= 1, ValueError,
-               "give one of --graph, --edge-list, --ogb, --planetoid, --rmat-scale");
+               "give one of --graph, --edge-list, --ogb, --planetoid, --rmat-scale, --hetero-data");
   STRATA_CHECK(c.node_file().empty() || !c.edge_list().empty(), ValueError, "--node-file needs --edge-list");
   STRATA_CHECK(c.ogb_split().empty() || !c.ogb().empty(), ValueError, "--ogb-split needs --ogb");
   STRATA_CHECK(!set.has_label_property() || !c.graph().empty(), ValueError,

@@ -5,6 +5,8 @@
 
 #include "strata/core/error.h"
 #include "strata/io/weights/safetensors.h"
+#include "strata/ops/factory.h"
+#include "strata/ops/shape_ops.h"
 
 namespace strata::io {
 
@@ -148,6 +150,93 @@ void save_hetero_data(const HeteroData& d, const std::string& path) {
                      {"edge_types", join(edge_types)},
                      {"name", d.name},
                      {"num_classes", std::to_string(d.num_classes)}});
+}
+
+GraphDataset to_graph_dataset(const HeteroData& d) {
+  GraphDataset out;
+  out.name = d.name;
+  out.graph = d.graph();
+  out.num_classes = d.num_classes;
+  const Graph& g = out.graph;
+  // Features: every type's, of one width.
+  std::string missing;
+  for (const auto& [type, n] : d.num_nodes)
+    if (!d.x.count(type)) missing += (missing.empty() ? "'" : ", '") + type + "'";
+  if (!d.x.empty()) {
+    STRATA_CHECK(missing.empty(), ValueError, d.name, ": node type(s) ", missing,
+                 " have no features while others do; train_gnn reads one feature row per node (project per "
+                 "type with nn::HeteroDictLinear in your own program)");
+    std::map<std::string, Tensor> x;
+    for (const auto& [type, t] : d.x) x[type] = t.to(DType::f32);
+    out.features = cat_node_features(g, x);
+  }
+  // Labels and masks, padded where a type has none.
+  auto gather = [&](const std::map<std::string, Tensor>& per_type, DType dtype, double fill) {
+    if (per_type.empty()) return Tensor();
+    std::vector<Tensor> parts;
+    for (int64_t t = 0; t < g.num_node_types(); ++t) {
+      auto it = per_type.find(g.node_types()[size_t(t)]);
+      parts.push_back(it != per_type.end() ? it->second.to(dtype)
+                                           : ops::full({g.nodes_of_type(t)}, fill, dtype));
+    }
+    return ops::cat(parts, 0);
+  };
+  out.labels = gather(d.y, DType::i64, -1);
+  out.train_mask = gather(d.train_mask, DType::boolean, 0);
+  out.val_mask = gather(d.val_mask, DType::boolean, 0);
+  out.test_mask = gather(d.test_mask, DType::boolean, 0);
+  if (out.labels.defined() && out.num_classes == 0) {
+    int64_t top = -1;
+    for (int64_t y : out.labels.to_vector<int64_t>()) top = std::max(top, y);
+    out.num_classes = top + 1;
+  }
+  return out;
+}
+
+HeteroData to_hetero_data(const GraphDataset& data) {
+  HeteroData d;
+  d.name = data.name;
+  d.num_classes = data.num_classes;
+  const Graph& g = data.graph;
+  for (int64_t t = 0; t < g.num_node_types(); ++t)
+    d.num_nodes.emplace_back(g.node_types()[size_t(t)], g.nodes_of_type(t));
+  // Each relation's edges by input position, in local ids.
+  const auto ints = [](const Tensor& t) {
+    return t.to(kCPU).to(DType::i64).contiguous().to_vector<int64_t>();
+  };
+  const std::vector<int64_t> src = ints(g.src()), dst = ints(g.dst()), ids = ints(g.edge_ids()),
+                             rel = ints(g.edge_relations());
+  std::vector<size_t> order(src.size());
+  for (size_t p = 0; p < order.size(); ++p) order[p] = p;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a] < ids[b]; });
+  for (int64_t r = 0; r < g.num_relations(); ++r) {
+    const Relation& R = g.relations()[size_t(r)];
+    std::vector<int64_t> s, e;
+    for (size_t p : order)
+      if (rel[p] == r)
+        s.push_back(src[p] - g.type_offset(R.src_type)), e.push_back(dst[p] - g.type_offset(R.dst_type));
+    const int64_t E = int64_t(s.size());
+    s.insert(s.end(), e.begin(), e.end());
+    d.edge_index.push_back({{g.node_types()[size_t(R.src_type)], R.name, g.node_types()[size_t(R.dst_type)]},
+                            ops::from_vector(s, {2, E})});
+  }
+  auto split = [&](const Tensor& t, std::map<std::string, Tensor>* out, bool labels) {
+    if (!t.defined()) return;
+    for (const auto& [type, rows] : split_node_rows(g, t)) {
+      if (labels && rows.numel() > 0) {  // a type whose nodes have no label keeps none
+        bool any = false;
+        for (int64_t y : rows.to(DType::i64).contiguous().to_vector<int64_t>()) any |= y >= 0;
+        if (!any) continue;
+      }
+      (*out)[type] = rows.contiguous();
+    }
+  };
+  split(data.features, &d.x, false);
+  split(data.labels, &d.y, true);
+  split(data.train_mask, &d.train_mask, false);
+  split(data.val_mask, &d.val_mask, false);
+  split(data.test_mask, &d.test_mask, false);
+  return d;
 }
 
 }  // namespace strata::io

@@ -207,8 +207,6 @@ class Bench:
         shape = ["--L", "2", "--C", "64", "--NH", "2", "--I", "128", "--V", "512"] if q else []
         cmd = [self.bin("tools/bench/strata_bert_bench"), "--device", self.a.device, *shape, "--B", str(B), "--T", str(T),
                "--bf16", "--tf32", "--warmup", str(self.a.warmup), "--steps", str(self.a.steps), "--trace", ""]
-            if self.hw:
-                cmd += ["--hardware", self.hw]
         if self.a.profile:
             cmd += ["--profile", "1"]
         rc, out, res = self.run("bert_strata", cmd, 600)

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "strata/io/graphs/graph_dataset.h"
 #include "strata/ops/hetero_graph.h"
 
 namespace strata::io {
@@ -42,5 +43,14 @@ HeteroData load_hetero_data(const std::string& path);
 // Atomically; ValueError for a type name the format cannot hold, or tensors whose rows differ from
 // their type's count.
 void save_hetero_data(const HeteroData& data, const std::string& path);
+
+// As train_gnn takes a dataset: the graph, the features in global rows (every node type needs
+// features of one width: ValueError naming the types otherwise, since one input layer reads them),
+// labels (-1 where a type has none), masks (false where a type has none; undefined where no type
+// has any).
+GraphDataset to_graph_dataset(const HeteroData& data);
+// The inverse: each node type's rows of the features, labels and masks, each relation's edges in
+// local ids in the graph's input order (edge properties are not kept).
+HeteroData to_hetero_data(const GraphDataset& data);
 
 }  // namespace strata::io
