@@ -13,6 +13,7 @@
 #include "strata/models/layers/graph/rgat_conv.h"
 #include "strata/models/layers/graph/rgcn_conv.h"
 #include "strata/strata.h"
+#include "support/error_of.h"
 #include "support/tensor_compare.h"
 
 using namespace strata;
@@ -176,14 +177,7 @@ TEST(HeteroGraph, IdsConvertBetweenLocalAndGlobal) {
 }
 
 TEST(HeteroGraph, BadInputIsNamed) {
-  auto message = [](auto f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto message = [](auto f) { return strata::testing::error_of(f); };
   const Tensor one_edge = ops::from_vector(std::vector<int64_t>{0, 4}, {2, 1});
   EXPECT_NO_THROW(hetero_graph(kNodes, {{{"paper", "cites", "paper"}, one_edge}}));  // local id 4 of 5
   const Tensor far = ops::from_vector(std::vector<int64_t>{0, 5}, {2, 1});

@@ -1,27 +1,13 @@
 """What the fixture generators (gpt_goldens.py, bert_goldens.py, resnet_goldens.py,
-gpt_weights_goldens.py) share: the safetensors writer (by hand: no extra packages), float64
+gpt_weights_goldens.py) share: the safetensors writer (tools/pyg_hetero_to_safetensors.py's: no extra packages), float64
 models whose initial parameters are exactly float32, and the AdamW loss curve they record."""
-import json, struct
+import os
+import sys
+
 import torch
 
-
-def write_safetensors(path, tensors, metadata):
-    """Writes `tensors` (name -> tensor, in the dict's order) as a safetensors file."""
-    header, blobs, off = {"__metadata__": metadata}, [], 0
-    for name, t in tensors.items():
-        t = t.detach().contiguous()
-        dt = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bool: "BOOL"}[t.dtype]
-        b = t.numpy().tobytes()
-        header[name] = {"dtype": dt, "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pyg_hetero_to_safetensors import write_safetensors  # noqa: E402,F401  (the one safetensors writer)
 
 
 def as_f32_exact(model):
