@@ -25,9 +25,10 @@ void add_run_flags(ConfigFlags& f, RunConfig* run) {
            "write per-step metrics into this folder: TensorBoard event files (tensorboard --logdir DIR) and "
            "metrics.csv (loss, lr, grad norm, step time, memory by category, cache traffic, evaluations); a "
            "resumed run appends");
-  f.option(run, "hardware", "",
-           "a hardware profile (tools/hardware/*.textproto): the step line shows MFU, the model's FLOPs per "
-           "second over the profile's matmul peak for the run's precision");
+  f.option(
+      run, "hardware", "",
+      "a hardware profile (tools/hardware/*.textproto): train_gpt's and train_bert's step lines show MFU, "
+      "the model's FLOPs per second over the profile's matmul peak for the run's precision");
   f.option(run, "device", "",
            "cpu (default), cuda, cuda:N, sim, sim:N (the simulated device: host memory with a capacity, "
            "the CPU's kernels); under mpirun cuda and sim take the rank's local index");

@@ -49,8 +49,14 @@ EventFileWriter::EventFileWriter(const std::string& dir, double wall_time, const
   version.set_wall_time(wall_time);
   version.set_file_version("brain.Event:2");
   version.mutable_source_metadata()->set_writer(writer);
-  write_record(version.SerializeAsString());
-  flush();
+  try {
+    write_record(version.SerializeAsString());
+    flush();
+  } catch (...) {  // the destructor does not run for a constructor that throws
+    std::fclose(file_);
+    file_ = nullptr;
+    throw;
+  }
 }
 
 EventFileWriter::~EventFileWriter() {
