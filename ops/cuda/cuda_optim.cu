@@ -1,7 +1,8 @@
 // The optimizers' fused CUDA updates: AdamW in one pass over param, grad, exp_avg and exp_avg_sq,
 // each operation rounded as written (no FMA contraction), in the order of the CPU loop in
 // core/optim/adamw.cpp, so a GPU step matches the CPU's to the last bit where sqrt and division
-// round alike (IEEE: they do). SGD and the gradient norm use the Backend's composed defaults.
+// round alike (IEEE: they do); SGD likewise in one pass over param, grad and momentum buffer, in the
+// order of core/optim/sgd.cpp's loop. The gradient norm uses the Backend's composed default.
 #include <cmath>
 
 #include "ops/cuda/cuda_backend.h"
@@ -57,7 +58,56 @@ void launch_adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tenso
       static_cast<T*>(v.data_ptr()), p.numel(), s);
 }
 
+template <class T>
+struct SgdScalars {
+  T weight_decay, momentum, one_minus_dampening, neg_lr;
+  bool nesterov, first_step;
+};
+
+// `buf` is null without momentum.
+template <class T>
+__global__ void sgd_kernel(T* p, const T* g, T* buf, int64_t n, SgdScalars<T> s) {
+  STRATA_GRID_STRIDE(i, n) {
+    T d = g[i];
+    if (s.weight_decay != T(0)) d = add_rn(d, mul_rn(s.weight_decay, p[i]));
+    if (buf != nullptr) {
+      const T b = s.first_step ? d : add_rn(mul_rn(buf[i], s.momentum), mul_rn(s.one_minus_dampening, d));
+      buf[i] = b;
+      d = s.nesterov ? add_rn(d, mul_rn(s.momentum, b)) : b;
+    }
+    p[i] = add_rn(p[i], mul_rn(s.neg_lr, d));
+  }
+}
+
+template <class T>
+void launch_sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const SgdUpdate& u) {
+  const SgdScalars<T> s{T(u.weight_decay), T(u.momentum), T(1.0 - u.dampening),
+                        T(-u.lr),          u.nesterov,    u.first_step};
+  sgd_kernel<T><<<grid_for(p.numel()), kThreads, 0, compute_stream()>>>(
+      static_cast<T*>(p.data_ptr()), static_cast<const T*>(g.data_ptr()),
+      buf.defined() ? static_cast<T*>(buf.data_ptr()) : nullptr, p.numel(), s);
+}
+
 }  // namespace
+
+void CudaBackend::sgd_update(const Tensor& p, const Tensor& g, const Tensor& buf, const SgdUpdate& u) {
+  const int dev =
+      buf.defined() ? check_on_device("sgd_update", {&p, &g, &buf}) : check_on_device("sgd_update", {&p, &g});
+  for (const Tensor* t : {&g, &buf})
+    STRATA_CHECK(!t->defined() || (t->shape() == p.shape() && t->dtype() == p.dtype() && t->is_contiguous() &&
+                                   p.is_contiguous()),
+                 ValueError, "sgd_update: ", t->str(), " does not match its parameter ", p.str());
+  if (p.numel() == 0) return;
+  context(dev);
+  DeviceGuard guard(dev);
+  if (p.dtype() == DType::f64)
+    launch_sgd<double>(p, g, buf, u);
+  else if (p.dtype() == DType::f32)
+    launch_sgd<float>(p, g, buf, u);
+  else
+    return Backend::sgd_update(p, g, buf, u);
+  STRATA_CUDA_CHECK_LAUNCH("sgd_update ", p.str());
+}
 
 void CudaBackend::adamw_update(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
                                const AdamWUpdate& u) {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "strata/strata.h"
+#include "support/device_present.h"
 #include "support/tensor_compare.h"
 
 using namespace strata;
@@ -16,6 +17,9 @@ Tensor values(int64_t n, uint64_t seed, DType dt) {
   manual_seed(seed);
   return ops::randn({n}, TensorOptions(dt));
 }
+
+// The same values on the device.
+Tensor on(const Tensor& t, Device device) { return t.to(device); }
 
 // a within tol * (1 + |b|) of b, element by element.
 void expect_close(const Tensor& a, const Tensor& b, double tol) {
@@ -68,4 +72,42 @@ TEST(DeviceUpdates, ComposedNormPowerSumsMatchTheirDefinition) {
   EXPECT_NEAR(be.Backend::norm_power_sum(g, 2.0), s2, 1e-9 * s2);
   EXPECT_NEAR(be.Backend::norm_power_sum(g, 3.0), s3, 1e-9 * s3);
   EXPECT_EQ(be.Backend::norm_power_sum(g, INFINITY), mx);
+}
+
+// The fused device updates round each operation as the optimizers' host loops write it, so four
+// steps on the device give the CPU's bits: AdamW, and SGD with and without momentum, dampening,
+// Nesterov and weight decay (the first step seeds the momentum buffer).
+TEST(CudaBackendOptimizers, FusedUpdatesGiveTheHostLoopsBits) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const Device gpu = cuda(0);
+  for (DType dt : {DType::f32, DType::f64}) {
+    const std::vector<optim::SGDOptions> sgds = {
+        optim::SGDOptions(0.1), optim::SGDOptions(0.1).momentum(0.9).weight_decay(1e-2),
+        optim::SGDOptions(0.05).momentum(0.8).dampening(0.25),
+        optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(1e-4)};
+    for (const optim::SGDOptions& o : sgds) {
+      Tensor p_cpu = values(4099, 5, dt), p_gpu = on(p_cpu, gpu);
+      optim::SGD cpu_opt({p_cpu}, o), gpu_opt({p_gpu}, o);
+      for (int step = 1; step <= 4; ++step) {
+        const Tensor g = values(4099, 30 + step, dt);
+        p_cpu.set_grad(g);
+        p_gpu.set_grad(on(g, gpu));
+        cpu_opt.step();
+        gpu_opt.step();
+      }
+      EXPECT_EQ(p_gpu.to(kCPU).to_double_vector(), p_cpu.to_double_vector())
+          << dtype_name(dt) << " momentum " << o.momentum() << " nesterov " << o.nesterov();
+    }
+    Tensor p_cpu = values(4099, 6, dt), p_gpu = on(p_cpu, gpu);
+    const auto adamw = optim::AdamWOptions(3e-2).weight_decay(0.1);
+    optim::AdamW cpu_opt({p_cpu}, adamw), gpu_opt({p_gpu}, adamw);
+    for (int step = 1; step <= 4; ++step) {
+      const Tensor g = values(4099, 40 + step, dt);
+      p_cpu.set_grad(g);
+      p_gpu.set_grad(on(g, gpu));
+      cpu_opt.step();
+      gpu_opt.step();
+    }
+    EXPECT_EQ(p_gpu.to(kCPU).to_double_vector(), p_cpu.to_double_vector()) << dtype_name(dt) << " AdamW";
+  }
 }
