@@ -75,7 +75,8 @@ gtest() {  # gtest CHECK FILTER
   if [ $rc -gt 1 ]; then row "$1" FAIL "exit $rc in $(grep '^\[ RUN' "$log" | tail -1 | awk '{ print $NF }'), see $log"; return; fi
   passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log")
   skipped=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log")
-  if [ $rc -ne 0 ]; then row "$1" FAIL "$(grep -c '^\[  FAILED  \] [A-Z]' "$log") failed, see $log"
+  # gtest lists each failed test twice (where it ran and in the summary); the first has its time.
+  if [ $rc -ne 0 ]; then row "$1" FAIL "$(grep -c '^\[  FAILED  \] [A-Za-z].* ([0-9]* ms)$' "$log") failed, see $log"
   elif [ -n "$skipped" ] && [ "$skipped" != 0 ]; then row "$1" FAIL "$skipped skipped (no skips allowed), see $log"
   elif [ -z "$passed" ] || [ "$passed" = 0 ]; then row "$1" FAIL "no test ran for $2"
   else row "$1" ok "$passed tests"; fi

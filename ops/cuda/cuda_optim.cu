@@ -1,8 +1,9 @@
 // The optimizers' fused CUDA updates: AdamW in one pass over param, grad, exp_avg and exp_avg_sq,
-// each operation rounded as written (no FMA contraction), in the order of the CPU loop in
-// core/optim/adamw.cpp, so a GPU step matches the CPU's to the last bit where sqrt and division
-// round alike (IEEE: they do); SGD likewise in one pass over param, grad and momentum buffer, in the
-// order of core/optim/sgd.cpp's loop. The gradient norm uses the Backend's composed default.
+// SGD in one pass over param, grad and momentum buffer, each in the order of its host loop
+// (core/optim/adamw.cpp, core/optim/sgd.cpp) with every operation rounded as written (no FMA
+// contraction). The host loops are compiled with contraction where GCC chooses it, so a device step
+// agrees with the CPU's within a few ulps, not bit for bit. The gradient norm uses the Backend's
+// composed default.
 #include <cmath>
 
 #include "ops/cuda/cuda_backend.h"

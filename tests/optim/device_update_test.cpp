@@ -74,13 +74,15 @@ TEST(DeviceUpdates, ComposedNormPowerSumsMatchTheirDefinition) {
   EXPECT_EQ(be.Backend::norm_power_sum(g, INFINITY), mx);
 }
 
-// The fused device updates round each operation as the optimizers' host loops write it, so four
-// steps on the device give the CPU's bits: AdamW, and SGD with and without momentum, dampening,
-// Nesterov and weight decay (the first step seeds the momentum buffer).
-TEST(CudaBackendOptimizers, FusedUpdatesGiveTheHostLoopsBits) {
+// Four steps of the fused device updates against the optimizers' host loops: AdamW, and SGD with
+// and without momentum, dampening, Nesterov and weight decay (the first step seeds the momentum
+// buffer). The kernels round every operation; GCC contracts the host loops' multiply-adds into FMAs,
+// so the two agree within a few ulps, not bit for bit (an H200 showed both).
+TEST(CudaBackendOptimizers, FusedUpdatesFollowTheHostLoops) {
   SKIP_WITHOUT_CUDA_DEVICE();
   const Device gpu = cuda(0);
   for (DType dt : {DType::f32, DType::f64}) {
+    const double tol = dt == DType::f64 ? 1e-12 : 1e-5;
     const std::vector<optim::SGDOptions> sgds = {
         optim::SGDOptions(0.1), optim::SGDOptions(0.1).momentum(0.9).weight_decay(1e-2),
         optim::SGDOptions(0.05).momentum(0.8).dampening(0.25),
@@ -95,8 +97,9 @@ TEST(CudaBackendOptimizers, FusedUpdatesGiveTheHostLoopsBits) {
         cpu_opt.step();
         gpu_opt.step();
       }
-      EXPECT_EQ(p_gpu.to(kCPU).to_double_vector(), p_cpu.to_double_vector())
-          << dtype_name(dt) << " momentum " << o.momentum() << " nesterov " << o.nesterov();
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " momentum " + std::to_string(o.momentum()) + " nesterov " +
+                   std::to_string(o.nesterov()));
+      expect_close(p_gpu.to(kCPU), p_cpu, tol);
     }
     Tensor p_cpu = values(4099, 6, dt), p_gpu = on(p_cpu, gpu);
     const auto adamw = optim::AdamWOptions(3e-2).weight_decay(0.1);
@@ -108,6 +111,7 @@ TEST(CudaBackendOptimizers, FusedUpdatesGiveTheHostLoopsBits) {
       cpu_opt.step();
       gpu_opt.step();
     }
-    EXPECT_EQ(p_gpu.to(kCPU).to_double_vector(), p_cpu.to_double_vector()) << dtype_name(dt) << " AdamW";
+    SCOPED_TRACE(std::string(dtype_name(dt)) + " AdamW");
+    expect_close(p_gpu.to(kCPU), p_cpu, tol);
   }
 }
