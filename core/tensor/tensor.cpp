@@ -96,6 +96,15 @@ std::vector<double> Tensor::to_double_vector() const {
   return std::vector<double>(p, p + numel());
 }
 
+std::vector<int64_t> Tensor::to_int64_vector() const {
+  STRATA_CHECK(defined() && !device().is_meta(), DeviceError, "to_vector on ", str());
+  STRATA_CHECK(is_integral(dtype()), TypeError, "to_int64_vector on ", str(), ": integers only");
+  Tensor host = Tensor::empty(shape(), DType::i64, kCPU);
+  backend_for(device().is_cpu() ? kCPU : device()).copy(host, *this);
+  const int64_t* p = host.data<int64_t>();
+  return std::vector<int64_t>(p, p + numel());
+}
+
 double Tensor::item() const {
   STRATA_CHECK(defined() && numel() == 1, ValueError, "item() needs a one-element tensor, got ", str());
   return to_double_vector()[0];

@@ -201,11 +201,9 @@ HeteroData to_hetero_data(const GraphDataset& data) {
   for (int64_t t = 0; t < g.num_node_types(); ++t)
     d.num_nodes.emplace_back(g.node_types()[size_t(t)], g.nodes_of_type(t));
   // Each relation's edges by input position, in local ids.
-  const auto ints = [](const Tensor& t) {
-    return t.to(kCPU).to(DType::i64).contiguous().to_vector<int64_t>();
-  };
-  const std::vector<int64_t> src = ints(g.src()), dst = ints(g.dst()), ids = ints(g.edge_ids()),
-                             rel = ints(g.edge_relations());
+  const std::vector<int64_t> src = g.src().to_vector<int64_t>(), dst = g.dst().to_vector<int64_t>(),
+                             ids = g.edge_ids().to_vector<int64_t>(),
+                             rel = g.edge_relations().to_vector<int64_t>();
   std::vector<size_t> order(src.size());
   for (size_t p = 0; p < order.size(); ++p) order[p] = p;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a] < ids[b]; });
@@ -225,7 +223,7 @@ HeteroData to_hetero_data(const GraphDataset& data) {
     for (const auto& [type, rows] : split_node_rows(g, t)) {
       if (labels && rows.numel() > 0) {  // a type whose nodes have no label keeps none
         bool any = false;
-        for (int64_t y : rows.to(DType::i64).contiguous().to_vector<int64_t>()) any |= y >= 0;
+        for (int64_t y : rows.to_vector<int64_t>()) any |= y >= 0;
         if (!any) continue;
       }
       (*out)[type] = rows.contiguous();

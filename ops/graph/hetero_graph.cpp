@@ -17,10 +17,6 @@ std::string type_list(const std::vector<std::string>& types) {
   return s;
 }
 
-std::vector<int64_t> ids_of(const Tensor& t) {
-  return t.to(kCPU).contiguous().to(DType::i64).to_vector<int64_t>();
-}
-
 }  // namespace
 
 Graph hetero_graph(const std::vector<std::pair<std::string, int64_t>>& num_nodes,
@@ -57,7 +53,7 @@ Graph hetero_graph(const std::vector<std::pair<std::string, int64_t>>& num_nodes
                  "') must be an integer tensor [2, E], not ",
                  ei.defined() ? std::string(dtype_name(ei.dtype())) + " " + shape_str(ei.sizes())
                               : std::string("undefined"));
-    const std::vector<int64_t> v = ids_of(ei);
+    const std::vector<int64_t> v = ei.to_vector<int64_t>();
     const size_t E = size_t(ei.size(1));
     const int64_t r = int64_t(relations.size());
     for (size_t k = 0; k < E; ++k) {
@@ -119,7 +115,7 @@ std::map<std::string, Tensor> split_node_rows(const Graph& g, const Tensor& x) {
 
 Tensor to_global_ids(const Graph& g, const std::string& type, const Tensor& local) {
   const int64_t t = node_type_index(g, type);
-  std::vector<int64_t> v = ids_of(local);
+  std::vector<int64_t> v = local.to_vector<int64_t>();
   for (int64_t& id : v) {
     STRATA_CHECK(id >= 0 && id < g.nodes_of_type(t), IndexError, "to_global_ids: local id ", id, " outside '",
                  type, "' [0, ", g.nodes_of_type(t), ")");
@@ -129,7 +125,7 @@ Tensor to_global_ids(const Graph& g, const std::string& type, const Tensor& loca
 }
 
 std::pair<Tensor, Tensor> to_local_ids(const Graph& g, const Tensor& global) {
-  std::vector<int64_t> v = ids_of(global), types(v.size());
+  std::vector<int64_t> v = global.to_vector<int64_t>(), types(v.size());
   for (size_t i = 0; i < v.size(); ++i) {
     STRATA_CHECK(v[i] >= 0 && v[i] < g.num_nodes(), IndexError, "to_local_ids: id ", v[i], " outside [0, ",
                  g.num_nodes(), ")");

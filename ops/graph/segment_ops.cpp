@@ -60,7 +60,7 @@ void index_kernel_for(const char* op, F&& run) {
 std::vector<int64_t> host_index(const char* op, const Tensor& index, int64_t limit) {
   check_index_tensor(op, index);
   if (index.device().is_meta()) return {};  // shapes only: nothing to read
-  std::vector<int64_t> v = index.to(kCPU).to(DType::i64).to_vector<int64_t>();
+  std::vector<int64_t> v = index.to_vector<int64_t>();
   for (size_t i = 0; i < v.size(); ++i)
     STRATA_CHECK(v[i] >= 0 && v[i] < limit, IndexError, op, ": index[", i, "] = ", v[i], " is outside [0, ",
                  limit, ")");

@@ -19,3 +19,18 @@ TEST(Tensor, ContiguousStridesAndViews) {
   EXPECT_EQ(v[3], 12);
   EXPECT_EQ(v[6], 1);
 }
+
+// Integer tensors read into integers exactly, whatever their dtype and layout: 2^53 + 1 has no
+// double, so a read through double would give 2^53.
+TEST(Tensor, IntegerElementsReadBackExactly) {
+  const int64_t big = (int64_t(1) << 53) + 1;
+  Tensor t = ops::from_vector(std::vector<int64_t>{big, -big, 7, INT64_MAX}, {2, 2});
+  EXPECT_EQ(t.to_vector<int64_t>(), (std::vector<int64_t>{big, -big, 7, INT64_MAX}));
+  EXPECT_EQ(t.t().to_vector<int64_t>(), (std::vector<int64_t>{big, 7, -big, INT64_MAX}));
+  EXPECT_EQ(t.to_int64_vector(), t.to_vector<int64_t>());
+  Tensor small = ops::from_vector(std::vector<int64_t>{-3, 0, 250}, {3}).to(DType::i32);
+  EXPECT_EQ(small.to_vector<int>(), (std::vector<int>{-3, 0, 250}));
+  EXPECT_EQ(ops::from_vector(std::vector<double>{2.75, -1.5}, {2}).to_vector<int64_t>(),
+            (std::vector<int64_t>{2, -1}));  // a floating tensor truncates, as before
+  EXPECT_THROW(ops::from_vector(std::vector<double>{1.0}, {1}).to_int64_vector(), TypeError);
+}

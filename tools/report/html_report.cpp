@@ -14,11 +14,6 @@ namespace strata::tools {
 
 namespace {
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-bool ends_with(const std::string& s, const std::string& p) {
-  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
-}
-
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
@@ -34,8 +29,8 @@ std::vector<Series> series_of(const ReportFolder& r, Pick pick, double scale = 1
   for (const auto& [tag, by_step] : r.scalars) {
     if (!pick(tag)) continue;
     std::string name = tag;
-    if (starts_with(name, strip_prefix)) name.erase(0, strip_prefix.size());
-    if (ends_with(name, strip_suffix)) name.resize(name.size() - strip_suffix.size());
+    if (name.starts_with(strip_prefix)) name.erase(0, strip_prefix.size());
+    if (name.ends_with(strip_suffix)) name.resize(name.size() - strip_suffix.size());
     Series s{name, {}};
     for (const auto& [step, v] : by_step) s.points.emplace_back(double(step), v * scale);
     out.push_back(std::move(s));
@@ -157,7 +152,7 @@ std::string summary(const ReportFolder& r) {
         fmt("%.4f", loss->begin()->second) + " -> " + fmt("%.4f", loss->rbegin()->second));
   }
   for (const auto& [tag, by_step] : r.scalars)
-    if (starts_with(tag, "val/") && !by_step.empty())
+    if (tag.starts_with("val/") && !by_step.empty())
       row(tag + ", last",
           fmt("%.4f", by_step.rbegin()->second) + " at step " + std::to_string(by_step.rbegin()->first));
   if (const auto* t = last("time/step_seconds")) {
@@ -184,7 +179,7 @@ ReportFolder read_report_folder(const std::string& dir) {
   ReportFolder r;
   r.dir = dir;
   for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (starts_with(e.path().filename().string(), "events.out.tfevents."))
+    if (e.path().filename().string().starts_with("events.out.tfevents."))
       r.event_files.push_back(e.path().string());
   std::sort(r.event_files.begin(), r.event_files.end());
   STRATA_CHECK(!r.event_files.empty(), IoError, "'", dir, "' holds no event file (events.out.tfevents.*)");
@@ -208,14 +203,13 @@ std::string render_html_report(const ReportFolder& r) {
     if (always || c.num_points() > 0) charts.push_back(std::move(c));
   };
   add({"loss", "Loss: training and held-out", "step", "loss",
-       series_of(r, [](const std::string& t) { return ends_with(t, "loss"); }), false},
+       series_of(r, [](const std::string& t) { return t.ends_with("loss"); }), false},
       true);
   add({"evaluation", "Accuracy: training and held-out", "step", "accuracy",
        series_of(r, [](const std::string& t) { return t.find("accuracy") != std::string::npos; })});
   add({"step_time", "Step time", "step", "seconds", {renamed(r, "time/step_seconds", "step")}}, true);
-  add({"throughput", "Throughput", "step", "items per second", series_of(r, [](const std::string& t) {
-         return starts_with(t, "train/") && ends_with(t, "_per_s");
-       })});
+  add({"throughput", "Throughput", "step", "items per second",
+       series_of(r, [](const std::string& t) { return t.starts_with("train/") && t.ends_with("_per_s"); })});
   add({"mfu", "Model FLOPs utilization (--hardware's matmul peak)", "step", "percent",
        series_of(
            r, [](const std::string& t) { return t == "train/mfu"; }, 100.0)});
@@ -230,7 +224,7 @@ std::string render_html_report(const ReportFolder& r) {
        series_of(
            r,
            [](const std::string& t) {
-             return starts_with(t, "memory/") && ends_with(t, "_peak_mb") && t != "memory/rss_peak_mb";
+             return t.starts_with("memory/") && t.ends_with("_peak_mb") && t != "memory/rss_peak_mb";
            },
            1, "memory/", "_peak_mb")},
       true);
@@ -246,12 +240,12 @@ std::string render_html_report(const ReportFolder& r) {
        series_of(
            r,
            [](const std::string& t) {
-             return starts_with(t, "cache/") && (ends_with(t, "_written_mb") || ends_with(t, "_read_mb"));
+             return t.starts_with("cache/") && (t.ends_with("_written_mb") || t.ends_with("_read_mb"));
            },
            1, "cache/", "_mb")});
   add({"cache_time", "Cache time per step: waits and recompute", "step", "seconds",
        series_of(
-           r, [](const std::string& t) { return starts_with(t, "cache/") && ends_with(t, "_seconds"); }, 1,
+           r, [](const std::string& t) { return t.starts_with("cache/") && t.ends_with("_seconds"); }, 1,
            "cache/", "_seconds")});
 
   std::ostringstream f;

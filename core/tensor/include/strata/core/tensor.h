@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "strata/core/device.h"
@@ -66,13 +67,23 @@ class Tensor {
   double item() const;
   template <class T>
   T item() const { return static_cast<T>(item()); }
-  // All elements in logical order, converted to T (copies from device). For tests and I/O.
+  // All elements in logical order, converted to T (copies from device). For tests and I/O. An
+  // integer or boolean tensor read into an integral T goes through int64, exactly (a double holds
+  // integers only up to 2^53); a floating one through double.
   template <class T>
   std::vector<T> to_vector() const {
+    if constexpr (std::is_integral_v<T>) {
+      if (is_integral(dtype())) {
+        if constexpr (std::is_same_v<T, int64_t>) return to_int64_vector();
+        std::vector<int64_t> v = to_int64_vector();
+        return std::vector<T>(v.begin(), v.end());
+      }
+    }
     std::vector<double> v = to_double_vector();
     return std::vector<T>(v.begin(), v.end());
   }
   std::vector<double> to_double_vector() const;
+  std::vector<int64_t> to_int64_vector() const;  // an integer or boolean tensor's elements
 
   // ---- autograd ----
   bool requires_grad() const;
