@@ -99,6 +99,10 @@ std::vector<double> Tensor::to_double_vector() const {
 std::vector<int64_t> Tensor::to_int64_vector() const {
   STRATA_CHECK(defined() && !device().is_meta(), DeviceError, "to_vector on ", str());
   STRATA_CHECK(is_integral(dtype()), TypeError, "to_int64_vector on ", str(), ": integers only");
+  if (device().is_cpu() && dtype() == DType::i64 && is_contiguous()) {  // already what is asked for
+    const int64_t* p = data<int64_t>();
+    return std::vector<int64_t>(p, p + numel());
+  }
   Tensor host = Tensor::empty(shape(), DType::i64, kCPU);
   backend_for(device().is_cpu() ? kCPU : device()).copy(host, *this);
   const int64_t* p = host.data<int64_t>();

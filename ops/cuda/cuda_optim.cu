@@ -89,15 +89,19 @@ void launch_sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const SgdUp
       buf.defined() ? static_cast<T*>(buf.data_ptr()) : nullptr, p.numel(), s);
 }
 
+// Each defined operand has its parameter's shape and dtype, and all are contiguous.
+void check_operands(const char* op, const Tensor& p, std::initializer_list<const Tensor*> operands) {
+  for (const Tensor* t : operands)
+    STRATA_CHECK(!t->defined() || (t->shape() == p.shape() && t->dtype() == p.dtype() && t->is_contiguous() &&
+                                   p.is_contiguous()),
+                 ValueError, op, ": ", t->str(), " does not match its parameter ", p.str());
+}
+
 }  // namespace
 
 void CudaBackend::sgd_update(const Tensor& p, const Tensor& g, const Tensor& buf, const SgdUpdate& u) {
-  const int dev =
-      buf.defined() ? check_on_device("sgd_update", {&p, &g, &buf}) : check_on_device("sgd_update", {&p, &g});
-  for (const Tensor* t : {&g, &buf})
-    STRATA_CHECK(!t->defined() || (t->shape() == p.shape() && t->dtype() == p.dtype() && t->is_contiguous() &&
-                                   p.is_contiguous()),
-                 ValueError, "sgd_update: ", t->str(), " does not match its parameter ", p.str());
+  const int dev = check_on_device("sgd_update", {&p, &g, &buf});
+  check_operands("sgd_update", p, {&g, &buf});
   if (p.numel() == 0) return;
   context(dev);
   DeviceGuard guard(dev);
@@ -113,10 +117,7 @@ void CudaBackend::sgd_update(const Tensor& p, const Tensor& g, const Tensor& buf
 void CudaBackend::adamw_update(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
                                const AdamWUpdate& u) {
   const int dev = check_on_device("adamw_update", {&p, &g, &m, &v});
-  for (const Tensor* t : {&g, &m, &v})
-    STRATA_CHECK(
-        t->shape() == p.shape() && t->dtype() == p.dtype() && t->is_contiguous() && p.is_contiguous(),
-        ValueError, "adamw_update: ", t->str(), " does not match its parameter ", p.str());
+  check_operands("adamw_update", p, {&g, &m, &v});
   if (p.numel() == 0) return;
   context(dev);
   DeviceGuard guard(dev);

@@ -18,9 +18,6 @@ Tensor values(int64_t n, uint64_t seed, DType dt) {
   return ops::randn({n}, TensorOptions(dt));
 }
 
-// The same values on the device.
-Tensor on(const Tensor& t, Device device) { return t.to(device); }
-
 // a within tol * (1 + |b|) of b, element by element.
 void expect_close(const Tensor& a, const Tensor& b, double tol) {
   strata::testing::expect_close(a, b, tol, tol);
@@ -83,12 +80,12 @@ TEST(CudaBackendOptimizers, FusedUpdatesFollowTheHostLoops) {
   const Device gpu = cuda(0);
   // Four steps of one optimizer made by `make` on the CPU and on the device, from the same start.
   const auto four_steps_agree = [&](DType dt, uint64_t seed, const auto& make, const std::string& what) {
-    Tensor p_cpu = values(4099, seed, dt), p_gpu = on(p_cpu, gpu);
+    Tensor p_cpu = values(4099, seed, dt), p_gpu = p_cpu.to(gpu);
     auto cpu_opt = make(p_cpu), gpu_opt = make(p_gpu);
     for (int step = 1; step <= 4; ++step) {
       const Tensor g = values(4099, 10 * seed + step, dt);
       p_cpu.set_grad(g);
-      p_gpu.set_grad(on(g, gpu));
+      p_gpu.set_grad(g.to(gpu));
       cpu_opt.step();
       gpu_opt.step();
     }
