@@ -89,6 +89,9 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
   add_lr_schedule_flags(f, flags.mutable_schedule());
   add_optimizer_flags(f, flags.mutable_optim());
   add_data_parallel_flags(f, flags.mutable_data_parallel(), /*zero1=*/false);
+  f.flag(
+      &flags, "sync_bn", "",
+      "under mpirun, BatchNorm's statistics over every rank's batch (SyncBatchNorm); off: each rank's own");
   f.option(
       &flags, "target_accuracy", "",
       "stop once the training accuracy over the last 20 batches (or an epoch, when shorter) reaches this "

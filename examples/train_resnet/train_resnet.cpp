@@ -206,7 +206,8 @@ void print_run(const ResNetTrainOptions& o, const models::ResNet& model, const I
   if (c.target_accuracy() > 0)
     std::printf("  stopping at %.1f%% training accuracy\n", 100 * c.target_accuracy());
   if (ranks.group())
-    std::printf("  %s; BatchNorm's statistics are each rank's own\n", ranks.describe().c_str());
+    std::printf("  %s; BatchNorm's statistics are %s\n", ranks.describe().c_str(),
+                c.sync_bn() ? "over every rank's batch (--sync-bn)" : "each rank's own");
 }
 
 int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
@@ -246,6 +247,7 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
   model.to(device);  // initialized on the CPU: the same weights on every device
   // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
   examples::DataParallel ranks(trainer_run.group, model_ptr, c.data_parallel());
+  if (c.sync_bn() && ranks.group()) nn::convert_sync_batchnorm(model, ranks.shared_group());
   const std::unique_ptr<optim::Optimizer> opt = make_optimizer(c, model.parameters());
   model_state.place(*opt);
   // Warmup then cosine decay; a time-bounded run estimates the length from the step time of its

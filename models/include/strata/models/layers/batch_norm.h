@@ -1,10 +1,12 @@
 // BatchNorm2d: per-channel batch normalization of NCHW tensors with running statistics, as
 // torch.nn.BatchNorm2d (parameters weight, bias; buffers running_mean, running_var,
-// num_batches_tracked).
+// num_batches_tracked); with a process group, torch.nn.SyncBatchNorm.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
+#include "strata/dist/process_group.h"
 #include "strata/nn/module.h"
 
 namespace strata::nn {
@@ -44,11 +46,26 @@ class BatchNorm2d : public Module {
   void reset_parameters();
   const BatchNormOptions& options() const { return options_; }
 
+  // SyncBatchNorm: with a group of more than one rank, training statistics are those of every
+  // rank's batch together (per-channel sums and counts summed over the ranks, forward and
+  // backward), so N ranks of batch B normalize as one process of batch N * B. Every rank's
+  // forward and backward then take part in collectives, in the same order on every rank. Null:
+  // each rank's own batch (the default).
+  void set_process_group(std::shared_ptr<dist::ProcessGroup> group) { group_ = std::move(group); }
+  const std::shared_ptr<dist::ProcessGroup>& process_group() const { return group_; }
+
   Tensor weight, bias;                                     // [C]; undefined without affine
   Tensor running_mean, running_var, num_batches_tracked;  // [C], [C], i64 []; undefined without tracking
 
  private:
+  Tensor forward_synced(const Tensor& x);
+
   BatchNormOptions options_;
+  std::shared_ptr<dist::ProcessGroup> group_;
 };
+
+// torch.nn.SyncBatchNorm.convert_sync_batchnorm: gives every BatchNorm2d under `root` (itself
+// included) the group; returns how many it found. Parameters and state-dict keys stay as they are.
+int64_t convert_sync_batchnorm(Module& root, const std::shared_ptr<dist::ProcessGroup>& group);
 
 }  // namespace strata::nn
