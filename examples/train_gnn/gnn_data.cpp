@@ -162,10 +162,13 @@ std::shared_ptr<io::GraphDataset> make_gnn_data(const TrainGnnConfig& c) {
     data->graph = undirected_simple(data->graph);
     data->edge_properties.clear();
   }
-  STRATA_CHECK(c.features().empty() || !data->features.defined(), ValueError, "--features ", c.features(),
-               ": ", data->name, " has features of its own (", data->features.size(1),
-               " columns); --features makes them only for data without any");
-  if (!data->features.defined()) data->features = made_features(c.features(), data->graph, seed + 2);
+  const bool has_features = data->features.defined() || !data->typed_features.empty();
+  STRATA_CHECK(
+      c.features().empty() || !has_features, ValueError, "--features ", c.features(), ": ", data->name,
+      " has features of its own (",
+      data->features.defined() ? detail::concat(data->features.size(1), " columns") : "per node type",
+      "); --features makes them only for data without any");
+  if (!has_features) data->features = made_features(c.features(), data->graph, seed + 2);
   if (!data->train_mask.defined()) io::split_nodes(data.get(), c.train_fraction(), c.val_fraction(), seed);
   return data;
 }

@@ -13,7 +13,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <string>
 
 #include "examples/common/checkpointing.h"
 #include "examples/common/lr_schedule.h"
@@ -53,9 +55,20 @@ double accuracy(const Tensor& logits, const Tensor& labels) {
 
 // The node classifier being trained: models::GNN (gcn, sage, gat: full graph or sampled blocks;
 // rgcn, rgat, hgt: full graph, over the typed graph's node types and relations).
+// A typed graph whose node types differ in feature width (or where some have none) starts with a
+// typed input that brings every type to --hidden (GNNConfig::type_in_channels).
 std::shared_ptr<models::GNN> make_classifier(const GnnTrainOptions& o, const io::GraphDataset& data) {
   models::GNNConfig g = o.model;
-  g.in_channels = data.features.size(1);
+  const Graph& graph = data.graph;
+  STRATA_CHECK(data.typed_features.empty() || o.relational(), ValueError, "--model ", o.model.conv, ": ",
+               data.name, "'s node types differ in feature width or some have none, and ", o.model.conv,
+               " reads one feature row per node; rgcn, rgat and hgt project each type first");
+  g.in_channels = data.typed_features.empty() ? data.features.size(1) : g.hidden_channels;
+  for (int64_t t = 0; t < graph.num_node_types() && !data.typed_features.empty(); ++t) {
+    const auto it = data.typed_features.find(graph.node_types()[size_t(t)]);
+    g.type_in_channels.push_back(it == data.typed_features.end() ? 0 : it->second.size(1));
+    g.type_num_nodes.push_back(graph.nodes_of_type(t));
+  }
   g.num_classes = data.num_classes;
   if (o.relational()) {
     g.node_types = data.graph.node_types();
@@ -139,16 +152,29 @@ Minibatches make_minibatches(const GnnTrainOptions& o, const std::shared_ptr<io:
   return m;
 }
 
+// The whole graph's input features on the device: one row per node, or each node type's rows.
+struct NodeFeatures {
+  Tensor rows;
+  std::map<std::string, Tensor> typed;
+  NodeFeatures(const io::GraphDataset& data, Device device) {
+    if (data.features.defined()) rows = data.features.to(device);
+    for (const auto& [type, x] : data.typed_features) typed[type] = x.to(device);
+  }
+  Tensor logits(models::GNN& model, const Graph& g) const {
+    return typed.empty() ? model.forward(g, rows) : model.forward(g, typed);
+  }
+};
+
 struct Scores {
   double train = NAN, val = NAN, test = NAN, loss = NAN;
 };
 
 // Full-graph forward in eval mode: accuracy on each split, and the validation loss.
-Scores evaluate(models::GNN& model, const Graph& g, const Tensor& x, const Splits& splits) {
+Scores evaluate(models::GNN& model, const Graph& g, const NodeFeatures& x, const Splits& splits) {
   const Split &train = splits.train, &val = splits.val, &test = splits.test;
   NoGradGuard ng;
   model.eval();
-  Tensor logits = model.forward(g, x);
+  Tensor logits = x.logits(model, g);
   Scores s;
   auto on = [&](const Split& sp) { return ops::gather_rows(logits, sp.nodes); };
   s.train = accuracy(on(train), train.labels);
@@ -177,11 +203,20 @@ void print_run(const GnnTrainOptions& o, const models::GNN& model, const io::Gra
                const Splits& splits, const Minibatches& m, double load_seconds, const Graph& graph,
                const examples::DataParallel& ranks) {
   const examples::TrainGnnConfig& c = o.config;
+  std::string features = detail::concat(data.features.defined() ? data.features.size(1) : 0, " features");
+  if (model.input) {  // per node type: its width, or "learned" for a type without features
+    const std::vector<nn::TypedNodeInput::NodeType>& types = model.input->node_types();
+    features = "features per type (";
+    for (size_t t = 0; t < types.size(); ++t)
+      features += detail::concat(t ? ", " : "", types[t].name, " ",
+                                 types[t].width ? std::to_string(types[t].width) : std::string("learned"));
+    features += detail::concat("; each projected to ", model.config().in_channels, ")");
+  }
   std::printf(
-      "%s\n  %ld parameters; data: %s: %ld nodes, %ld edges, %ld features, %ld classes (loaded in %.1f s)\n"
+      "%s\n  %ld parameters; data: %s: %ld nodes, %ld edges, %s, %ld classes (loaded in %.1f s)\n"
       "  split: %ld train, %ld val, %ld test nodes\n",
       o.describe().c_str(), long(model.num_parameters()), data.name.c_str(), long(data.graph.num_nodes()),
-      long(data.graph.num_edges()), long(data.features.size(1)), long(data.num_classes), load_seconds,
+      long(data.graph.num_edges()), features.c_str(), long(data.num_classes), load_seconds,
       long(splits.train.nodes.numel()), long(splits.val.nodes.numel()), long(splits.test.nodes.numel()));
   if (m.loader)
     std::printf("  %ld minibatches/epoch, %ld sampler thread(s), %ld prefetched\n",
@@ -222,7 +257,7 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
   const std::shared_ptr<io::GraphDataset> data = load_data(c, &load_seconds);
   const Splits splits = make_splits(*data, device);
   const Graph graph = data->graph.to(device);
-  const Tensor features = data->features.to(device);
+  const NodeFeatures features(*data, device);
 
   // ---- model and optimizer ----
   manual_seed(run.seed());
@@ -263,7 +298,7 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
     loop.run_step([&] {
       if (!loader) {
         epoch = loop.step();
-        return ops::cross_entropy(ops::gather_rows(model.forward(graph, features), splits.train.nodes),
+        return ops::cross_entropy(ops::gather_rows(features.logits(model, graph), splits.train.nodes),
                                   splits.train.labels);
       }
       const io::GraphMiniBatch batch = loader->next();

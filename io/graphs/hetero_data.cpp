@@ -1,6 +1,7 @@
 #include "strata/io/graphs/hetero_data.h"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "strata/core/error.h"
@@ -158,18 +159,14 @@ GraphDataset to_graph_dataset(const HeteroData& d) {
   out.graph = d.graph();
   out.num_classes = d.num_classes;
   const Graph& g = out.graph;
-  // Features: every type's, of one width.
-  std::string missing;
-  for (const auto& [type, n] : d.num_nodes)
-    if (!d.x.count(type)) missing += (missing.empty() ? "'" : ", '") + type + "'";
-  if (!d.x.empty()) {
-    STRATA_CHECK(missing.empty(), ValueError, d.name, ": node type(s) ", missing,
-                 " have no features while others do; train_gnn reads one feature row per node (project per "
-                 "type with nn::HeteroDictLinear in your own program)");
-    std::map<std::string, Tensor> x;
-    for (const auto& [type, t] : d.x) x[type] = t.to(DType::f32);
+  // Features: in global rows when every type has them at one width, else per type.
+  std::map<std::string, Tensor> x;
+  std::set<int64_t> widths;
+  for (const auto& [type, t] : d.x) x[type] = t.to(DType::f32), widths.insert(t.size(1));
+  if (x.size() == d.num_nodes.size() && widths.size() == 1)
     out.features = cat_node_features(g, x);
-  }
+  else
+    out.typed_features = std::move(x);
   // Labels and masks, padded where a type has none.
   auto gather = [&](const std::map<std::string, Tensor>& per_type, DType dtype, double fill) {
     if (per_type.empty()) return Tensor();
@@ -230,6 +227,7 @@ HeteroData to_hetero_data(const GraphDataset& data) {
     }
   };
   split(data.features, &d.x, false);
+  for (const auto& [type, t] : data.typed_features) d.x[type] = t.contiguous();
   split(data.labels, &d.y, true);
   split(data.train_mask, &d.train_mask, false);
   split(data.val_mask, &d.val_mask, false);

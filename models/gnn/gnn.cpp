@@ -29,6 +29,12 @@ void GNNConfig::validate() const {
                " must be positive");
   STRATA_CHECK(num_layers >= 1, ValueError, "GNN: num_layers ", num_layers, " must be at least 1");
   STRATA_CHECK(heads >= 1, ValueError, "GNN: heads ", heads, " must be at least 1");
+  STRATA_CHECK(!typed_input() || (relational() && type_in_channels.size() == node_types.size() &&
+                                  type_num_nodes.size() == node_types.size()),
+               ValueError, "GNN: a typed input (", type_in_channels.size(), " widths, ",
+               type_num_nodes.size(),
+               " node counts) needs a relational conv and one width and count per node type (",
+               node_types.size(), ")");
   STRATA_CHECK(dropout >= 0 && dropout < 1 && attention_dropout >= 0 && attention_dropout < 1, ValueError,
                "GNN: dropout ", dropout, " and attention_dropout ", attention_dropout, " must be in [0, 1)");
 }
@@ -63,6 +69,12 @@ std::shared_ptr<nn::GraphConv> relational_conv(const GNNConfig& c, int64_t in, i
 
 GNN::GNN(const GNNConfig& config) : config_(config), elu_(config.conv == "gat") {
   config.validate();
+  if (config.typed_input()) {
+    std::vector<nn::TypedNodeInput::NodeType> types;
+    for (size_t t = 0; t < config.node_types.size(); ++t)
+      types.push_back({config.node_types[t], config.type_num_nodes[t], config.type_in_channels[t]});
+    input = register_module("input", std::make_shared<nn::TypedNodeInput>(types, config.in_channels));
+  }
   convs = register_module("convs", std::make_shared<nn::ModuleList>());
   int64_t in = config.in_channels;
   for (int64_t l = 0; l < config.num_layers; ++l) {
@@ -109,8 +121,24 @@ Tensor GNN::layer(size_t l, const nn::GraphBlock& block, const Tensor& x) {
 }
 
 Tensor GNN::forward(const Graph& g, const Tensor& x) {
+  STRATA_CHECK(!input, ValueError, "GNN: this model takes its features per node type (it has a typed input)");
   nn::ModuleScope scope(*this);
-  Tensor h = x;
+  return layers_on(g, x);
+}
+
+Tensor GNN::forward(const Graph& g, const std::map<std::string, Tensor>& x) {
+  STRATA_CHECK(input, ValueError,
+               "GNN: features per node type need a typed input (GNNConfig::type_in_channels)");
+  nn::ModuleScope scope(*this);
+  Tensor h;
+  {
+    nn::ModuleScope input_scope(*input);
+    h = input->forward(g, x);
+  }
+  return layers_on(g, h);
+}
+
+Tensor GNN::layers_on(const Graph& g, Tensor h) {
   for (size_t l = 0; l < layers_.size(); ++l) h = layer(l, g, h);
   return h;
 }

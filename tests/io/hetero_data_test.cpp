@@ -84,6 +84,30 @@ TEST(HeteroData, SavesAndLoadsBackUnchanged) {
   expect_same_data(d, io::load_hetero_data(dir.file("again.safetensors")));
 }
 
+// As train_gnn takes it: types of different widths, and a featureless one, stay per type (the
+// model projects each); one width for every type gives global rows; back to HeteroData, the same
+// features per type.
+TEST(HeteroData, FeaturesOfDifferentWidthsStayPerType) {
+  const io::HeteroData d = io::load_hetero_data(kDir + "hetero_data_pyg.safetensors");
+  const io::GraphDataset typed = io::to_graph_dataset(d);
+  EXPECT_FALSE(typed.features.defined());
+  ASSERT_EQ(typed.typed_features.size(), 3u);  // paper, author, venue; topic has none
+  strata::testing::expect_close(typed.typed_features.at("venue"), d.x.at("venue"), 0, 0, "venue");
+  EXPECT_EQ(ints(typed.labels),
+            (std::vector<int64_t>{-1, -1, -1, -1, -1, -1, 0, 1, 2, 1, 0, -1, -1, -1, -1, -1}));
+  const io::HeteroData back = io::to_hetero_data(typed);
+  ASSERT_EQ(back.x.size(), d.x.size());
+  for (const auto& [type, x] : d.x) strata::testing::expect_close(back.x.at(type), x, 0, 0, "x." + type);
+
+  io::HeteroData same_width = d;
+  same_width.x["venue"] = ops::zeros({2, 4});
+  same_width.x["topic"] = ops::ones({3, 4});
+  const io::GraphDataset rows = io::to_graph_dataset(same_width);
+  EXPECT_TRUE(rows.typed_features.empty());
+  ASSERT_EQ(rows.features.sizes(), (Shape{16, 4}));
+  strata::testing::expect_close(ops::narrow(rows.features, 0, 13, 3), ops::ones({3, 4}), 0, 0, "topic rows");
+}
+
 TEST(HeteroData, BadFilesAreNamed) {
   strata::testing::TempDir dir;
   auto write = [&](const nn::StateDict& t, std::map<std::string, std::string> meta) {

@@ -1,17 +1,20 @@
 // Typed graphs built the PyG way (ops/hetero_graph.h, nn::HeteroDictLinear): a graph from node
 // counts and per-type local edge indices gives the relational layers the same outputs and
 // gradients, bit for bit, as the graph a user renumbers by hand into global ids; features of
-// different widths per type are projected per type; ids convert both ways; bad input is named.
+// different widths per type are projected per type, a type without features learns its rows
+// (nn::TypedNodeInput); ids convert both ways; bad input is named.
 #include "strata/ops/hetero_graph.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
+#include "strata/models/gnn.h"
 #include "strata/models/layers/graph/hetero_dict_linear.h"
 #include "strata/models/layers/graph/hgt_conv.h"
 #include "strata/models/layers/graph/rgat_conv.h"
 #include "strata/models/layers/graph/rgcn_conv.h"
+#include "strata/models/layers/graph/typed_node_input.h"
 #include "strata/strata.h"
 #include "support/error_of.h"
 #include "support/tensor_compare.h"
@@ -206,4 +209,70 @@ TEST(HeteroGraph, BadInputIsNamed) {
             std::string::npos);
   EXPECT_EQ(proj.named_parameters().size(), 4u);
   EXPECT_TRUE(proj.named_parameters().contains("lins.author.weight"));
+}
+
+// A featureless type (PyG's ogbn-mag authors) learns a row per node; the others are projected by
+// their own Linear; the rows land in the graph's global order, and each parameter gets the
+// gradient of its own rows only.
+TEST(HeteroGraph, TypedNodeInputProjectsEachTypeAndLearnsFeaturelessRows) {
+  const Graph g = built_the_pyg_way(random_edges());
+  manual_seed(2);
+  nn::TypedNodeInput input({{"paper", 5, 7}, {"author", 4, 0}, {"venue", 2, 3}}, 6);
+  std::map<std::string, Tensor> x = features();
+  x.erase("author");
+  const Tensor h = input.forward(g, x);
+  ASSERT_EQ(h.sizes(), (Shape{11, 6}));
+  nn::Linear& paper = *input.proj->lins.at("paper");
+  nn::Linear& venue = *input.proj->lins.at("venue");
+  const Tensor author = input.emb.at("author")->weight;
+  expect_same(ops::narrow(h, 0, 0, 5), paper.forward(x.at("paper")), "paper rows");
+  expect_same(ops::narrow(h, 0, 5, 4), author, "author rows");
+  expect_same(ops::narrow(h, 0, 9, 2), venue.forward(x.at("venue")), "venue rows");
+  manual_seed(4);
+  const Tensor c = ops::randn({11, 6});
+  ops::sum(ops::mul(h, c)).backward();
+  expect_same(author.grad(), ops::narrow(c, 0, 5, 4), "grad of emb.author.weight");
+  expect_same(venue.bias.grad(), ops::sum(ops::narrow(c, 0, 9, 2), {0}), "grad of the venue bias");
+  std::vector<std::string> names;
+  for (const auto& [name, p] : input.named_parameters()) names.push_back(name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"emb.author.weight", "proj.lins.paper.weight", "proj.lins.paper.bias",
+                                      "proj.lins.venue.weight", "proj.lins.venue.bias"}));
+  auto message = [](auto f) { return strata::testing::error_of(f); };
+  std::map<std::string, Tensor> with_author = features();
+  EXPECT_NE(message([&] { input.forward(g, with_author); }).find("'author', which has no width"),
+            std::string::npos);
+  x.erase("venue");
+  EXPECT_NE(message([&] { input.forward(g, x); }).find("no features for node type 'venue' (width 3)"),
+            std::string::npos);
+}
+
+// The GNN with a typed input: its parameters under input.*, logits for every node, and features
+// in global rows refused (it reads them per type).
+TEST(HeteroGraph, GnnWithATypedInputTrainsEveryTypesInput) {
+  const Graph g = built_the_pyg_way(random_edges());
+  manual_seed(2);
+  models::GNN model({.conv = "rgcn",
+                     .in_channels = 6,
+                     .hidden_channels = 8,
+                     .num_classes = 3,
+                     .dropout = 0.0,
+                     .node_types = g.node_types(),
+                     .relations = g.relations(),
+                     .type_in_channels = {7, 0, 3},
+                     .type_num_nodes = {5, 4, 2}});
+  std::map<std::string, Tensor> x = features();
+  x.erase("author");
+  const Tensor logits = model.forward(g, x);
+  EXPECT_EQ(logits.sizes(), (Shape{11, 3}));
+  ops::sum(ops::square(logits)).backward();
+  for (const auto& [name, p] : model.named_parameters()) {
+    if (name.rfind("input.", 0) != 0) continue;
+    EXPECT_GT(ops::sum(ops::abs(p.grad())).item(), 0.0) << name;
+  }
+  EXPECT_NE(model.named_parameters().find("input.emb.author.weight"), nullptr);
+  EXPECT_NE(strata::testing::error_of([&] {
+              model.forward(g, ops::randn({11, 6}));
+            }).find("per node type"),
+            std::string::npos);
 }

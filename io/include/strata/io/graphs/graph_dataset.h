@@ -15,7 +15,10 @@ struct GraphDataset {
   std::string name;  // what the trainer prints: "polblogs", "dcsbm(n=2000, k=4)", a file name
   Graph graph;       // on the CPU; homogeneous or typed
   Tensor features;   // f32 [N, F], undefined when the source has none
-  Tensor labels;     // i64 [N] in [0, num_classes), -1 where a node has no label; may be undefined
+  // A typed graph whose node types differ in feature width, or where some have none: each type's
+  // features, f32 [nodes of the type, F_t] (features is then undefined). Empty otherwise.
+  std::map<std::string, Tensor> typed_features;
+  Tensor labels;  // i64 [N] in [0, num_classes), -1 where a node has no label; may be undefined
   int64_t num_classes = 0;
   // boolean [N] each, undefined when the source gives no split (train_gnn then draws a
   // stratified random one, split_nodes below).

@@ -44,8 +44,8 @@ HeteroData load_hetero_data(const std::string& path);
 // their type's count.
 void save_hetero_data(const HeteroData& data, const std::string& path);
 
-// As train_gnn takes a dataset: the graph, the features in global rows (every node type needs
-// features of one width: ValueError naming the types otherwise, since one input layer reads them),
+// As train_gnn takes a dataset: the graph, the features in global rows when every node type has
+// features of one width (else per type, in typed_features, for a per-type input projection),
 // labels (-1 where a type has none), masks (false where a type has none; undefined where no type
 // has any).
 GraphDataset to_graph_dataset(const HeteroData& data);
