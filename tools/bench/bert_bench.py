@@ -17,11 +17,12 @@ is printed. Sides:
 The reference runs with OPENBLAS_CORETYPE=SkylakeX where OpenBLAS 0.3.21 misdetects an AVX-512
 CPU (see gpt_bench.py), and its time is checked against the recorded reference.
 """
-import argparse, json, os, statistics, subprocess, sys
+import argparse, json, os, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from gpt_bench import AVX512_CORES, has_avx512, run_child  # noqa: E402
+from bench_common import (add_round_flags, best_s, median_s, peak_rss_mb, print_other_processes,  # noqa: E402
+                          print_table_header, reference_info, run_round)
 
 BASELINE_S = 5.07  # The recorded reference (docs/benchmarks.md): BERT-base MLM, B=8, T=128, PyTorch 1.13 fp32, 2 threads
 
@@ -30,12 +31,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--strata", required=True, help="path to strata_bert_bench")
     ap.add_argument("--python", default="/usr/bin/python3", help="python with Debian's torch")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--B", type=int, default=8)
-    ap.add_argument("--T", type=int, default=128)
+    add_round_flags(ap, B=8, T=128)
     ap.add_argument("--torch-masked", action="store_true", help="also time PyTorch with the head on labelled rows")
     ap.add_argument("--json", default="")
     ap.add_argument("--verbose", action="store_true")
@@ -44,14 +40,7 @@ def main():
     base = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     env_s, env_t = dict(base), dict(base)
     ref = [a.python, os.path.join(HERE, "bert_bench_torch.py"), "--threads", str(a.threads)]
-    info = json.loads(subprocess.run(ref + ["--info-only"], env=env_t, check=True, capture_output=True,
-                                     text=True).stdout.split("INFO ", 1)[1])
-    if has_avx512() and info["blas_core"] not in AVX512_CORES and "OPENBLAS_CORETYPE" not in os.environ:
-        print(f"reference: OpenBLAS detected this CPU as '{info['blas_core']}'; running the reference with "
-              f"OPENBLAS_CORETYPE=SkylakeX")
-        env_t["OPENBLAS_CORETYPE"] = "SkylakeX"
-        info = json.loads(subprocess.run(ref + ["--info-only"], env=env_t, check=True, capture_output=True,
-                                         text=True).stdout.split("INFO ", 1)[1])
+    info = reference_info(ref, env_t)
     print(f"reference: torch {info['torch']}, BLAS {info['blas']} ({info['blas_config']}), core {info['blas_core']}, "
           f"{info['threads']} threads")
 
@@ -61,34 +50,23 @@ def main():
         sides.append(("torch-masked", ref + common + ["--head", "masked"], env_t))
     res = {name: [] for name, _, _ in sides}
     for rnd in range(a.rounds):
-        order = sides if rnd % 2 == 0 else list(reversed(sides))
-        for name, cmd, env in order:
-            r, out, foreign = run_child(cmd, env)
-            r["foreign_cores"] = foreign
+        for name, r in run_round(rnd, sides, lambda name: f"{name:>12}", a.verbose).items():
             res[name].append(r)
-            if a.verbose:
-                print(out)
-            print(f"  round {rnd} {name:>12}: median {r['median_ms'] / 1e3:6.3f} s [min {r['min_ms'] / 1e3:6.3f}], "
-                  f"peak RSS {r['peak_rss_mb']:6.0f} MB, other processes {foreign:.2f} cores", flush=True)
 
     print(f"\nBERT-base MLM train step (fwd+bwd+AdamW), B={a.B} T={a.T}, fp32, {a.threads} threads, {a.rounds} rounds "
           f"x {a.steps} steps; seconds: median over rounds [best step]; ratio = Strata / that side (lower is better)")
     hdr = f"{'side':>12} | {'step':>16} | {'Strata ratio':>12} | {'peak RSS':>9}"
-    print(hdr)
-    print("-" * len(hdr))
-    med = {n: statistics.median(r["median_ms"] for r in rs) / 1e3 for n, rs in res.items()}
+    print_table_header(hdr)
+    med = {n: median_s(rs) for n, rs in res.items()}
     summary = {}
     for name, rs in res.items():
-        best = min(r["min_ms"] for r in rs) / 1e3
-        rss = max(r["peak_rss_mb"] for r in rs)
+        best, rss = best_s(rs), peak_rss_mb(rs)
         summary[name] = dict(median_s=med[name], best_s=best, peak_rss_mb=rss, strata_ratio=med["strata"] / med[name])
         print(f"{name:>12} | {med[name]:7.3f} [{best:6.3f}] | {med['strata'] / med[name]:12.2f} | {rss:6.0f} MB")
     dev = med["torch"] / BASELINE_S - 1
     print(f"reference check: PyTorch {med['torch']:.2f} s vs the recorded reference {BASELINE_S:.2f} s ({dev:+.0%}): "
           + ("within 20%: valid" if abs(dev) <= 0.2 else "outside 20%" + (" (faster)" if dev < 0 else " (SLOWER: not valid)")))
-    fc = [r["foreign_cores"] for rs in res.values() for r in rs]
-    print(f"other processes during the runs: median {statistics.median(fc):.2f} cores, max {max(fc):.2f} cores"
-          + ("  (DISTURBED: re-run on a quiet machine)" if max(fc) > 0.25 else ""))
+    print_other_processes([r for rs in res.values() for r in rs])
     print("reproduce: /usr/bin/python3 tools/bench/bert_bench.py --strata " + a.strata +
           (" --torch-masked" if a.torch_masked else "") + (f" --rounds {a.rounds}" if a.rounds != 2 else ""))
     if a.json:

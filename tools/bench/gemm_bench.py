@@ -11,6 +11,9 @@ OPENBLAS_CORETYPE=SkylakeX (OpenBLAS picks kernels by CPU model and falls back t
 """
 import argparse, json, os, statistics, subprocess, sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import has_avx512  # noqa: E402
+
 SHAPES = [(1024, 1024, 1024), (4096, 768, 768)]
 
 CHILD = r"""
@@ -39,13 +42,6 @@ for (M, K, N) in %s:
     out["%%dx%%dx%%d" %% (M, K, N)] = r
 print(json.dumps(out))
 """ % (SHAPES,)
-
-
-def has_avx512():
-    try:
-        return "avx512f" in open("/proc/cpuinfo").read()
-    except OSError:
-        return False
 
 
 def main():

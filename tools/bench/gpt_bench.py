@@ -17,50 +17,19 @@ Debian torch with the OpenMP OpenBLAS, 2 threads, and OpenBLAS on its AVX-512 ke
 not know (some virtualized Xeons): then the reference runs with OPENBLAS_CORETYPE=SkylakeX. Its
 fp32 step time is checked against the recorded reference (within 20%).
 """
-import argparse, json, os, resource, statistics, subprocess, sys, time
+import argparse, json, os, statistics, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench_common import (AVX512_CORES, add_round_flags, best_s, median_s, peak_rss_mb,  # noqa: E402
+                          print_other_processes, print_table_header, reference_info, run_round)
+
 CONFIGS = {
     "124m": dict(L=12, C=768, NH=12),
     "small": dict(L=4, C=256, NH=4),
 }
 # The recorded reference (docs/benchmarks.md): PyTorch 1.13 fp32, 2 threads, B=4 T=256 (median seconds).
 BASELINE_S = {"124m": 6.86, "small": 1.16}
-AVX512_CORES = ("SkylakeX", "Cooperlake", "SapphireRapids")
-
-
-def busy_jiffies():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return sum(v) - v[3] - v[4]  # minus idle, iowait
-
-
-def run_child(cmd, env):
-    """Runs cmd; returns (RESULT dict, stdout, cores other processes used meanwhile)."""
-    hz = os.sysconf("SC_CLK_TCK")
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    j0, t0 = busy_jiffies(), time.monotonic()
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    j1, t1 = busy_jiffies(), time.monotonic()
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if p.returncode != 0:
-        sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
-    own = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
-    foreign = max(0.0, ((j1 - j0) / hz - own) / max(t1 - t0, 1e-9))
-    res = None
-    for line in p.stdout.splitlines():
-        if line.startswith("RESULT "):
-            res = json.loads(line[7:])
-    if res is None:
-        sys.exit(f"no RESULT line from {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
-    return res, p.stdout, foreign
-
-
-def has_avx512():
-    try:
-        return "avx512f" in open("/proc/cpuinfo").read()
-    except OSError:
-        return False
 
 
 def main():
@@ -70,12 +39,7 @@ def main():
     ap.add_argument("--configs", default="124m,small")
     ap.add_argument("--bf16", action="store_true", help="also compare bf16 autocast")
     ap.add_argument("--fp32", type=int, default=1, help="compare fp32 (0 to skip)")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--B", type=int, default=4)
-    ap.add_argument("--T", type=int, default=256)
+    add_round_flags(ap, B=4, T=256)
     ap.add_argument("--json", default="", help="write all results here")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
@@ -84,14 +48,7 @@ def main():
     env_s = dict(base)
     env_t = dict(base)
     ref = [a.python, os.path.join(HERE, "gpt_bench_torch.py"), "--threads", str(a.threads)]
-    info = json.loads(subprocess.run(ref + ["--info-only"], env=env_t, check=True, capture_output=True,
-                                     text=True).stdout.split("INFO ", 1)[1])
-    if has_avx512() and info["blas_core"] not in AVX512_CORES and "OPENBLAS_CORETYPE" not in os.environ:
-        print(f"reference: OpenBLAS detected this CPU as '{info['blas_core']}' (not its AVX-512 kernels); "
-              f"running the reference with OPENBLAS_CORETYPE=SkylakeX")
-        env_t["OPENBLAS_CORETYPE"] = "SkylakeX"
-        info = json.loads(subprocess.run(ref + ["--info-only"], env=env_t, check=True, capture_output=True,
-                                         text=True).stdout.split("INFO ", 1)[1])
+    info = reference_info(ref, env_t, " (not its AVX-512 kernels)")
     print(f"reference: torch {info['torch']}, BLAS {info['blas']} ({info['blas_config']}), core {info['blas_core']}, "
           f"{info['threads']} threads, mkldnn {info['mkldnn']}")
     if info["threads"] != a.threads or info["blas_core"] not in AVX512_CORES:
@@ -109,33 +66,20 @@ def main():
             flags = ["--bf16"] if mode == "bf16" else []
             sides = [("strata", [a.strata] + common + flags + ["--gemm-rate"], env_s),
                      ("torch", ref + common + flags, env_t)]
-            if rnd % 2:
-                sides.reverse()
-            for side, cmd, env in sides:
-                r, out, foreign = run_child(cmd, env)
-                r["foreign_cores"] = foreign
+            round_results = run_round(rnd, sides, lambda side: f"{cfg:>5} {mode} {side:>6}", a.verbose, rss_width=7)
+            for side, r in round_results.items():
                 res[(cfg, mode)][side].append(r)
-                if a.verbose:
-                    print(out)
-                print(f"  round {rnd} {cfg:>5} {mode} {side:>6}: median {r['median_ms'] / 1e3:6.3f} s "
-                      f"[min {r['min_ms'] / 1e3:6.3f}], peak RSS {r['peak_rss_mb']:7.0f} MB, other processes "
-                      f"{foreign:.2f} cores", flush=True)
 
     print(f"\nGPT train step (fwd+bwd+AdamW), B={a.B} T={a.T}, {a.threads} threads, {a.rounds} rounds x {a.steps} "
           f"steps; seconds: median over rounds [best step]; ratio = Strata / PyTorch (lower is better)")
     hdr = f"{'config':>7} {'prec':>4} | {'Strata':>15} | {'PyTorch':>15} | {'ratio':>5} | {'RSS Strata':>10} | " \
           f"{'RSS PyTorch':>11} | {'Strata GEMM-rate frac':>21}"
-    print(hdr)
-    print("-" * len(hdr))
+    print_table_header(hdr)
     summary = {}
     for (cfg, mode) in jobs:
         s, t = res[(cfg, mode)]["strata"], res[(cfg, mode)]["torch"]
-        sm = statistics.median(r["median_ms"] for r in s) / 1e3
-        tm = statistics.median(r["median_ms"] for r in t) / 1e3
-        smin = min(r["min_ms"] for r in s) / 1e3
-        tmin = min(r["min_ms"] for r in t) / 1e3
-        srss = max(r["peak_rss_mb"] for r in s)
-        trss = max(r["peak_rss_mb"] for r in t)
+        sm, tm, smin, tmin = median_s(s), median_s(t), best_s(s), best_s(t)
+        srss, trss = peak_rss_mb(s), peak_rss_mb(t)
         gflop = s[0]["step_gflop"]
         rate = statistics.median(r["gemm_gflops"] for r in s)
         frac = gflop / sm / rate if rate > 0 else float("nan")
@@ -153,9 +97,7 @@ def main():
                        if dev < 0 else "SLOWER than the recorded reference by more than 20%: NOT a valid reference")
             print(f"reference check {cfg}: PyTorch fp32 {tm:.2f} s vs the recorded reference {BASELINE_S[cfg]:.2f} s "
                   f"({dev:+.0%}): {verdict}")
-    fc = [r["foreign_cores"] for j in jobs for side in ("strata", "torch") for r in res[j][side]]
-    print(f"other processes during the runs: median {statistics.median(fc):.2f} cores, max {max(fc):.2f} cores"
-          + ("  (DISTURBED: re-run on a quiet machine)" if max(fc) > 0.25 else ""))
+    print_other_processes([r for j in jobs for side in ("strata", "torch") for r in res[j][side]])
     print("reproduce: /usr/bin/python3 tools/bench/gpt_bench.py --strata " + a.strata +
           (" --bf16" if a.bf16 else "") + (f" --configs {a.configs}" if a.configs != "124m,small" else "") +
           (f" --rounds {a.rounds}" if a.rounds != 2 else ""))

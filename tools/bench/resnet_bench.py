@@ -10,11 +10,12 @@ untimed steps, then --steps timed ones; a side's figure is the median over round
 process's median step. Rounds interleave the configs and alternate which side goes first (this
 VM's speed drifts over minutes); the CPU time other processes took meanwhile is printed.
 """
-import argparse, json, os, statistics, subprocess, sys
+import argparse, json, os, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from gpt_bench import run_child  # noqa: E402
+from bench_common import (best_s, median_s, peak_rss_mb, print_other_processes, print_table_header,  # noqa: E402
+                          run_round)
 
 CONFIGS = {
     "r50-224": dict(preset="resnet50", B=8, size=224),
@@ -42,37 +43,25 @@ def main():
             c = CONFIGS[j]
             common = ["--preset", c["preset"], "--B", str(c["B"]), "--size", str(c["size"]), "--warmup",
                       str(a.warmup), "--steps", str(a.steps)]
-            sides = [("strata", [a.strata] + common),
+            sides = [("strata", [a.strata] + common, env),
                      ("torch", [a.python, os.path.join(HERE, "resnet_bench_torch.py"), "--threads", str(a.threads)]
-                      + common)]
-            if rnd % 2:
-                sides.reverse()
-            for side, cmd in sides:
-                r, _, foreign = run_child(cmd, env)
-                r["foreign_cores"] = foreign
+                      + common, env)]
+            for side, r in run_round(rnd, sides, lambda side: f"{j:>9} {side:>6}").items():
                 res[j][side].append(r)
-                print(f"  round {rnd} {j:>9} {side:>6}: median {r['median_ms'] / 1e3:6.3f} s [min "
-                      f"{r['min_ms'] / 1e3:6.3f}], peak RSS {r['peak_rss_mb']:6.0f} MB, other processes "
-                      f"{foreign:.2f} cores", flush=True)
     print(f"\nResNet train step (fwd+bwd+SGD), fp32, {a.threads} threads, {a.rounds} rounds x {a.steps} steps; "
           f"seconds: median over rounds [best step]; ratio = Strata / PyTorch (lower is better)")
     hdr = f"{'config':>9} | {'batch':>12} | {'Strata':>15} | {'PyTorch':>15} | {'ratio':>5} | {'RSS Strata':>10} | " \
           f"{'RSS PyTorch':>11}"
-    print(hdr)
-    print("-" * len(hdr))
+    print_table_header(hdr)
     summary = {}
     for j in jobs:
         s, t = res[j]["strata"], res[j]["torch"]
-        sm = statistics.median(r["median_ms"] for r in s) / 1e3
-        tm = statistics.median(r["median_ms"] for r in t) / 1e3
-        srss, trss = max(r["peak_rss_mb"] for r in s), max(r["peak_rss_mb"] for r in t)
+        sm, tm, srss, trss = median_s(s), median_s(t), peak_rss_mb(s), peak_rss_mb(t)
         c = CONFIGS[j]
         summary[j] = dict(strata_s=sm, torch_s=tm, ratio=sm / tm, strata_rss_mb=srss, torch_rss_mb=trss)
-        print(f"{j:>9} | B={c['B']:>2} {c['size']:>3}x{c['size']:<3} | {sm:7.3f} [{min(r['min_ms'] for r in s) / 1e3:6.3f}] | "
-              f"{tm:7.3f} [{min(r['min_ms'] for r in t) / 1e3:6.3f}] | {sm / tm:5.2f} | {srss:7.0f} MB | {trss:8.0f} MB")
-    fc = [r["foreign_cores"] for j in jobs for side in ("strata", "torch") for r in res[j][side]]
-    print(f"other processes during the runs: median {statistics.median(fc):.2f} cores, max {max(fc):.2f} cores"
-          + ("  (DISTURBED: re-run on a quiet machine)" if max(fc) > 0.25 else ""))
+        print(f"{j:>9} | B={c['B']:>2} {c['size']:>3}x{c['size']:<3} | {sm:7.3f} [{best_s(s):6.3f}] | "
+              f"{tm:7.3f} [{best_s(t):6.3f}] | {sm / tm:5.2f} | {srss:7.0f} MB | {trss:8.0f} MB")
+    print_other_processes([r for j in jobs for side in ("strata", "torch") for r in res[j][side]])
     print("reproduce: /usr/bin/python3 tools/bench/resnet_bench.py --strata " + a.strata +
           (f" --configs {a.configs}" if a.configs != ",".join(CONFIGS) else "") +
           (f" --rounds {a.rounds}" if a.rounds != 2 else ""))
