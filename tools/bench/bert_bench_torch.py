@@ -18,14 +18,14 @@ labelled rows first (what Strata does), for a like-for-like comparison of the re
 Prints its torch version, BLAS and OpenBLAS core, one line per timed step and a final
 `RESULT {json}` line. Run by tools/bench/bert_bench.py beside tools/bench/bert_bench.cpp.
 """
-import argparse, json, math, os, resource, statistics, sys, time
+import argparse, json, math, os, sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpt_bench_torch import blas_info  # noqa: E402
+from torch_step_timing import add_step_flags, setup_info, step_figures, timed_steps  # noqa: E402
 
 EPS = 1e-12
 
@@ -76,9 +76,7 @@ class BertMLM(nn.Module):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=5)
+    add_step_flags(ap)
     ap.add_argument("--L", type=int, default=12)
     ap.add_argument("--C", type=int, default=768)
     ap.add_argument("--NH", type=int, default=12)
@@ -91,12 +89,7 @@ def main():
     ap.add_argument("--tag", default="")
     a = ap.parse_args()
 
-    torch.set_num_threads(a.threads)
-    path, cfg, core = blas_info()
-    info = dict(torch=torch.__version__, blas=path, blas_config=cfg, blas_core=core,
-                openblas_coretype_env=os.environ.get("OPENBLAS_CORETYPE", ""), threads=torch.get_num_threads(),
-                mkldnn=torch.backends.mkldnn.is_available())
-    print("INFO " + json.dumps(info), flush=True)
+    info = setup_info(a.threads)
     if a.info_only:
         return
 
@@ -113,26 +106,10 @@ def main():
     labels[sel] = idx[sel]
     opt = torch.optim.AdamW(m.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01)
 
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = m(idx, types, mask, labels, a.head)
-        loss.backward()
-        opt.step()
-        return loss.item()
-
-    for _ in range(a.warmup):
-        loss = step()
-    times = []
-    for i in range(a.steps):
-        t0 = time.perf_counter()
-        loss = step()
-        times.append(time.perf_counter() - t0)
-        print(f"step {i}: loss {loss:.4f} {times[-1] * 1e3:.1f} ms", flush=True)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    loss, times = timed_steps(opt, lambda: m(idx, types, mask, labels, a.head), a.warmup, a.steps)
     res = dict(side="torch", tag=a.tag, head=a.head, params=sum(p.numel() for p in m.parameters()),
                cfg={k: getattr(a, k) for k in ("L", "C", "NH", "I", "V", "B", "T")}, masked=int(sel.sum()),
-               min_ms=min(times) * 1e3, median_ms=statistics.median(times) * 1e3, peak_rss_mb=peak, loss=loss,
-               times_ms=[round(t * 1e3, 1) for t in times], **info)
+               **step_figures(times, loss), times_ms=[round(t * 1e3, 1) for t in times], **info)
     print("RESULT " + json.dumps(res), flush=True)
 
 

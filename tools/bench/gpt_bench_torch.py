@@ -13,11 +13,14 @@ Prints its torch version, BLAS library and OpenBLAS core type, thread count, one
 timed step, and a final `RESULT {json}` line (median/min step time, peak RSS from getrusage).
 Run by tools/bench/gpt_bench.py beside Strata's tools/bench/gpt_bench.cpp.
 """
-import argparse, ctypes, json, math, os, resource, statistics, sys, time
+import argparse, json, math, os, sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_step_timing import add_step_flags, setup_info, step_figures, timed_steps  # noqa: E402
 
 
 class CausalSelfAttention(nn.Module):
@@ -91,33 +94,9 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
-def blas_info():
-    """(library path, OpenBLAS config string, OpenBLAS core name) of the BLAS torch loaded."""
-    path = ""
-    with open("/proc/self/maps") as f:
-        for line in f:
-            p = line.split()[-1]
-            if ("libopenblas" in p or "/libblas.so" in p) and p.endswith(tuple(".so.%d" % i for i in range(10))):
-                path = os.path.realpath(p)
-                break
-    cfg, core = "", ""
-    if path:
-        try:
-            lib = ctypes.CDLL(path)
-            lib.openblas_get_config.restype = ctypes.c_char_p
-            lib.openblas_get_corename.restype = ctypes.c_char_p
-            cfg = lib.openblas_get_config().decode()
-            core = lib.openblas_get_corename().decode()
-        except (OSError, AttributeError):
-            pass
-    return path, cfg, core
-
-
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=5)
+    add_step_flags(ap)
     ap.add_argument("--L", type=int, default=12)
     ap.add_argument("--C", type=int, default=768)
     ap.add_argument("--NH", type=int, default=12)
@@ -133,12 +112,7 @@ def main():
     if a.Vp is None:
         a.Vp = (a.V + 127) // 128 * 128
 
-    torch.set_num_threads(a.threads)
-    path, cfg, core = blas_info()
-    info = dict(torch=torch.__version__, blas=path, blas_config=cfg, blas_core=core,
-                openblas_coretype_env=os.environ.get("OPENBLAS_CORETYPE", ""), threads=torch.get_num_threads(),
-                mkldnn=torch.backends.mkldnn.is_available())
-    print("INFO " + json.dumps(info), flush=True)
+    info = setup_info(a.threads)
     if a.info_only:
         return
 
@@ -150,30 +124,16 @@ def main():
     tgt = torch.randint(0, a.V, (a.B, a.T), generator=g)
     opt = torch.optim.AdamW(m.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
 
-    def step():
-        opt.zero_grad(set_to_none=True)
+    def loss_fn():
         if a.bf16:
             with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
-                loss = m(idx, tgt)
-        else:
-            loss = m(idx, tgt)
-        loss.backward()
-        opt.step()
-        return loss.item()
+                return m(idx, tgt)
+        return m(idx, tgt)
 
-    for _ in range(a.warmup):
-        loss = step()
-    times = []
-    for i in range(a.steps):
-        t0 = time.perf_counter()
-        loss = step()
-        times.append(time.perf_counter() - t0)
-        print(f"step {i}: loss {loss:.4f} {times[-1] * 1e3:.1f} ms", flush=True)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    loss, times = timed_steps(opt, loss_fn, a.warmup, a.steps)
     res = dict(side="torch", tag=a.tag, params=sum(p.numel() for p in m.parameters()),
                cfg={k: getattr(a, k) for k in ("L", "C", "NH", "V", "Vp", "B", "T")}, bf16=a.bf16,
-               min_ms=min(times) * 1e3, median_ms=statistics.median(times) * 1e3, peak_rss_mb=peak, loss=loss,
-               times_ms=[round(t * 1e3, 1) for t in times], **info)
+               **step_figures(times, loss), times_ms=[round(t * 1e3, 1) for t in times], **info)
     print("RESULT " + json.dumps(res), flush=True)
 
 

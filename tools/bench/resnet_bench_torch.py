@@ -6,10 +6,11 @@ not installed here), built with the torchvision preset's blocks; fp32 NCHW, mkld
 convolutions as PyTorch picks them on this CPU. A step: zero_grad + forward + cross-entropy +
 backward + SGD (momentum 0.9, weight decay 1e-4). Prints `RESULT {json}`.
 """
-import argparse, json, os, resource, statistics, sys, time
+import argparse, json, os, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "goldens"))
+sys.path.insert(0, HERE)
 
 PRESETS = {"resnet18": ("basic", [2, 2, 2, 2]), "resnet34": ("basic", [3, 4, 6, 3]),
            "resnet50": ("bottleneck", [3, 4, 6, 3]), "resnet101": ("bottleneck", [3, 4, 23, 3]),
@@ -28,6 +29,7 @@ def main():
     import torch
     import torch.nn.functional as F
     from resnet_goldens import ResNet
+    from torch_step_timing import step_figures, timed_steps
     torch.set_num_threads(a.threads)
     name = a.preset[:-6] if a.preset.endswith("-cifar") else a.preset
     block, layers = PRESETS[name]
@@ -39,26 +41,10 @@ def main():
     x = torch.randn(a.B, 3, a.size, a.size)
     y = torch.tensor([(i * 37) % c["classes"] for i in range(a.B)])
 
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
-
-    for _ in range(a.warmup):
-        loss = step()
-    times = []
-    for i in range(a.steps):
-        t0 = time.perf_counter()
-        loss = step()
-        times.append(time.perf_counter() - t0)
-        print(f"step {i}: loss {loss:.4f} {times[-1] * 1e3:.1f} ms", flush=True)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    loss, times = timed_steps(opt, lambda: F.cross_entropy(model(x), y), a.warmup, a.steps)
     print("RESULT " + json.dumps(dict(side="torch", torch=torch.__version__, preset=a.preset, B=a.B, size=a.size,
                                       threads=torch.get_num_threads(), mkldnn=torch.backends.mkldnn.is_available(),
-                                      min_ms=min(times) * 1e3, median_ms=statistics.median(times) * 1e3,
-                                      peak_rss_mb=rss, loss=loss, times_ms=[t * 1e3 for t in times])))
+                                      **step_figures(times, loss), times_ms=[t * 1e3 for t in times])))
 
 
 if __name__ == "__main__":
