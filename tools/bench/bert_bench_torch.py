@@ -18,14 +18,14 @@ labelled rows first (what Strata does), for a like-for-like comparison of the re
 Prints its torch version, BLAS and OpenBLAS core, one line per timed step and a final
 `RESULT {json}` line. Run by tools/bench/bert_bench.py beside tools/bench/bert_bench.cpp.
 """
-import argparse, json, math, os, sys
+import argparse, math, os, sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_step_timing import add_step_flags, setup_info, step_figures, timed_steps  # noqa: E402
+from torch_step_timing import add_step_flags, print_result, setup_run, timed_steps  # noqa: E402
 
 EPS = 1e-12
 
@@ -89,12 +89,7 @@ def main():
     ap.add_argument("--tag", default="")
     a = ap.parse_args()
 
-    info = setup_info(a.threads)
-    if a.info_only:
-        return
-
-    torch.manual_seed(0)
-    g = torch.Generator().manual_seed(1234)
+    info, g = setup_run(a)
     m = BertMLM(a.L, a.C, a.NH, a.I, a.V)
     m.train()
     idx = torch.randint(1, a.V, (a.B, a.T), generator=g)
@@ -107,10 +102,9 @@ def main():
     opt = torch.optim.AdamW(m.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01)
 
     loss, times = timed_steps(opt, lambda: m(idx, types, mask, labels, a.head), a.warmup, a.steps)
-    res = dict(side="torch", tag=a.tag, head=a.head, params=sum(p.numel() for p in m.parameters()),
-               cfg={k: getattr(a, k) for k in ("L", "C", "NH", "I", "V", "B", "T")}, masked=int(sel.sum()),
-               **step_figures(times, loss), times_ms=[round(t * 1e3, 1) for t in times], **info)
-    print("RESULT " + json.dumps(res), flush=True)
+    print_result(dict(side="torch", tag=a.tag, head=a.head, params=sum(p.numel() for p in m.parameters()),
+                      cfg={k: getattr(a, k) for k in ("L", "C", "NH", "I", "V", "B", "T")}, masked=int(sel.sum())),
+                 times, loss, info)
 
 
 if __name__ == "__main__":

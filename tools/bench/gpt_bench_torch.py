@@ -13,14 +13,14 @@ Prints its torch version, BLAS library and OpenBLAS core type, thread count, one
 timed step, and a final `RESULT {json}` line (median/min step time, peak RSS from getrusage).
 Run by tools/bench/gpt_bench.py beside Strata's tools/bench/gpt_bench.cpp.
 """
-import argparse, json, math, os, sys
+import argparse, math, os, sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_step_timing import add_step_flags, setup_info, step_figures, timed_steps  # noqa: E402
+from torch_step_timing import add_step_flags, print_result, setup_run, timed_steps  # noqa: E402
 
 
 class CausalSelfAttention(nn.Module):
@@ -112,12 +112,7 @@ def main():
     if a.Vp is None:
         a.Vp = (a.V + 127) // 128 * 128
 
-    info = setup_info(a.threads)
-    if a.info_only:
-        return
-
-    torch.manual_seed(0)
-    g = torch.Generator().manual_seed(1234)
+    info, g = setup_run(a)
     m = GPT(a.L, a.C, a.NH, a.Vp, a.maxT)
     m.train()
     idx = torch.randint(0, a.V, (a.B, a.T), generator=g)
@@ -131,10 +126,9 @@ def main():
         return m(idx, tgt)
 
     loss, times = timed_steps(opt, loss_fn, a.warmup, a.steps)
-    res = dict(side="torch", tag=a.tag, params=sum(p.numel() for p in m.parameters()),
-               cfg={k: getattr(a, k) for k in ("L", "C", "NH", "V", "Vp", "B", "T")}, bf16=a.bf16,
-               **step_figures(times, loss), times_ms=[round(t * 1e3, 1) for t in times], **info)
-    print("RESULT " + json.dumps(res), flush=True)
+    print_result(dict(side="torch", tag=a.tag, params=sum(p.numel() for p in m.parameters()),
+                      cfg={k: getattr(a, k) for k in ("L", "C", "NH", "V", "Vp", "B", "T")}, bf16=a.bf16),
+                 times, loss, info)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """What the PyTorch reference sides (gpt_bench_torch.py, bert_bench_torch.py, resnet_bench_torch.py) share: the setup
 line (torch, its BLAS, threads), the timed training-step loop and the figures of their RESULT lines."""
-import ctypes, json, os, resource, statistics, time
+import ctypes, json, os, resource, statistics, sys, time
 
 import torch
 
@@ -34,15 +34,19 @@ def add_step_flags(ap):
     ap.add_argument("--steps", type=int, default=5)
 
 
-def setup_info(threads):
-    """Runs torch on `threads` threads and prints the `INFO {json}` setup line; returns its dict."""
-    torch.set_num_threads(threads)
+def setup_run(a):
+    """Runs torch on a.threads threads and prints the `INFO {json}` setup line (and exits there with a.info_only);
+    seeds the model's initialisation with 0. Returns (the INFO dict, the batch's generator, seeded with 1234)."""
+    torch.set_num_threads(a.threads)
     path, cfg, core = blas_info()
     info = dict(torch=torch.__version__, blas=path, blas_config=cfg, blas_core=core,
                 openblas_coretype_env=os.environ.get("OPENBLAS_CORETYPE", ""), threads=torch.get_num_threads(),
                 mkldnn=torch.backends.mkldnn.is_available())
     print("INFO " + json.dumps(info), flush=True)
-    return info
+    if a.info_only:
+        sys.exit(0)
+    torch.manual_seed(0)
+    return info, torch.Generator().manual_seed(1234)
 
 
 def timed_steps(opt, loss_fn, warmup, steps):
@@ -70,3 +74,10 @@ def step_figures(times, loss):
     """The RESULT line's figures: min and median step (ms), the process's peak RSS (MB) and the last loss."""
     return dict(min_ms=min(times) * 1e3, median_ms=statistics.median(times) * 1e3,
                 peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, loss=loss)
+
+
+def print_result(fields, times, loss, info):
+    """The `RESULT {json}` line of a transformer reference: `fields`, the step figures, each timed step (ms) and the
+    INFO setup."""
+    res = dict(fields, **step_figures(times, loss), times_ms=[round(t * 1e3, 1) for t in times], **info)
+    print("RESULT " + json.dumps(res), flush=True)
