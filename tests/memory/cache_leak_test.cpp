@@ -7,8 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "support/spill_room.h"
 #include "strata/strata.h"
+#include "support/random_parameters.h"
+#include "support/spill_room.h"
 
 using namespace strata;
 using namespace strata::memory;
@@ -53,13 +54,7 @@ TEST(CacheLeaks, TwoHundredStepsOfRandomSizesLeaveNothingBehind) {
   auto dir = std::filesystem::temp_directory_path() / ("strata_leak_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   manual_seed(5);
-  std::vector<Tensor> w;
-  for (int i = 0; i < 4; ++i) {
-    Tensor p = ops::mul(ops::randn({48, 48}), 0.2);
-    p.set_requires_grad(true);
-    p.set_is_parameter(true);
-    w.push_back(p);
-  }
+  std::vector<Tensor> w = strata::testing::random_parameters(4, {48, 48}, 0.2);
   TensorCacheOptions o;
   o.min_bytes = 4096;
   o.spill_dir = dir.string();

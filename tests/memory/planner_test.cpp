@@ -1,11 +1,14 @@
 // The planner on a traced step: its plan holds the budget in the simulator and is at least as fast
 // as every baseline that also holds it; plans convert to the cache's Plan and back; an impossible
 // budget is explained.
+#include "strata/memory/planner/planner.h"
+
 #include <gtest/gtest.h>
 
-#include "strata/memory/planner/planner.h"
 #include "strata/memory/planner/tracer.h"
 #include "strata/strata.h"
+#include "support/random_parameters.h"
+#include "support/test_hardware.h"
 
 using namespace strata;
 using namespace strata::memory;
@@ -16,13 +19,7 @@ namespace {
 // Six blocks: matmul, GELU, a product that saves the GELU output (op-level recomputable), dropout.
 StepTrace traced_chain() {
   manual_seed(11);
-  std::vector<Tensor> w;
-  for (int i = 0; i < 6; ++i) {
-    Tensor p = ops::mul(ops::randn({96, 96}), 0.1);
-    p.set_requires_grad(true);
-    p.set_is_parameter(true);
-    w.push_back(p);
-  }
+  std::vector<Tensor> w = strata::testing::random_parameters(6, {96, 96}, 0.1);
   Tensor x = ops::randn({768, 96});
   auto tracer = std::make_shared<StepTracer>();
   {
@@ -40,17 +37,7 @@ StepTrace traced_chain() {
   return tracer->finish("chain");
 }
 
-HardwareProfile cpu() {
-  HardwareProfile h;
-  h.name = "test cpu";
-  h.matmul_flops_fp32 = {1e11, "test"};
-  h.host_memcpy_bytes_per_second = {5e9, "test"};
-  DriveProfile d;
-  d.read_bytes_per_second = {1.5e9, "test"};
-  d.write_bytes_per_second = {1.2e9, "test"};
-  h.drives.push_back(d);
-  return h;
-}
+HardwareProfile cpu() { return strata::testing::test_cpu(5e9, 1.5e9, 1.2e9); }
 
 // traced_chain with fixed op times, GELU outputs that cost 1 ms each to make again, and each
 // matmul output (GELU's saved input) recomputable too, at `ratio` times a GELU output's cost per

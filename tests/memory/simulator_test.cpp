@@ -2,10 +2,12 @@
 // two backward ops of 1 s, one 100 MB saved tensor per block) under keep-all, host, NVMe with and
 // without prefetch, a store still in flight when backward needs it (forwarding), op-level and
 // segment recompute, and on a GPU profile whose NVMe traffic shares the host link.
+#include "strata/memory/planner/simulator.h"
+
 #include <gtest/gtest.h>
 
 #include "strata/core/error.h"
-#include "strata/memory/planner/simulator.h"
+#include "support/test_hardware.h"
 
 using namespace strata;
 using namespace strata::memory;
@@ -52,17 +54,7 @@ StepTrace chain() {
 }
 
 // A CPU: memcpy 1 GB/s (host tier: 0.1 s per tensor); one drive writing 0.5 GB/s, reading 1 GB/s.
-HardwareProfile cpu(double nvme_write = 0.5e9) {
-  HardwareProfile h;
-  h.name = "test cpu";
-  h.matmul_flops_fp32 = {1e11, "test"};
-  h.host_memcpy_bytes_per_second = {1e9, "test"};
-  DriveProfile d;
-  d.read_bytes_per_second = {1e9, "test"};
-  d.write_bytes_per_second = {nvme_write, "test"};
-  h.drives.push_back(d);
-  return h;
-}
+HardwareProfile cpu(double nvme_write = 0.5e9) { return strata::testing::test_cpu(1e9, 1e9, nvme_write); }
 
 using Curve = std::vector<std::pair<double, uint64_t>>;
 

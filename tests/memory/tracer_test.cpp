@@ -1,16 +1,19 @@
 // StepTracer on a real step: the trace's structure (blocks, producers before uses, keys as the
 // cache names them), and the simulator replaying it under keep-all predicts the activation peak
 // the allocator measures for the same step.
+#include "strata/memory/planner/tracer.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "strata/memory/planner/hardware.h"
 #include "strata/memory/planner/simulator.h"
-#include "strata/memory/planner/tracer.h"
 #include "strata/models/gpt.h"
 #include "strata/nn/meta_init.h"
 #include "strata/strata.h"
+#include "support/random_parameters.h"
+#include "support/test_hardware.h"
 
 using namespace strata;
 using namespace strata::memory;
@@ -32,23 +35,20 @@ Tensor chain(const Tensor& x, const std::vector<Tensor>& w) {
   return ops::sum(ops::mul(h, h));
 }
 
-std::vector<Tensor> weights() {
-  std::vector<Tensor> w;
-  for (int i = 0; i < 4; ++i) {
-    Tensor p = ops::mul(ops::randn({64, 64}), 0.2);
-    p.set_requires_grad(true);
-    p.set_is_parameter(true);
-    w.push_back(p);
-  }
-  return w;
-}
+std::vector<Tensor> weights() { return strata::testing::random_parameters(4, {64, 64}, 0.2); }
 
-HardwareProfile cpu() {
-  HardwareProfile h;
-  h.name = "test cpu";
-  h.matmul_flops_fp32 = {1e11, "test"};
-  h.host_memcpy_bytes_per_second = {1e10, "test"};
-  return h;
+HardwareProfile cpu() { return strata::testing::test_cpu(1e10); }
+
+// One traced step of chain(x, w).
+StepTrace trace_chain(const Tensor& x, const std::vector<Tensor>& w) {
+  auto tracer = std::make_shared<StepTracer>();
+  {
+    OpObserverGuard obs(tracer.get());
+    autograd::SavePolicyGuard save(tracer);
+    tracer->begin();
+    chain(x, w).backward();
+  }
+  return tracer->finish("chain");
 }
 
 }  // namespace
@@ -57,14 +57,7 @@ TEST(StepTracer, RecordsBlocksTensorsAndTheirUses) {
   manual_seed(3);
   auto w = weights();
   Tensor x = ops::randn({512, 64});
-  auto tracer = std::make_shared<StepTracer>();
-  {
-    OpObserverGuard obs(tracer.get());
-    autograd::SavePolicyGuard save(tracer);
-    tracer->begin();
-    chain(x, w).backward();
-  }
-  StepTrace t = tracer->finish("chain");
+  StepTrace t = trace_chain(x, w);
   ASSERT_EQ(t.blocks.size(), 4u);
   for (size_t b = 0; b < 4; ++b) {
     EXPECT_EQ(t.blocks[b].path, "b" + std::to_string(b));
@@ -94,14 +87,7 @@ TEST(StepTracer, KeepAllReplayPredictsTheMeasuredActivationPeak) {
   manual_seed(4);
   auto w = weights();
   Tensor x = ops::randn({1024, 64});
-  auto tracer = std::make_shared<StepTracer>();
-  {
-    OpObserverGuard obs(tracer.get());
-    autograd::SavePolicyGuard save(tracer);
-    tracer->begin();
-    chain(x, w).backward();
-  }
-  StepTrace t = tracer->finish("chain");
+  StepTrace t = trace_chain(x, w);
   for (auto& p : w) p.set_grad(Tensor());
   // The same step again, untraced, with the allocator's peaks reset at its start.
   cpu_allocator().stats().reset_peaks();
@@ -121,14 +107,7 @@ TEST(StepTracer, TracesRoundTripThroughBinaryAndTextFiles) {
   manual_seed(5);
   auto w = weights();
   Tensor x = ops::randn({128, 64});
-  auto tracer = std::make_shared<StepTracer>();
-  {
-    OpObserverGuard obs(tracer.get());
-    autograd::SavePolicyGuard save(tracer);
-    tracer->begin();
-    chain(x, w).backward();
-  }
-  StepTrace t = tracer->finish("chain");
+  StepTrace t = trace_chain(x, w);
   const std::string dir = ::testing::TempDir();
   for (const std::string name : {"trace.pb", "trace.textproto"}) {
     save_trace(t, dir + name);

@@ -11,6 +11,7 @@
 
 #include "strata/strata.h"
 #include "support/fixture_file.h"
+#include "support/save_recorder.h"
 #include "support/tensor_compare.h"
 
 using namespace strata;
@@ -167,16 +168,7 @@ TEST(Bert, HuggingFaceNamesTiedDecoderAndBlocks) {
   Tensor pad = ops::select(m.bert->embeddings->word_embeddings->weight, 0, c.pad_token_id);
   EXPECT_EQ(ops::sum(ops::abs(pad)).item(), 0.0);
 
-  struct Scopes final : autograd::SavePolicy {
-    autograd::Packed pack(const Tensor& t, const autograd::SaveInfo& i) override {
-      scopes.insert(i.scope);
-      blocks.insert(i.block);
-      return {t, nullptr};
-    }
-    Tensor unpack(autograd::Packed& p, const autograd::SaveInfo&) override { return p.tensor; }
-    std::set<std::string> scopes, blocks;
-  };
-  auto s = std::make_shared<Scopes>();
+  auto s = std::make_shared<strata::testing::SaveRecorder>();
   {
     autograd::SavePolicyGuard g(s);
     Tensor ids = ops::full({2, 8}, 7.0, DType::i64), labels = ops::full({2, 8}, -100.0, DType::i64);
@@ -187,9 +179,9 @@ TEST(Bert, HuggingFaceNamesTiedDecoderAndBlocks) {
   for (const char* scope : {"bert.embeddings.LayerNorm", "bert.encoder.layer.1.attention.self",
                             "bert.encoder.layer.0.intermediate", "bert.encoder.layer.0.output.dense",
                             "cls.predictions.transform.dense", "cls.predictions.decoder"})
-    EXPECT_TRUE(s->scopes.count(scope)) << scope;
-  EXPECT_TRUE(s->blocks.count("bert.encoder.layer.0"));
-  EXPECT_TRUE(s->blocks.count("bert.encoder.layer.1"));
+    EXPECT_TRUE(s->scopes().count(scope)) << scope;
+  EXPECT_TRUE(s->blocks().count("bert.encoder.layer.0"));
+  EXPECT_TRUE(s->blocks().count("bert.encoder.layer.1"));
 }
 
 TEST(Bert, PresetsAndConfigErrors) {

@@ -16,9 +16,7 @@ using namespace strata;
 namespace {
 
 const strata::testing::FixtureFile& fixture() {
-  static const strata::testing::FixtureFile f(std::string(STRATA_TEST_DATA_DIR) +
-                                              "/goldens/gnn/gnn_layers.safetensors");
-  return f;
+  return strata::testing::golden("gnn/gnn_layers.safetensors");
 }
 
 Graph fixture_graph() {

@@ -8,6 +8,7 @@
 
 #include "strata/strata.h"
 #include "support/fixture_file.h"
+#include "support/save_recorder.h"
 #include "support/tensor_compare.h"
 
 using namespace strata;
@@ -100,25 +101,16 @@ TEST(Gpt, ParameterNamesFollowNanoGptAndScopesAreBlocks) {
   EXPECT_TRUE(sd.contains("lm_head.weight"));
   EXPECT_EQ(sd.at("lm_head.weight").data_ptr(), sd.at("transformer.wte.weight").data_ptr()) << "tied";
   EXPECT_EQ(m.num_parameters(), m.config().num_parameters());
-  struct Scopes final : autograd::SavePolicy {
-    autograd::Packed pack(const Tensor& t, const autograd::SaveInfo& i) override {
-      scopes.insert(i.scope);
-      blocks.insert(i.block);
-      return {t, nullptr};
-    }
-    Tensor unpack(autograd::Packed& p, const autograd::SaveInfo&) override { return p.tensor; }
-    std::set<std::string> scopes, blocks;
-  };
-  auto s = std::make_shared<Scopes>();
+  auto s = std::make_shared<strata::testing::SaveRecorder>();
   {
     autograd::SavePolicyGuard g(s);
     m.loss(ops::zeros({1, 8}, DType::i64), ops::zeros({1, 8}, DType::i64));
   }
-  EXPECT_TRUE(s->scopes.count("transformer.h.1.attn")) << "scopes seen: " << s->scopes.size();
-  EXPECT_TRUE(s->scopes.count("transformer.h.0.mlp.c_fc"));
-  EXPECT_TRUE(s->scopes.count("lm_head"));
-  EXPECT_TRUE(s->blocks.count("transformer.h.0"));
-  EXPECT_TRUE(s->blocks.count("transformer.h.1"));
+  EXPECT_TRUE(s->scopes().count("transformer.h.1.attn")) << "scopes seen: " << s->scopes().size();
+  EXPECT_TRUE(s->scopes().count("transformer.h.0.mlp.c_fc"));
+  EXPECT_TRUE(s->scopes().count("lm_head"));
+  EXPECT_TRUE(s->blocks().count("transformer.h.0"));
+  EXPECT_TRUE(s->blocks().count("transformer.h.1"));
 }
 
 TEST(Gpt, GenerationWithKvCacheMatchesFullRecompute) {

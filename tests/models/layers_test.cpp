@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numbers>
 #include <memory>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -16,6 +16,7 @@
 #include "strata/models/layers/layer_norm.h"
 #include "strata/models/layers/linear.h"
 #include "strata/ops.h"
+#include "support/save_recorder.h"
 
 using namespace strata;
 
@@ -140,16 +141,6 @@ TEST(Sequential, ChainsChildrenNamedByIndex) {
   EXPECT_THROW((*mlp)[3], IndexError);
 }
 
-class ScopeRecorder final : public autograd::SavePolicy {
- public:
-  autograd::Packed pack(const Tensor& t, const autograd::SaveInfo& info) override {
-    scopes.push_back(info.scope + "|" + info.block);
-    return autograd::Packed{t, nullptr};
-  }
-  Tensor unpack(autograd::Packed& p, const autograd::SaveInfo&) override { return p.tensor; }
-  std::vector<std::string> scopes;
-};
-
 // A GPT-shaped stack: h (ModuleList) of blocks, each with an mlp Sequential.
 class Stack : public nn::Module {
  public:
@@ -175,16 +166,18 @@ TEST(ModuleList, ItemsRunInTheListsScopeWithoutTheListBeingCalled) {
   EXPECT_EQ(s.named_parameters().keys(),
             (std::vector<std::string>{"h.0.0.weight", "h.0.0.bias", "h.0.1.weight", "h.0.1.bias", "h.1.0.weight",
                                       "h.1.0.bias", "h.1.1.weight", "h.1.1.bias"}));
-  auto rec = std::make_shared<ScopeRecorder>();
+  auto rec = std::make_shared<strata::testing::SaveRecorder>();
   Tensor x = ops::randn({3, 4});
   x.set_requires_grad(true);
   {
     autograd::SavePolicyGuard guard(rec);
     s(x).sum().backward();
   }
-  EXPECT_NE(std::find(rec->scopes.begin(), rec->scopes.end(), "h.1.1|h.1"), rec->scopes.end());
-  EXPECT_NE(std::find(rec->scopes.begin(), rec->scopes.end(), "h.0.0|h.0"), rec->scopes.end());
-  for (const std::string& sc : rec->scopes) EXPECT_EQ(sc.rfind("h.", 0), 0u) << sc;
+  std::vector<std::string> scopes;  // "scope|block" of each save
+  for (const auto& save : rec->saves) scopes.push_back(save.scope + "|" + save.block);
+  EXPECT_NE(std::find(scopes.begin(), scopes.end(), "h.1.1|h.1"), scopes.end());
+  EXPECT_NE(std::find(scopes.begin(), scopes.end(), "h.0.0|h.0"), scopes.end());
+  for (const std::string& sc : scopes) EXPECT_EQ(sc.rfind("h.", 0), 0u) << sc;
 }
 
 }  // namespace

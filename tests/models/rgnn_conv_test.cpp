@@ -18,9 +18,7 @@ using namespace strata;
 namespace {
 
 const strata::testing::FixtureFile& fixture() {
-  static const strata::testing::FixtureFile f(std::string(STRATA_TEST_DATA_DIR) +
-                                              "/goldens/gnn/rgnn_layers.safetensors");
-  return f;
+  return strata::testing::golden("gnn/rgnn_layers.safetensors");
 }
 
 // PyG's edge_index + edge_type as a typed graph of one node type and 4 relations.

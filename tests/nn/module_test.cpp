@@ -16,6 +16,7 @@
 #include "strata/ops.h"
 #include "strata/optim/sgd.h"
 #include "support/error_of.h"
+#include "support/save_recorder.h"
 
 using namespace strata;
 
@@ -286,24 +287,8 @@ TEST(Module, ForwardWithoutSingleTensorOverloadThrows) {
 
 // ---- scopes ----
 
-struct SaveRecord {
-  std::string op, scope, block;
-};
-
-class RecordingPolicy final : public autograd::SavePolicy {
- public:
-  autograd::Packed pack(const Tensor& t, const autograd::SaveInfo& info) override {
-    saves.push_back({info.op, info.scope, info.block});
-    return autograd::Packed{t, nullptr};
-  }
-  Tensor unpack(autograd::Packed& p, const autograd::SaveInfo&) override { return p.tensor; }
-  void on_scope(autograd::ScopeEvent e, autograd::Phase phase, const std::string& path) override {
-    if (phase == autograd::Phase::Forward)
-      events.push_back((e == autograd::ScopeEvent::Enter ? "enter " : "exit ") + path);
-  }
-  std::vector<SaveRecord> saves;
-  std::vector<std::string> events;
-};
+using RecordingPolicy = strata::testing::SaveRecorder;
+using SaveRecord = RecordingPolicy::Save;
 
 TEST(ModuleScope, SavedTensorsSeeTheNestedModulePathAndBlock) {
   TinyGPT m(2);

@@ -25,6 +25,8 @@
 namespace strata {
 namespace {
 
+using strata::testing::element_bits;
+
 Backend& gpu() { return BackendRegistry::instance().get(DeviceType::CUDA); }
 cpu::CpuBackend& host() {
   static cpu::CpuBackend b;
@@ -57,16 +59,6 @@ using strata::testing::expect_close;
 
 void expect_same(const Tensor& got, const Tensor& want, const std::string& what) {
   expect_close(got, want, 0, 0, what);
-}
-
-std::vector<uint64_t> bits(const Tensor& t) {
-  std::vector<uint64_t> out;
-  for (double v : t.to_double_vector()) {
-    uint64_t b;
-    std::memcpy(&b, &v, sizeof b);
-    out.push_back(b);
-  }
-  return out;
 }
 
 // Tolerance for results both backends compute in `dt` with differently rounded math.
@@ -317,8 +309,8 @@ TEST(CudaBackend, SumsAreBitIdenticalAcrossRunsAndAlignments) {
     gpu().reduce_rows(ReduceOp::Sum, r1, aligned, n);
     gpu().reduce_rows(ReduceOp::Sum, r2, aligned, n);
     gpu().reduce_rows(ReduceOp::Sum, r3, unaligned, n);
-    EXPECT_EQ(bits(r1), bits(r2)) << n;
-    EXPECT_EQ(bits(r1), bits(r3)) << n;
+    EXPECT_EQ(element_bits(r1), element_bits(r2)) << n;
+    EXPECT_EQ(element_bits(r1), element_bits(r3)) << n;
   }
 }
 

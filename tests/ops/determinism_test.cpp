@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "strata/ops.h"
+#include "support/tensor_compare.h"
 
 namespace strata {
 namespace {
@@ -16,16 +17,6 @@ uint64_t bits_of(const Tensor& t) {
   uint64_t b;
   std::memcpy(&b, &v, sizeof b);
   return b;
-}
-
-std::vector<uint64_t> all_bits(const Tensor& t) {
-  std::vector<uint64_t> out;
-  for (double v : t.to_double_vector()) {
-    uint64_t b;
-    std::memcpy(&b, &v, sizeof b);
-    out.push_back(b);
-  }
-  return out;
 }
 
 // Restores the OpenMP thread count on scope exit.
@@ -90,8 +81,8 @@ TEST(Determinism, RowSumsIndependentOfThreadCountAndLayout) {
   for (int threads : {1, 2}) {
     omp_set_num_threads(threads);
     for (const Tensor& t : {x, fresh}) {
-      rows.push_back(all_bits(ops::sum(t, {1})));
-      cols.push_back(all_bits(ops::sum(t, {0})));
+      rows.push_back(strata::testing::element_bits(ops::sum(t, {1})));
+      cols.push_back(strata::testing::element_bits(ops::sum(t, {0})));
     }
   }
   for (size_t i = 1; i < rows.size(); ++i) {

@@ -12,19 +12,12 @@
 #include "strata/ops/graph.h"
 #include "strata/ops/graph_ops.h"
 #include "support/omp_threads.h"
+#include "support/tensor_compare.h"
 
 namespace strata {
 namespace {
 
-std::vector<uint64_t> bits(const Tensor& t) {
-  std::vector<uint64_t> out;
-  for (double v : t.to_double_vector()) {
-    uint64_t b;
-    std::memcpy(&b, &v, sizeof b);
-    out.push_back(b);
-  }
-  return out;
-}
+using strata::testing::element_bits;
 
 Tensor random_tensor(const Shape& s, uint64_t seed) {
   Generator g(seed);
@@ -55,10 +48,10 @@ TEST(SegmentMatmul, BitsIndependentOfThreadCount) {
                                      {.gather = gather, .scatter = scatter, .scale = s, .num_rows = 50});
       const std::vector<Tensor> g =
           autograd::grad({ops::sum(ops::mul(y, random_tensor({50, 40}, 6)))}, {x, w, s});
-      outs.push_back(bits(y));
-      gxs.push_back(bits(g[0]));
-      gws.push_back(bits(g[1]));
-      gss.push_back(bits(g[2]));
+      outs.push_back(element_bits(y));
+      gxs.push_back(element_bits(g[0]));
+      gws.push_back(element_bits(g[1]));
+      gss.push_back(element_bits(g[2]));
       return 0;
     });
   }
@@ -128,7 +121,7 @@ TEST(GraphPairs, CompactRowsGiveTheEdgeWiseSum) {
   const NodeRelationPairs s = g.source_pairs();
   const Tensor rows = random_tensor({s.size(), 3}, 7), w = random_tensor({8}, 8);
   const Tensor per_edge = ops::gather_rows(rows, s.edge_pair);
-  EXPECT_EQ(bits(ops::gspmm_pairs(g, rows, w)), bits(ops::gspmm_edges(g, per_edge, w)));
+  EXPECT_EQ(element_bits(ops::gspmm_pairs(g, rows, w)), element_bits(ops::gspmm_edges(g, per_edge, w)));
 }
 
 }  // namespace

@@ -1,10 +1,13 @@
-// FixtureFile: reads the safetensors files the tools/goldens scripts write (F32/F64/I64).
+// FixtureFile: reads the safetensors files the tools/goldens scripts write (F32/F64/I64); golden()
+// reads one under tests/goldens once per process.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -60,5 +63,15 @@ class FixtureFile {
   nlohmann::json header_;
   std::vector<char> data_;
 };
+
+// tests/goldens/<relative>, read on first use and kept (the test cases of a suite share it).
+inline const FixtureFile& golden(const std::string& relative) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<FixtureFile>> files;
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<FixtureFile>& f = files[relative];
+  if (!f) f = std::make_unique<FixtureFile>(std::string(STRATA_TEST_DATA_DIR) + "/goldens/" + relative);
+  return *f;
+}
 
 }  // namespace strata::testing

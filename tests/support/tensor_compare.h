@@ -1,6 +1,7 @@
 // Comparing tensors in tests: expect_close (element-wise, relative and absolute tolerance, NaN
-// where NaN is wanted), max_rel_err (largest difference over the largest magnitude) and
-// central_differences (numerical gradients for finite-difference checks).
+// where NaN is wanted), max_rel_err (largest difference over the largest magnitude), element_bits
+// (for bit-for-bit equality) and central_differences (numerical gradients for finite-difference
+// checks).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -44,6 +47,17 @@ inline double max_rel_err(const Tensor& got, const Tensor& want, double floor = 
   for (double v : b) scale = std::max(scale, std::abs(v));
   for (size_t i = 0; i < a.size(); ++i) err = std::max(err, std::abs(a[i] - b[i]));
   return err / std::max(scale, floor);
+}
+
+// Each element's bits as a double (f32 and bf16 widen exactly), for bit-for-bit comparisons.
+inline std::vector<uint64_t> element_bits(const Tensor& t) {
+  std::vector<uint64_t> out;
+  for (double v : t.to_double_vector()) {
+    uint64_t b;
+    std::memcpy(&b, &v, sizeof b);
+    out.push_back(b);
+  }
+  return out;
 }
 
 // The derivative of a loss with respect to each of `n` inputs by central differences:

@@ -6,74 +6,43 @@
 // 0.01 on every parameter, dropout 0. The MLM head runs on the labelled rows only (gathered
 // first). Prints one line per timed step and a final `RESULT {json}` line; driven by
 // tools/bench/bert_bench.py, which runs the PyTorch reference in the same session.
+#include <omp.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <omp.h>
-
+#include "step_flags.h"
+#include "step_timing.h"
 #include "strata/models/bert.h"
 #include "strata/strata.h"
-#include "step_timing.h"
 
 using namespace strata;
 using namespace strata::bench;
 
 namespace {
 
-struct Args {
+struct Args : StepFlags {
   int64_t L = 12, C = 768, NH = 12, I = 3072, V = 30522, B = 8, T = 128;
-  int warmup = 2, steps = 5, profile = 0;
-  bool bf16 = false, tf32 = false;
-  std::string trace = "bert_bench_trace.json", tag, device = "cpu";
+  Args() { trace = "bert_bench_trace.json"; }
 };
-
-bool parse(int argc, char** argv, Args* a) {
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "bert_bench: %s needs a value\n", k.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (k == "--L") a->L = std::atol(next());
-    else if (k == "--C") a->C = std::atol(next());
-    else if (k == "--NH") a->NH = std::atol(next());
-    else if (k == "--I") a->I = std::atol(next());
-    else if (k == "--V") a->V = std::atol(next());
-    else if (k == "--B") a->B = std::atol(next());
-    else if (k == "--T") a->T = std::atol(next());
-    else if (k == "--warmup") a->warmup = std::atoi(next());
-    else if (k == "--steps") a->steps = std::atoi(next());
-    else if (k == "--profile") a->profile = std::atoi(next());
-    else if (k == "--trace") a->trace = next();
-    else if (k == "--tag") a->tag = next();
-    else if (k == "--bf16")
-      a->bf16 = true;
-    else if (k == "--tf32")
-      a->tf32 = true;
-    else if (k == "--device")
-      a->device = next();
-    else {
-      std::fprintf(
-          stderr,
-          "usage: strata_bert_bench [--L 12 --C 768 --NH 12 --I 3072 --V 30522 --B 8 --T 128 --warmup 2 "
-          "--steps 5 --profile N --trace FILE --tag s --bf16 --tf32 --device cpu|cuda[:N]|sim[:N]]\n");
-      return false;
-    }
-  }
-  return true;
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Args a;
-  if (!parse(argc, argv, &a)) return 2;
+  CLI::App app{"BERT masked-LM training-step benchmark, Strata side (tools/bench/bert_bench.py drives it)"};
+  add_size_flags(app, {{"--L", &a.L},
+                       {"--C", &a.C},
+                       {"--NH", &a.NH},
+                       {"--I", &a.I},
+                       {"--V", &a.V},
+                       {"--B", &a.B},
+                       {"--T", &a.T}});
+  add_step_flags(app, &a);
+  CLI11_PARSE(app, argc, argv);
   try {
     const Device device = Device::parse(a.device);
     ops::AllowTf32Guard allow_tf32(a.tf32);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "step_flags.h"
 #include "step_timing.h"
 #include "strata/memory/planner/hardware.h"
 #include "strata/models/gpt.h"
@@ -28,14 +29,11 @@ using namespace strata::bench;
 
 namespace {
 
-struct Args {
+struct Args : StepFlags {
   int64_t L = 12, C = 768, NH = 12, V = 50257, Vp = 0, maxT = 1024, B = 4, T = 256;
-  int warmup = 2, steps = 5;
-  bool gemm_rate = false, bf16 = false, tf32 = false;
-  std::string device = "cpu";
-  int profile = 0;  // profiled steps after the timed ones
-  std::string trace = "gpt_bench_trace.json", tag;
+  bool gemm_rate = false;
   std::string hardware;  // a profile whose matmul peak gives the MFU
+  Args() { trace = "gpt_bench_trace.json"; }
 };
 
 // Median GFLOP/s of a [M, K] @ [K, N] f32 matmul (the machine's GEMM rate as Strata reaches it).
@@ -52,55 +50,25 @@ double gemm_gflops(int64_t M, int64_t K, int64_t N) {
   return 2.0 * double(M) * double(K) * double(N) / secs[secs.size() / 2] * 1e-9;
 }
 
-bool parse(int argc, char** argv, Args* a) {
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "gpt_bench: %s needs a value\n", k.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (k == "--L") a->L = std::atol(next());
-    else if (k == "--C") a->C = std::atol(next());
-    else if (k == "--NH") a->NH = std::atol(next());
-    else if (k == "--V") a->V = std::atol(next());
-    else if (k == "--Vp") a->Vp = std::atol(next());
-    else if (k == "--maxT") a->maxT = std::atol(next());
-    else if (k == "--B") a->B = std::atol(next());
-    else if (k == "--T") a->T = std::atol(next());
-    else if (k == "--warmup") a->warmup = std::atoi(next());
-    else if (k == "--steps") a->steps = std::atoi(next());
-    else if (k == "--gemm-rate") a->gemm_rate = true;
-    else if (k == "--bf16") a->bf16 = true;
-    else if (k == "--tf32")
-      a->tf32 = true;
-    else if (k == "--device")
-      a->device = next();
-    else if (k == "--profile") a->profile = std::atoi(next());
-    else if (k == "--trace") a->trace = next();
-    else if (k == "--tag") a->tag = next();
-    else if (k == "--hardware")
-      a->hardware = next();
-    else {
-      std::fprintf(
-          stderr,
-          "usage: strata_gpt_bench [--L 12 --C 768 --NH 12 --V 50257 --Vp (V up to 128) --maxT 1024 --B 4 "
-          "--T 256 --warmup 2 --steps 5 --gemm-rate --bf16 --tf32 --device cpu|cuda[:N]|sim[:N] --profile N "
-          "--trace FILE --tag s --hardware PROFILE]\n");
-      return false;
-    }
-  }
-  if (a->Vp <= 0) a->Vp = (a->V + 127) / 128 * 128;
-  return true;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Args a;
-  if (!parse(argc, argv, &a)) return 2;
+  CLI::App app{
+      "GPT training-step benchmark, Strata side (tools/bench/gpt_bench.py and tools/gpu_bench.sh drive it)"};
+  add_size_flags(app, {{"--L", &a.L},
+                       {"--C", &a.C},
+                       {"--NH", &a.NH},
+                       {"--V", &a.V},
+                       {"--maxT", &a.maxT},
+                       {"--B", &a.B},
+                       {"--T", &a.T}});
+  app.add_option("--Vp", a.Vp, "the vocabulary padded (default: --V up to a multiple of 128)");
+  app.add_flag("--gemm-rate", a.gemm_rate, "also measure the machine's f32 GEMM rate");
+  app.add_option("--hardware", a.hardware, "a hardware profile whose matmul peak gives the MFU");
+  add_step_flags(app, &a);
+  CLI11_PARSE(app, argc, argv);
+  if (a.Vp <= 0) a.Vp = (a.V + 127) / 128 * 128;
   try {
     const Device device = Device::parse(a.device);
     manual_seed(0);

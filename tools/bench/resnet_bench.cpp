@@ -2,50 +2,34 @@
 // belongs to it). A step is zero_grad + forward + cross-entropy + backward + SGD step (momentum
 // 0.9, weight decay 1e-4), as tools/bench/resnet_bench_torch.py. Prints one line per timed step
 // and a final `RESULT {json}` line; driven by tools/bench/resnet_bench.py.
+#include <omp.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-#include <omp.h>
-
+#include "step_flags.h"
+#include "step_timing.h"
 #include "strata/models/resnet.h"
 #include "strata/strata.h"
-#include "step_timing.h"
 
 using namespace strata;
 using namespace strata::bench;
 
 int main(int argc, char** argv) {
-  std::string preset = "resnet50", device_name = "cpu";
-  bool bf16 = false, tf32 = false;
+  StepFlags f;
+  std::string preset = "resnet50";
   int64_t B = 8, HW = 224;
-  int warmup = 2, steps = 5, profile = 0;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) std::exit((std::fprintf(stderr, "resnet_bench: %s needs a value\n", k.c_str()), 2));
-      return argv[++i];
-    };
-    if (k == "--preset") preset = next();
-    else if (k == "--B") B = std::atol(next());
-    else if (k == "--size") HW = std::atol(next());
-    else if (k == "--warmup") warmup = std::atoi(next());
-    else if (k == "--steps") steps = std::atoi(next());
-    else if (k == "--profile") profile = std::atoi(next());
-    else if (k == "--device")
-      device_name = next();
-    else if (k == "--bf16")
-      bf16 = true;
-    else if (k == "--tf32")
-      tf32 = true;
-    else {
-      std::fprintf(stderr,
-                   "usage: strata_resnet_bench [--preset resnet50[-cifar] --B 8 --size 224 --warmup 2 "
-                   "--steps 5 --profile N --bf16 --tf32 --device cpu|cuda[:N]|sim[:N]]\n");
-      return 2;
-    }
-  }
+  CLI::App app{"ResNet training-step benchmark, Strata side (tools/bench/resnet_bench.py drives it)"};
+  app.add_option("--preset", preset, "resnet18 ... resnet152, -cifar for the CIFAR stem")
+      ->capture_default_str();
+  add_size_flags(app, {{"--B", &B}, {"--size", &HW}});  // --size: the images' height and width
+  add_step_flags(app, &f);
+  CLI11_PARSE(app, argc, argv);
+  const std::string& device_name = f.device;
+  const bool bf16 = f.bf16, tf32 = f.tf32;
+  const int warmup = f.warmup, steps = f.steps, profile = f.profile;
   try {
     const Device device = Device::parse(device_name);
     ops::AllowTf32Guard allow_tf32(tf32);
@@ -75,7 +59,7 @@ int main(int argc, char** argv) {
     const std::vector<double> times = time_steps(steps, step, &loss);
     const double peak = peak_rss_mb();
     const double peak_device = device_peak_mb(device);
-    if (profile > 0) profile_steps(profile, opt, loss_of, /*trace=*/"", /*zero_grad_phase=*/false, device);
+    if (profile > 0) profile_steps(profile, opt, loss_of, f.trace, /*zero_grad_phase=*/false, device);
     const StepTimes st = summarize(times);
     std::printf(
         "RESULT {\"side\": \"strata\", \"device\": \"%s\", \"bf16\": %s, \"tf32\": %s, \"preset\": \"%s\", "
