@@ -145,6 +145,19 @@ class Bench:
             with open(os.path.join(self.profiles, tag + ".txt"), "w") as f:
                 f.write("\n".join(l for l in lines[start:] if not l.startswith("RESULT ")) + "\n")
 
+    def strata_bench(self, workload, cmd):
+        """Runs a strata_*_bench command as <workload>_strata (with --profile 1 under --profile, the table cut into
+        profiles/); its RESULT, or None with the failure noted."""
+        tag = workload + "_strata"
+        if self.a.profile:
+            cmd += ["--profile", "1"]
+        rc, out, res = self.run(tag, cmd, 600)
+        if rc != 0 or not res:
+            self.failures.append(f"{workload}: {os.path.basename(cmd[0])} failed (exit {rc}), see logs/{tag}.log")
+            return None
+        self.strata_profile(tag, out)
+        return res
+
     def add(self, **row):
         self.rows.append(row)
         if self.on_row:
@@ -207,13 +220,9 @@ class Bench:
         shape = ["--L", "2", "--C", "64", "--NH", "2", "--I", "128", "--V", "512"] if q else []
         cmd = [self.bin("tools/bench/strata_bert_bench"), "--device", self.a.device, *shape, "--B", str(B), "--T", str(T),
                "--bf16", "--tf32", "--warmup", str(self.a.warmup), "--steps", str(self.a.steps), "--trace", ""]
-        if self.a.profile:
-            cmd += ["--profile", "1"]
-        rc, out, res = self.run("bert_strata", cmd, 600)
-        if rc != 0 or not res:
-            self.failures.append(f"bert: strata_bert_bench failed (exit {rc}), see logs/bert_strata.log")
+        res = self.strata_bench("bert", cmd)
+        if not res:
             return
-        self.strata_profile("bert_strata", out)
         r = None if q else self.torch_ref("bert_torch", ["--model", "bert", "--B", str(B), "--T", str(T), "--bf16"], 600)
         self.add(workload="bert", config=f"BERT-base MLM B={B} T={T} bf16" if not q else f"BERT L2 C64 B={B} T={T}",
                  strata_path=STRATA_PATHS["bert"] if self.kind == "cuda" else "CPU kernels", strata_ms=res["median_ms"],
@@ -227,13 +236,9 @@ class Bench:
         preset = "resnet18" if q else "resnet50"
         cmd = [self.bin("tools/bench/strata_resnet_bench"), "--device", self.a.device, "--preset", preset, "--B", str(B),
                "--size", str(size), "--bf16", "--tf32", "--warmup", str(self.a.warmup), "--steps", str(self.a.steps)]
-        if self.a.profile:
-            cmd += ["--profile", "1"]
-        rc, out, res = self.run("resnet_strata", cmd, 600)
-        if rc != 0 or not res:
-            self.failures.append(f"resnet: strata_resnet_bench failed (exit {rc}), see logs/resnet_strata.log")
+        res = self.strata_bench("resnet", cmd)
+        if not res:
             return
-        self.strata_profile("resnet_strata", out)
         r = None if q else self.torch_ref("resnet_torch", ["--model", "resnet", "--B", str(B), "--size", str(size),
                                                           "--bf16", "--channels-last"], 600)
         self.add(workload="resnet", config=f"{preset} {size}px B={B} bf16", strata_path=STRATA_PATHS["resnet"]
