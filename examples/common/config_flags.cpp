@@ -16,6 +16,7 @@
 #include <string>
 #include <system_error>
 #include <type_traits>
+#include <vector>
 
 #include "strata/core/error.h"
 
@@ -73,6 +74,41 @@ CLI::Validator whole_number_in_range() {
       "", "whole number in range");
 }
 
+// The fields leading from `root` to the message `target` inside it (empty: root itself); false when
+// target is not inside root.
+bool path_to(const pb::Message& root, const pb::Message* target,
+             std::vector<const pb::FieldDescriptor*>* path) {
+  if (&root == target) return true;
+  const pb::Descriptor* type = root.GetDescriptor();
+  const pb::Reflection* r = root.GetReflection();
+  for (int i = 0; i < type->field_count(); ++i) {
+    const pb::FieldDescriptor* fd = type->field(i);
+    if (fd->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE || fd->is_repeated() || !r->HasField(root, fd))
+      continue;
+    path->push_back(fd);
+    if (path_to(r->GetMessage(root, fd), target, path)) return true;
+    path->pop_back();
+  }
+  return false;
+}
+
+// A scalar field's value as a flag takes it.
+std::string field_text(const pb::Message& m, const pb::FieldDescriptor* fd) {
+  const pb::Reflection* r = m.GetReflection();
+  switch (fd->cpp_type()) {
+    case pb::FieldDescriptor::CPPTYPE_INT64: return std::to_string(r->GetInt64(m, fd));
+    case pb::FieldDescriptor::CPPTYPE_UINT64: return std::to_string(r->GetUInt64(m, fd));
+    case pb::FieldDescriptor::CPPTYPE_BOOL: return r->GetBool(m, fd) ? "true" : "false";
+    case pb::FieldDescriptor::CPPTYPE_STRING: return r->GetString(m, fd);
+    case pb::FieldDescriptor::CPPTYPE_DOUBLE: {
+      char text[32];
+      const auto [end, ec] = std::to_chars(text, text + sizeof text, r->GetDouble(m, fd));  // shortest exact
+      return std::string(text, ec == std::errc() ? end : text);
+    }
+    default: return "";
+  }
+}
+
 }  // namespace
 
 ConfigFlags::ConfigFlags(CLI::App& app, std::string program, pb::Message* flags)
@@ -107,31 +143,54 @@ CLI::Option* ConfigFlags::bind(bool is_flag, pb::Message* msg, const std::string
     if (is_flag) names += "{true}";
   }
   const pb::Reflection* r = msg->GetReflection();
+  CLI::Option* opt = nullptr;
   switch (fd->cpp_type()) {
     case pb::FieldDescriptor::CPPTYPE_INT64:
-      return add_flag_of<int64_t>(app_, is_flag, names, help, writes_,
-                                  [=](const int64_t& v) { r->SetInt64(msg, fd, v); })
-          ->check(whole_number_in_range<int64_t>());
+      opt = add_flag_of<int64_t>(app_, is_flag, names, help, writes_, [=](const int64_t& v) {
+              r->SetInt64(msg, fd, v);
+            })->check(whole_number_in_range<int64_t>());
+      break;
     case pb::FieldDescriptor::CPPTYPE_UINT64:
-      return add_flag_of<uint64_t>(app_, is_flag, names, help, writes_,
-                                   [=](const uint64_t& v) { r->SetUInt64(msg, fd, v); })
-          ->check(whole_number_in_range<uint64_t>());
+      opt = add_flag_of<uint64_t>(app_, is_flag, names, help, writes_, [=](const uint64_t& v) {
+              r->SetUInt64(msg, fd, v);
+            })->check(whole_number_in_range<uint64_t>());
+      break;
     case pb::FieldDescriptor::CPPTYPE_DOUBLE:
-      return add_flag_of<double>(app_, is_flag, names, help, writes_,
-                                 [=](const double& v) { r->SetDouble(msg, fd, v); });
+      opt = add_flag_of<double>(app_, is_flag, names, help, writes_,
+                                [=](const double& v) { r->SetDouble(msg, fd, v); });
+      break;
     case pb::FieldDescriptor::CPPTYPE_BOOL:
-      return add_flag_of<bool>(app_, is_flag, names, help, writes_,
-                               [=](const bool& v) { r->SetBool(msg, fd, v); });
+      opt = add_flag_of<bool>(app_, is_flag, names, help, writes_,
+                              [=](const bool& v) { r->SetBool(msg, fd, v); });
+      break;
     case pb::FieldDescriptor::CPPTYPE_STRING:
-      return add_flag_of<std::string>(app_, is_flag, names, help, writes_,
-                                      [=](const std::string& v) { r->SetString(msg, fd, v); });
+      opt = add_flag_of<std::string>(app_, is_flag, names, help, writes_,
+                                     [=](const std::string& v) { r->SetString(msg, fd, v); });
+      break;
     default: throw ValueError(program_ + ": " + type->name() + "." + field + " has a type no flag takes");
+  }
+  bound_.push_back({msg, field, opt});
+  return opt;
+}
+
+void ConfigFlags::show_defaults(const pb::Message& defaults) {
+  STRATA_CHECK(defaults.GetDescriptor() == flags_->GetDescriptor(), ValueError, program_,
+               ": the defaults are a ", defaults.GetDescriptor()->name(), ", the flags a ",
+               flags_->GetDescriptor()->name());
+  for (const Bound& b : bound_) {
+    std::vector<const pb::FieldDescriptor*> path;
+    if (!path_to(*flags_, b.msg, &path)) continue;
+    const pb::Message* m = &defaults;
+    for (const pb::FieldDescriptor* fd : path) m = &m->GetReflection()->GetMessage(*m, fd);
+    const pb::FieldDescriptor* fd = m->GetDescriptor()->FindFieldByName(b.field);
+    if (m->GetReflection()->HasField(*m, fd)) b.option->default_str(field_text(*m, fd));
   }
 }
 
-bool ConfigFlags::parse(int argc, char** argv, pb::Message* config) {
+bool ConfigFlags::parse(int argc, char** argv, pb::Message* config, const pb::Message* defaults) {
   STRATA_CHECK(config->GetDescriptor() == flags_->GetDescriptor(), ValueError, program_, ": the config is a ",
                config->GetDescriptor()->name(), ", the flags a ", flags_->GetDescriptor()->name());
+  if (defaults) show_defaults(*defaults);
   try {
     app_.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

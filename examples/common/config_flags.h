@@ -1,5 +1,6 @@
 // ConfigFlags: command-line flags bound to the fields of a trainer's config message, written over a --config
-// file.
+// file; --help shows each flag's default from the trainer's defaults message, the one place they are
+// written.
 #pragma once
 
 #include <functional>
@@ -34,11 +35,23 @@ class ConfigFlags {
   // Parses argv. Returns false when --help was printed; a parse error throws ValueError
   // "<program>: <error> (see --help)". Then `config` (of the flags' type) is the --config file's
   // message with `flags` merged over it: only the fields a flag set replace the file's.
-  bool parse(int argc, char** argv, google::protobuf::Message* config);
+  // `defaults` (of the flags' type, or null): what --help shows as each flag's default ("=value"),
+  // for the fields it sets.
+  bool parse(int argc, char** argv, google::protobuf::Message* config,
+             const google::protobuf::Message* defaults = nullptr);
 
  private:
   CLI::Option* bind(bool is_flag, google::protobuf::Message* msg, const std::string& field, std::string names,
                     const std::string& help);
+  // Gives each bound option the value of its field in `defaults` as its --help default.
+  void show_defaults(const google::protobuf::Message& defaults);
+
+  struct Bound {
+    google::protobuf::Message* msg;  // flags_ or a message inside it
+    std::string field;
+    CLI::Option* option;
+  };
+  std::vector<Bound> bound_;
 
   CLI::App& app_;
   std::string program_, config_path_;

@@ -41,6 +41,14 @@ void check_shared_settings(const RunConfig& run, const LrScheduleConfig& schedul
 // --bucket-mb and --collective-timeout positive: a ValueError naming the flag otherwise.
 void check_data_parallel(const DataParallelConfig& c);
 
+// The defaults every trainer shares with the trainer's own `defaults` over them: what --help shows.
+template <class Config>
+Config defaults_of(const std::string& defaults) {
+  Config d;
+  merge_over_defaults(defaults, Config(), &d);
+  return d;
+}
+
 // A trainer's settings: the defaults every trainer shares, its own `defaults` over them and `set`
 // merged over both, the run length resolved, the shared numbers checked.
 template <class Config>

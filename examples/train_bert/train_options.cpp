@@ -132,7 +132,7 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
   app.get_option("--seq-len")->description("tokens per sample, [CLS] and [SEP]s included");
   f.option(&flags, "mask_prob", "", "share of tokens predicted (80% [MASK], 10% random, 10% unchanged)");
   f.option(&flags, "short_seq_prob", "", "share of samples cut shorter and padded");
-  f.option(&flags, "two_segments", "", "[CLS] A [SEP] B [SEP] with segment ids (default true)");
+  f.option(&flags, "two_segments", "", "[CLS] A [SEP] B [SEP] with segment ids");
   add_run_flags(f, flags.mutable_run());
   add_lr_schedule_flags(f, flags.mutable_schedule());
   add_optimizer_flags(f, flags.mutable_optim());
@@ -160,7 +160,8 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
          "lower-case (and strip accents from) the text before WordPiece (default: the folder's "
          "tokenizer_config.json, else on)");
   TrainBertConfig set;  // what the --config file and the flags set
-  if (!f.parse(argc, argv, &set)) return false;
+  const TrainBertConfig defaults = defaults_of<TrainBertConfig>(kDefaults);
+  if (!f.parse(argc, argv, &set, &defaults)) return false;
 
   TrainBertConfig& c = out->config;
   c = settings_from(kDefaults, set);

@@ -260,61 +260,58 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
       "Adam."};
   TrainGnnConfig flags;
   ConfigFlags f(app, "train_gnn", &flags);
-  f.option(
-      &flags, "task", "",
-      "node (default: node classification) or link (link prediction on the --kg triples: DistMult scores, "
-      "filtered MRR and Hits@1/3/10 on valid and test)");
+  f.option(&flags, "task", "",
+           "node (node classification) or link (link prediction on the --kg triples: DistMult scores, "
+           "filtered MRR and Hits@1/3/10 on valid and test)");
   f.option(&flags, "model", "",
-           "gcn, sage (default) or gat; rgcn, rgat or hgt: entity classification on a typed graph (a typed "
+           "gcn, sage or gat; rgcn, rgat or hgt: entity classification on a typed graph (a typed "
            "R-MAT unless a graph is given), full graph only");
   f.option(&flags, "hidden", "",
-           "hidden width (gat, rgat: per head; hgt: all heads; default 64); --task link: the entity "
+           "hidden width (gat, rgat: per head; hgt: all heads); --task link: the entity "
            "embedding width (default "
            "200)");
-  f.option(&flags, "layers", "", "message-passing layers (default 2; --task link: rgcn encoder layers)");
-  f.option(&flags, "heads", "", "gat, rgat, hgt: attention heads of the hidden layers (default 8)");
-  f.option(&flags, "aggr", "", "sage: mean (default), sum, max or min");
+  f.option(&flags, "layers", "", "message-passing layers (--task link: rgcn encoder layers)");
+  f.option(&flags, "heads", "", "gat, rgat, hgt: attention heads of the hidden layers");
+  f.option(&flags, "aggr", "", "sage: mean, sum, max or min");
   f.option(&flags, "dropout", "",
-           "dropout on every layer's input features (default 0.5); the link task's encoder: on every hidden "
+           "dropout on every layer's input features; the link task's encoder: on every hidden "
            "layer's output (default 0)");
-  f.option(
-      &flags, "num_bases", "",
-      "rgcn: relation weights from this many shared bases (default 0: one per relation; --task link: 10)");
+  f.option(&flags, "num_bases", "",
+           "rgcn: relation weights from this many shared bases (0: one per relation; --task link: 10)");
   f.option(&flags, "materialization", "",
-           "rgcn, rgat, hgt: how the typed linears are computed: auto (default: the layer's cost estimate), "
+           "rgcn, rgat, hgt: how the typed linears are computed: auto (the layer's cost estimate), "
            "edge, compact or aggregate_first (rgcn only)");
   f.option(&flags, "reorder", "",
            "rgat: multiply the attention vectors into the relation weights first; hgt: fold the type "
-           "projections into the relation matrices: auto (default: by the estimate), on or off");
+           "projections into the relation matrices: auto (by the estimate), on or off");
   f.option(&flags, "typed_rmat_edges", "",
            "rgcn, rgat, hgt: the typed R-MAT's edges (ogbn-mag's node types and relations, each relation's "
            "reverse "
            "added; default 50000)");
-  f.option(&flags, "typed_rmat_classes", "",
-           "rgcn, rgat, hgt: the typed R-MAT's planted paper classes (default 16)");
+  f.option(&flags, "typed_rmat_classes", "", "rgcn, rgat, hgt: the typed R-MAT's planted paper classes");
   f.option(
       &flags, "kg", "",
       "--task link: a folder of train.txt, valid.txt and test.txt head<TAB>relation<TAB>tail triples, e.g. "
       "data/kg/umls (STRATA_KG_DATA=1 tools/setup.sh)");
   f.option(&flags, "encoder", "",
-           "--task link: rgcn (default: entity embeddings through rgcn layers over the training triples and "
+           "--task link: rgcn (entity embeddings through rgcn layers over the training triples and "
            "their reverses) or none (the embeddings alone)");
   f.option(&flags, "negatives", "",
            "--task link --link-loss negative-sampling: corrupted triples per training triple, head or tail "
-           "replaced by a uniform entity (default 32)");
+           "replaced by a uniform entity");
   f.option(&flags, "filter_negatives", "",
            "--task link --link-loss negative-sampling: draw a corrupted triple again when it is a training "
            "triple (default true)");
   f.option(&flags, "link_loss", "",
-           "--task link: 1-n (default: each training triple's tail and head scored against every entity, "
+           "--task link: 1-n (each training triple's tail and head scored against every entity, "
            "softmax cross-entropy, head queries through reciprocal relations) or negative-sampling (binary "
            "cross-entropy on each triple and its --negatives corrupted copies)");
   f.option(&flags, "query_dropout", "",
            "--task link: dropout on each query's head-times-relation vector while training (default 0.5 "
            "with --link-loss 1-n, else 0)");
-  f.option(&flags, "attention_dropout", "", "gat: dropout on the attention coefficients (default 0)");
+  f.option(&flags, "attention_dropout", "", "gat: dropout on the attention coefficients");
   f.option(&flags, "graph", "", "graph-tool file (.gt or .gt.gz), e.g. data/graphs/football.gt.gz");
-  f.option(&flags, "label_property", "", "the graph-tool vertex property holding the labels (default value)");
+  f.option(&flags, "label_property", "", "the graph-tool vertex property holding the labels");
   f.option(&flags, "edge_list", "", "edge list or CSV file, one 'src dst' per line");
   f.option(&flags, "node_file", "", "with --edge-list: 'id,label,f0,f1,...' lines");
   f.option(&flags, "ogb", "", "an OGB dataset folder in its raw layout (raw/, split/)");
@@ -327,28 +324,27 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
   f.option(&flags, "max_nodes", "",
            "the most nodes a loaded graph may have (--graph, --edge-list, --ogb; default max(2^20, 8 x its "
            "edges))");
-  f.option(&flags, "dcsbm_nodes", "", "generated block model: nodes (default 3000)");
-  f.option(&flags, "dcsbm_classes", "", "generated block model: planted classes (default 5)");
-  f.option(&flags, "dcsbm_degree", "", "generated block model: mean degree (default 10)");
-  f.option(&flags, "dcsbm_mixing", "",
-           "generated block model: fraction of edges leaving a class (default 0.2)");
-  f.option(&flags, "dcsbm_features", "", "generated block model: feature dimensions (default 32)");
-  f.option(&flags, "dcsbm_signal", "", "generated block model: distance of the class means (default 1)");
+  f.option(&flags, "dcsbm_nodes", "", "generated block model: nodes");
+  f.option(&flags, "dcsbm_classes", "", "generated block model: planted classes");
+  f.option(&flags, "dcsbm_degree", "", "generated block model: mean degree");
+  f.option(&flags, "dcsbm_mixing", "", "generated block model: fraction of edges leaving a class");
+  f.option(&flags, "dcsbm_features", "", "generated block model: feature dimensions");
+  f.option(&flags, "dcsbm_signal", "", "generated block model: distance of the class means");
   f.option(&flags, "rmat_scale", "",
            "train on an R-MAT graph of 2^scale nodes instead (random labels: a scale test)");
-  f.option(&flags, "rmat_edge_factor", "", "R-MAT edges per node (default 16)");
+  f.option(&flags, "rmat_edge_factor", "", "R-MAT edges per node");
   f.option(&flags, "features", "", "when the data has none: identity, degree or random:D");
-  f.option(&flags, "undirected", "", "add reverse edges, drop duplicates and self loops (default true)");
+  f.option(&flags, "undirected", "", "add reverse edges, drop duplicates and self loops");
   f.option(&flags, "train_fraction", "", "the split when the data has none: training fraction (0.6)");
   f.option(&flags, "val_fraction", "", "the split when the data has none: validation fraction (0.2)");
   f.option(&flags, "fanouts", "",
            "sampled minibatches: fanout per layer, input layer first, e.g. 15,10 (gcn, sage, gat: rgcn, rgat "
            "and hgt "
            "train on the full graph)");
-  f.option(&flags, "workers", "", "sampler threads (default 2; 0: sample on the training thread)");
-  f.option(&flags, "prefetch", "", "ready minibatches the sampler keeps ahead (default 4)");
+  f.option(&flags, "workers", "", "sampler threads (0: sample on the training thread)");
+  f.option(&flags, "prefetch", "", "ready minibatches the sampler keeps ahead");
   f.option(&flags, "feature_store", "",
-           "sampled minibatches: gather each batch's features from memory (default: the dataset's tensor), "
+           "sampled minibatches: gather each batch's features from memory (the dataset's tensor), "
            "file (--feature-file, read where it lies) or pinned (page-locked host memory a GPU reads)");
   f.option(&flags, "feature_file", "",
            "--feature-store file or pinned: a .npy feature file, written from the dataset's features when "
@@ -368,22 +364,21 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
            "train_mask, val_mask, test_mask; a typed graph per type, as --hetero-data reads it)");
   add_profile_flag(f, flags.mutable_run());
   add_tensor_cache_flags(f, flags.mutable_cache(), "layer", "layers are convs.0, convs.1, ...");
-  app.get_option("--max-steps")
-      ->description("optimizer steps (full graph: epochs; default 200; --task link: 1000)");
+  app.get_option("--max-steps")->description("optimizer steps (full graph: epochs; --task link: 1000)");
   app.get_option("--batch-size")
       ->description(
-          "sampled minibatches: seed nodes per step (default 512); --task link: training triples per step "
+          "sampled minibatches: seed nodes per step; --task link: training triples per step "
           "(default 2048 with --link-loss 1-n, else 512)");
   app.get_option("--eval-every")
       ->description(
-          "train/val/test accuracy every N steps (default 10); --task link: valid and test ranking (default "
+          "train/val/test accuracy every N steps; --task link: valid and test ranking (default "
           "100)");
-  app.get_option("--lr")->description("learning rate (default 0.01, constant: --min-lr defaults to it)");
+  app.get_option("--lr")->description("learning rate (constant: --min-lr defaults to it)");
   app.get_option("--weight-decay")
-      ->description(
-          "AdamW's decoupled weight decay (default 5e-4; --task link: 0.3 with --link-loss 1-n, else 1.0)");
+      ->description("AdamW's decoupled weight decay (--task link: 0.3 with --link-loss 1-n, else 1.0)");
   TrainGnnConfig set;
-  if (!f.parse(argc, argv, &set)) return false;
+  const TrainGnnConfig defaults = defaults_of<TrainGnnConfig>(kDefaults);
+  if (!f.parse(argc, argv, &set, &defaults)) return false;
 
   TrainGnnConfig& c = out->config;
   c = settings_from(kDefaults, set);

@@ -108,7 +108,8 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
          "sample --sample-tokens after --prompt without training (--init-from or --resume)");
   f.option(&flags, "prompt", "", "the text sampled from (default \"This License\")");
   TrainGptConfig set;  // what the --config file and the flags set
-  if (!f.parse(argc, argv, &set)) return false;
+  const TrainGptConfig defaults = defaults_of<TrainGptConfig>(kDefaults);
+  if (!f.parse(argc, argv, &set, &defaults)) return false;
   adopt_former_fields(&set);
 
   TrainGptConfig& c = out->config;

@@ -66,7 +66,7 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
   ConfigFlags f(app, "train_resnet", &flags);
   f.option(&flags, "model", "",
            "preset: resnet18, resnet34, resnet50, resnet101, resnet152, each with -cifar "
-           "for the CIFAR stem (default resnet18-cifar)");
+           "for the CIFAR stem");
   f.option(&flags, "width", "", "channels of the first stage (64 in the presets)");
   f.option(&flags, "layers", "", "blocks per stage, e.g. 2,2,2,2");
   f.option(&flags, "cifar10", "", "folder of CIFAR-10 binary files (data_batch_*.bin, test_batch.bin)");
@@ -75,14 +75,14 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
   f.option(&flags, "image_size", "", "training crop size (default 32; 224 for image folders)");
   f.option(&flags, "max_image_pixels", "",
            "refuse images with more pixels, from their header (default 89478485, Pillow's limit)");
-  f.option(&flags, "synthetic_classes", "", "classes of the synthetic set (default 10)");
-  f.option(&flags, "synthetic_train", "", "training images of the synthetic set (default 10000)");
-  f.option(&flags, "synthetic_val", "", "held-out images of the synthetic set (default 1000)");
-  f.option(&flags, "synthetic_noise", "", "pixel noise of the synthetic set, fraction of 255 (0.1)");
-  f.option(&flags, "augment", "", "random crops and flips (default true)");
-  f.option(&flags, "workers", "", "loader threads (default 2; 0: load on the training thread)");
-  f.option(&flags, "prefetch", "", "ready batches the loader keeps ahead (default 4)");
-  f.option(&flags, "optimizer", "", "sgd (default) or adamw");
+  f.option(&flags, "synthetic_classes", "", "classes of the synthetic set");
+  f.option(&flags, "synthetic_train", "", "training images of the synthetic set");
+  f.option(&flags, "synthetic_val", "", "held-out images of the synthetic set");
+  f.option(&flags, "synthetic_noise", "", "pixel noise of the synthetic set, a fraction of 255");
+  f.option(&flags, "augment", "", "random crops and flips");
+  f.option(&flags, "workers", "", "loader threads (0: load on the training thread)");
+  f.option(&flags, "prefetch", "", "ready batches the loader keeps ahead");
+  f.option(&flags, "optimizer", "", "sgd or adamw");
   f.option(&flags, "momentum");
   f.option(&flags, "nesterov");
   add_run_flags(f, flags.mutable_run());
@@ -102,7 +102,7 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
   app.get_option("--max-seconds")
       ->description("stop after this much training time (0: no limit; default 300)");
   app.get_option("--eval-every")->description("held-out accuracy every N steps (0: at the end only)");
-  app.get_option("--eval-batches")->description("batches per evaluation (default 20)");
+  app.get_option("--eval-batches")->description("batches per evaluation");
   app.get_option("--lr")->description("peak learning rate (default 0.1 for sgd, 2e-3 for adamw)");
   app.get_option("--weight-decay")->description("default 5e-4 for sgd, 0.05 for adamw");
   app.get_option("--grad-clip")->description("clip the global gradient norm (0: off)");
@@ -111,7 +111,8 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
           "time every op kind from step 3 on; table at the end and "
           "<out-dir>/profile_trace.json (chrome://tracing)");
   TrainResNetConfig set;  // what the --config file and the flags set
-  if (!f.parse(argc, argv, &set)) return false;
+  const TrainResNetConfig defaults = defaults_of<TrainResNetConfig>(kDefaults);
+  if (!f.parse(argc, argv, &set, &defaults)) return false;
 
   TrainResNetConfig& c = out->config;
   c = settings_from(kDefaults, set);
