@@ -50,7 +50,8 @@ def run_round(rnd, sides, label, verbose=False, rss_width=6):
         if verbose:
             print(out)
         print(f"  round {rnd} {label(side)}: median {r['median_ms'] / 1e3:6.3f} s [min {r['min_ms'] / 1e3:6.3f}], "
-              f"peak RSS {r['peak_rss_mb']:{rss_width}.0f} MB, other processes {r['foreign_cores']:.2f} cores", flush=True)
+              f"peak RSS {r['peak_rss_mb']:{rss_width}.0f} MB, other processes {r['foreign_cores']:.2f} cores",
+              flush=True)
     return results
 
 
