@@ -21,13 +21,14 @@ Configs with "classifier" also hold a BertForSequenceClassification (prefix "seq
 state dict, logits, loss and gradients against labels "seqcls.labels").
 Tensors are float32 (initial parameters exactly float32, outputs rounded), ids int64.
 """
-import argparse, json, math, os, sys
+import json, math, os, sys
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from golden_file import adamw_losses, as_f32_exact, write_safetensors  # noqa: E402
+from golden_file import (adamw_losses, as_f32_exact, gradients, seeded_models, start_fixtures, state_f32,  # noqa: E402
+                         write_fixture)
 
 CONFIGS = {
     # powers of two, no padding, both segments
@@ -229,40 +230,29 @@ def batch(c, g):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "..", "tests", "goldens", "bert"))
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    torch.set_num_threads(2)
-    for name, c in CONFIGS.items():
-        torch.manual_seed(1234)
-        model = as_f32_exact(BertForMaskedLM(c))
-        init = {n: p.detach().float().clone() for n, p in model.state_dict().items()}
-        g = torch.Generator().manual_seed(99)
+    out_dir = start_fixtures(__file__, "bert")
+    for name, c, model, out, g in seeded_models(CONFIGS, BertForMaskedLM):
         ids, types, mask, labels = batch(c, g)
         h, logits, loss = model(ids, types, mask, labels)
         loss.backward()
-        out = {"param." + n: t for n, t in init.items()}
         out.update(input_ids=ids, token_type_ids=types, attention_mask=mask, labels=labels)
         out["hidden_states"] = h.detach().float()
         out["mlm_logits"] = logits.detach().float()
-        for n, p in model.named_parameters():
-            out["grad." + n] = p.grad.detach().float()
+        out.update(gradients(model))
         losses = adamw_losses(model, lambda: model(ids, types, mask, labels)[2], 5, weight_decay=0.01,
                               betas=(0.9, 0.999), eps=1e-6)
         meta = {"config": json.dumps(c), "loss": repr(loss.item()), "adamw_losses": json.dumps(losses)}
         if c["classifier"]:
             torch.manual_seed(4321)
             sc = as_f32_exact(BertForSequenceClassification(c))
-            out.update({"seqcls.param." + n: p.detach().float().clone() for n, p in sc.state_dict().items()})
+            out.update(state_f32(sc, "seqcls.param."))
             cl = torch.randint(0, c["num_labels"], (c["B"],), generator=g)
             sl, sloss = sc(ids, types, mask, cl)
             sloss.backward()
             out["seqcls.labels"], out["seqcls.logits"] = cl, sl.detach().float()
-            out.update({"seqcls.grad." + n: p.grad.detach().float() for n, p in sc.named_parameters()})
+            out.update(gradients(sc, "seqcls.grad."))
             meta["seqcls.loss"] = repr(sloss.item())
-        path = os.path.join(args.out, f"bert_{name}.safetensors")
-        write_safetensors(path, out, meta)
+        path = write_fixture(out_dir, f"bert_{name}.safetensors", out, meta)
         print(f"wrote {path} ({os.path.getsize(path)} bytes): loss {loss.item():.6f}, "
               f"{int((labels != -100).sum())} masked, 5-step losses {losses[0]:.4f} -> {losses[-1]:.4f}")
 

@@ -11,13 +11,13 @@ lr 1e-3, weight decay 0.1 on >=2-D parameters only, grad clipping at 1.0, same b
 Tensors are stored as float32 (initial parameters are exactly float32; outputs are rounded),
 idx/targets as int64. The safetensors file is written by hand (no extra packages).
 """
-import argparse, json, math, os, sys
+import json, math, os, sys
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from golden_file import adamw_losses, as_f32_exact, write_safetensors  # noqa: E402
+from golden_file import adamw_losses, gradients, seeded_models, start_fixtures, write_fixture  # noqa: E402
 
 CONFIGS = {
     "pow2": dict(n_layer=2, n_head=4, n_embd=64, block_size=32, vocab_size=128, B=2, T=32),
@@ -93,29 +93,18 @@ class GPT(nn.Module):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "..", "tests", "goldens", "gpt"))
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    torch.set_num_threads(2)
-    for name, c in CONFIGS.items():
-        torch.manual_seed(1234)
-        model = as_f32_exact(GPT(c))
-        init = {n: p.detach().float().clone() for n, p in model.state_dict().items()}
-        g = torch.Generator().manual_seed(99)
+    out_dir = start_fixtures(__file__, "gpt")
+    for name, c, model, out, g in seeded_models(CONFIGS, GPT):
         idx = torch.randint(0, c["vocab_size"], (c["B"], c["T"]), generator=g)
         targets = torch.randint(0, c["vocab_size"], (c["B"], c["T"]), generator=g)
         logits, loss = model(idx, targets)
         loss.backward()
-        out = {"param." + n: t for n, t in init.items()}
         out["idx"], out["targets"] = idx, targets
         out["logits"] = logits.detach().float()
-        for n, p in model.named_parameters():
-            out["grad." + n] = p.grad.detach().float()
+        out.update(gradients(model))
         losses = adamw_losses(model, lambda: model(idx, targets)[1], 10, weight_decay=0.1, betas=(0.9, 0.95), eps=1e-8)
         meta = {"config": json.dumps(c), "loss": repr(loss.item()), "adamw_losses": json.dumps(losses)}
-        path = os.path.join(args.out, f"gpt_{name}.safetensors")
-        write_safetensors(path, out, meta)
+        path = write_fixture(out_dir, f"gpt_{name}.safetensors", out, meta)
         print(f"wrote {path}: loss {loss.item():.6f}, 10-step losses {losses[0]:.4f} -> {losses[-1]:.4f}")
 
 

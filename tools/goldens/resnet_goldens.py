@@ -14,13 +14,13 @@ steps (lr 0.05, momentum 0.9, weight decay 1e-4, the same batch each step) in __
 parameters and running statistics after them ("final.<name>") and the eval-mode logits of the
 final model ("eval_logits"). Floating tensors are stored as float32, labels as int64.
 """
-import argparse, json, os, sys
+import json, os, sys
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from golden_file import write_safetensors  # noqa: E402
+from golden_file import gradients, start_fixtures, write_fixture  # noqa: E402
 
 CONFIGS = {
     # odd sizes everywhere: 17x13 images, widths 3 / 12 channels, 7 classes, the ImageNet stem
@@ -105,11 +105,7 @@ class ResNet(nn.Module):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "..", "tests", "goldens", "resnet"))
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    torch.set_num_threads(2)
+    out_dir = start_fixtures(__file__, "resnet")
     for name, c in CONFIGS.items():
         torch.manual_seed(1234)
         model = ResNet(c)
@@ -135,8 +131,7 @@ def main():
         out = {"param." + n: t.float() if t.is_floating_point() else t for n, t in init.items()}
         out["images"], out["labels"] = images.float(), labels
         out["logits"] = logits.detach().float()
-        for n, p in model.named_parameters():
-            out["grad." + n] = p.grad.detach().float()
+        out.update(gradients(model))
         for n, t in model.state_dict().items():
             if "running" in n:
                 out["after1." + n] = t.float()
@@ -158,8 +153,7 @@ def main():
         with torch.no_grad():
             out["eval_logits"] = model(images).float()
         meta = {"config": json.dumps(c), "loss": repr(loss.item()), "sgd_losses": json.dumps(losses)}
-        path = os.path.join(args.out, f"resnet_{name}.safetensors")
-        write_safetensors(path, out, meta)
+        path = write_fixture(out_dir, f"resnet_{name}.safetensors", out, meta)
         print(f"wrote {path} ({os.path.getsize(path)} bytes): loss {loss.item():.6f}, "
               f"SGD losses {losses[0]:.4f} -> {losses[-1]:.4f}")
 
