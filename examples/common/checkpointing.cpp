@@ -51,12 +51,12 @@ std::string model_part(const std::string& config) {
 
 io::CheckpointState restore_checkpoint(const std::string& dir, nn::Module& model, const std::string& config) {
   io::CheckpointState st = io::load_checkpoint(dir);
+  model.load_state_dict(st.model);  // weights that do not fit are refused here, naming the tensor
   if (!st.config.empty() && model_part(st.config) != model_part(config))
     std::fprintf(stderr,
                  "warning: resuming '%s', written by '%s', as '%s': the weights fit, but the model is "
                  "configured differently\n",
                  dir.c_str(), model_part(st.config).c_str(), model_part(config).c_str());
-  model.load_state_dict(st.model);
   current_generator().set_state(st.rng);
   return st;
 }

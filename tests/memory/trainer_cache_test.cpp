@@ -107,7 +107,11 @@ TEST(TrainerCache, TheSpillArenaGrowsToThePlanUnlessItsSizeWasFixed) {
     run_step(grows, model, x, y);  // the NVMe blocks fit the grown arena: no fallback
     grows.end_step();
     EXPECT_EQ(grows.last_stats().fallbacks, 0u);
-    EXPECT_GT(grows.last_stats().nvme.bytes_written, 0u) << planned.explanation << "\n" << grows.stats_line();
+    // Stores went to NVMe: written, or cancelled when backward wanted the tensor before its store
+    // finished (it is then forwarded from memory; a slow I/O worker can leave every store so).
+    const CacheStats& st = grows.last_stats();
+    EXPECT_GT(st.nvme.bytes_written + st.cancelled_stores, 0u) << planned.explanation << "\n"
+                                                               << grows.stats_line();
   }
 
   CacheSettings fixed = s;
