@@ -1,13 +1,13 @@
 #include "strata/nn/meta_init.h"
 
+#include "strata/core/meta_allocation.h"
+
 namespace strata::nn {
 
-namespace {
-thread_local bool tl_meta_init = false;
+MetaInitGuard::MetaInitGuard() : prev_(detail::cpu_tensors_on_meta()) {
+  detail::set_cpu_tensors_on_meta(true);
 }
-
-MetaInitGuard::MetaInitGuard() : prev_(tl_meta_init) { tl_meta_init = true; }
-MetaInitGuard::~MetaInitGuard() { tl_meta_init = prev_; }
-bool MetaInitGuard::active() { return tl_meta_init; }
+MetaInitGuard::~MetaInitGuard() { detail::set_cpu_tensors_on_meta(prev_); }
+bool MetaInitGuard::active() { return detail::cpu_tensors_on_meta(); }
 
 }  // namespace strata::nn

@@ -1,4 +1,5 @@
-// Tensor factories and in-place random initializers.
+// Tensor factories and in-place random initializers. Each works on the device its tensor got (Meta
+// for a CPU tensor under nn::MetaInitGuard).
 #include "strata/core/factory.h"
 
 #include <algorithm>
@@ -30,7 +31,7 @@ Tensor empty(const Shape& shape, TensorOptions o) {
 
 Tensor full(const Shape& shape, double value, TensorOptions o) {
   Tensor t = alloc(shape, o.dtype_, o.device_);
-  kernels(o.device_).fill(t, value);
+  kernels(t.device()).fill(t, value);
   return finish(t, o);
 }
 
@@ -41,7 +42,7 @@ Tensor arange(double start, double end, double step, TensorOptions o) {
   STRATA_CHECK(step != 0, ValueError, "arange: step must be nonzero");
   int64_t n = std::max<int64_t>(0, int64_t(std::ceil((end - start) / step)));
   Tensor t = alloc({n}, o.dtype_, o.device_);
-  if (n > 0 && !o.device_.is_meta()) kernels(o.device_).arange(t, start, step);  // on the device itself
+  if (n > 0 && !t.device().is_meta()) kernels(t.device()).arange(t, start, step);  // on the device itself
   return finish(t, o);
 }
 
@@ -54,7 +55,7 @@ Tensor from_vector(const std::vector<double>& values, const Shape& shape, Tensor
       std::make_shared<StorageImpl>(const_cast<double*>(values.data()), values.size() * sizeof(double), kCPU, nullptr),
       shape, contiguous_strides(shape), 0, DType::f64);
   Tensor t = alloc(shape, o.dtype_, o.device_);
-  if (!o.device_.is_meta()) kernels(o.device_.is_cpu() ? kCPU : o.device_).copy(t, host);
+  if (!t.device().is_meta()) kernels(t.device()).copy(t, host);
   return finish(t, o);
 }
 
@@ -70,7 +71,7 @@ Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape, Tenso
                                     nullptr),
       shape, contiguous_strides(shape), 0, DType::i64);
   Tensor t = alloc(shape, o.dtype_, o.device_);
-  if (!o.device_.is_meta()) kernels(o.device_.is_cpu() ? kCPU : o.device_).copy(t, host);
+  if (!t.device().is_meta()) kernels(t.device()).copy(t, host);
   return finish(t, o);
 }
 

@@ -2,6 +2,7 @@
 
 #include "strata/core/backend.h"
 #include "strata/core/error.h"
+#include "strata/core/meta_allocation.h"
 
 namespace strata {
 
@@ -52,7 +53,16 @@ Tensor Tensor::from_storage(Storage storage, Shape shape, Shape strides, int64_t
                                              std::move(strides), offset, dtype));
 }
 
+namespace detail {
+namespace {
+thread_local bool tl_cpu_tensors_on_meta = false;
+}
+bool cpu_tensors_on_meta() { return tl_cpu_tensors_on_meta; }
+void set_cpu_tensors_on_meta(bool on) { tl_cpu_tensors_on_meta = on; }
+}  // namespace detail
+
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  if (device.is_cpu() && detail::cpu_tensors_on_meta()) device = kMeta;
   const size_t nbytes = shape_nbytes(shape, strata::element_size(dtype), "empty");
   Allocator* alloc = &allocator_for(device);
   std::shared_ptr<StorageImpl> storage;

@@ -232,7 +232,7 @@ g feature_file_not_npy "keep.txt" --fanouts 5,5 --feature-store file --feature-f
 g feature_file_fifo "a_fifo" --fanouts 5,5 --feature-store file --feature-file "$w/a_fifo"
 # tools
 hw=$source/tools/hardware/h100-sxm-pcie5-1xgen4.textproto
-run_case plan_seq_huge "out of memory.*1073741824" "$plan" --model gpt2 --hardware "$hw" --seq 1073741824
+run_case plan_seq_past_positions "sequence of 1073741824 tokens exceeds max_position_embeddings 512" "$plan" --model bert-base --hardware "$hw" --seq 1073741824
 run_case plan_model_unknown "unknown model 'bogus'" "$plan" --model bogus --hardware "$hw"
 run_case plan_without_hardware "strata_plan: --hardware is required" "$plan" --model gpt2
 run_case plan_hardware_missing "no_such_hw" "$plan" --model gpt2 --hardware no_such_hw.textproto
