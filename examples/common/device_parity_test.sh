@@ -9,24 +9,17 @@
 # TRAINER_ARGS must fix the learning-rate schedule's length (--lr-decay-steps) so that runs of
 # different lengths share it.
 set -euo pipefail
-trainer=$1 work=$2 device=$3
+source "$(dirname "$0")/test_helpers.sh"
+trainer=$1 device=$3
+fresh_work "$2"
 shift 3
 args=("$@")
-rm -rf "$work"
-mkdir -p "$work"
-export OMP_NUM_THREADS=2
 
-fail() { echo "FAIL: $*"; exit 1; }
 train() {  # train NAME DEVICE STEPS [more flags]: runs into $work/NAME, log in $work/NAME.log
   local name=$1 dev=$2 steps=$3
   shift 3
   "$trainer" "${args[@]}" --device "$dev" --max-steps "$steps" --log-every 1 -o "$work/$name" "$@" \
     >> "$work/$name.log" 2>&1 || { cat "$work/$name.log"; fail "$name: $trainer exited non-zero"; }
-}
-losses() { grep -o 'step *[0-9]* |.* loss [0-9.]*' "$work/$1.log" | sed 's/ | epoch [0-9]*//'; }
-same_checkpoint() {
-  cmp "$work/$1/checkpoint/tensors.bin" "$work/$2/checkpoint/tensors.bin" ||
-    fail "the checkpoints of $1 and $2 differ"
 }
 
 train cpu3 cpu 3

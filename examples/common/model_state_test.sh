@@ -10,25 +10,19 @@
 # 3. A placement on NVMe without --spill-dir is refused in one line.
 # TRAINER_ARGS must fix the learning-rate schedule's length (--lr-decay-steps).
 set -euo pipefail
-trainer=$1 work=$2
+source "$(dirname "$0")/test_helpers.sh"
+trainer=$1
+fresh_work "$2"
+mkdir -p "$work/spill"
 shift 2
 args=("$@")
-rm -rf "$work"
-mkdir -p "$work/spill"
-export OMP_NUM_THREADS=2
 
-fail() { echo "FAIL: $*"; exit 1; }
 train() {  # train NAME STEPS [placement and other flags]: runs into $work/NAME on sim, log in $work/NAME.log
   local name=$1 steps=$2
   shift 2
   "$trainer" "${args[@]}" --device sim --spill-dir "$work/spill" \
     --max-steps "$steps" --log-every 1 -o "$work/$name" "$@" >> "$work/$name.log" 2>&1 ||
     { cat "$work/$name.log"; fail "$name: $trainer exited non-zero"; }
-}
-losses() { grep -o 'step *[0-9]* |.* loss [0-9.]*' "$work/$1.log" | sed 's/ | epoch [0-9]*//'; }
-same_checkpoint() {
-  cmp "$work/$1/checkpoint/tensors.bin" "$work/$2/checkpoint/tensors.bin" ||
-    fail "the checkpoints of $1 and $2 differ"
 }
 same_run() {  # same_run NAME: NAME's losses and checkpoint are device3's
   [ "$(losses device3)" = "$(losses "$1")" ] || fail "losses differ: device $(losses device3) vs $1 $(losses "$1")"

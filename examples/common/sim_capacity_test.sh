@@ -6,14 +6,11 @@
 # --memory-budget; --memory-budget <capacity> must train, with the CPU run's losses and a
 # byte-identical checkpoint (the budget's plan recomputes, which gives the same bits).
 set -euo pipefail
-trainer=$1 work=$2 fraction=$3
+source "$(dirname "$0")/test_helpers.sh"
+trainer=$1 fraction=$3
+fresh_work "$2"
 shift 3
 args=("$@" --log-every 1)
-rm -rf "$work"
-mkdir -p "$work"
-export OMP_NUM_THREADS=2
-fail() { echo "FAIL: $*"; exit 1; }
-losses() { grep -o 'step *[0-9]* |.* loss [0-9.]*' "$work/$1.log" | sed 's/ | epoch [0-9]*//'; }
 
 "$trainer" "${args[@]}" --device cpu -o "$work/cpu" > "$work/cpu.log" 2>&1 || { cat "$work/cpu.log"; fail "the cpu run failed"; }
 "$trainer" "${args[@]}" --device sim -o "$work/sim" > "$work/sim.log" 2>&1 || { cat "$work/sim.log"; fail "the sim run failed"; }

@@ -6,11 +6,9 @@
 # held-out accuracy (chance: 50%). Then the same from --init-from a masked-LM export (2 steps of
 # train_bert --export-hf): the encoder loads and the run learns too.
 set -euo pipefail
-train_bert=$1 work=$2
-rm -rf "$work"
-mkdir -p "$work"
-export OMP_NUM_THREADS=2
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/../common/test_helpers.sh"
+train_bert=$1
+fresh_work "$2"
 awk 'BEGIN { srand(7); split("good great lovely fine superb", pos); split("bad awful dull poor terrible", neg)
   split("the film was a plot and cast of this one truly felt", fill)
   for (i = 0; i < 400; i++) {

@@ -8,11 +8,9 @@
 #    held-out loss equals the first run's final one.
 # 4. A size flag that disagrees with the file names the tensor and both shapes.
 set -euo pipefail
-train_bert=$1 work=$2
-rm -rf "$work"
-mkdir -p "$work"
-export OMP_NUM_THREADS=2
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/../common/test_helpers.sh"
+train_bert=$1
+fresh_work "$2"
 common=(--batch-size 4 --seq-len 32 --eval-batches 2 --dropout 0)
 
 "$train_bert" --preset tiny "${common[@]}" --max-steps 2 --eval-every 0 -o "$work/first" --export-hf "$work/hf1" \

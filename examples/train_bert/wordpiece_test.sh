@@ -11,11 +11,9 @@
 # 3. Byte-level weights (260 rows) with a 1500-token vocabulary, and a vocabulary without [MASK],
 #    are refused naming both figures / the missing token.
 set -euo pipefail
-train_bert=$1 vocab=$2 corpus=$3 work=$4
-rm -rf "$work"
-mkdir -p "$work"
-export OMP_NUM_THREADS=2
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/../common/test_helpers.sh"
+train_bert=$1 vocab=$2 corpus=$3
+fresh_work "$4"
 common=(--preset tiny --seq-len 32 --eval-batches 2 --dropout 0 --overwrite)
 
 for i in 1 2 3 4 5 6 7 8 9 10; do cat "$corpus"; done > "$work/corpus.txt"  # enough for a held-out batch

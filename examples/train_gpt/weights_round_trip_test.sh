@@ -7,11 +7,9 @@
 # 3. --sample-only from the weights gives the same text on cpu and sim.
 # 4. A size flag that disagrees with the file names the tensor and both shapes.
 set -euo pipefail
-train_gpt=$1 fixtures=$2 work=$3
-rm -rf "$work"
-mkdir -p "$work"
-export OMP_NUM_THREADS=2
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/../common/test_helpers.sh"
+train_gpt=$1 fixtures=$2
+fresh_work "$3"
 gpt() { "$train_gpt" "$@" -o "$work/run" 2>&1; }
 
 gpt --init-from "$fixtures/gpt2_tiny.safetensors" --n-head 4 --export-only --export-hf "$work/hf1" \
