@@ -9,13 +9,22 @@
 
 namespace strata::examples {
 
-// The state to save at `step`: the run's description (`config`), the global RNG's state, `data`
-// (the loader's cursor), the model's weights and `optimizer_state`.
-io::CheckpointState checkpoint_state(const std::string& config, int64_t step, const io::DataCursor& data,
+// What a trainer's checkpoints say about the run beside its state, and what --resume checks: the
+// run's description (the trainers' describe(), "model <preset> (<model config>), ...") and the
+// data it trains on.
+struct RunRecord {
+  std::string config;
+  io::DataIdentity data;          // not recorded: nothing to check (e.g. weights loaded to sample)
+  bool allow_other_data = false;  // --allow-other-data
+};
+
+// The state to save at `step`: the run's record, the global RNG's state, `data` (the loader's
+// cursor), the model's weights and `optimizer_state`.
+io::CheckpointState checkpoint_state(const RunRecord& run, int64_t step, const io::DataCursor& data,
                                      const nn::Module& model, nn::StateDict optimizer_state);
 // The same with `optimizer`'s state; state it keeps in a spill file is streamed into the
 // checkpoint, never gathered in memory.
-io::CheckpointState checkpoint_state(const std::string& config, int64_t step, const io::DataCursor& data,
+io::CheckpointState checkpoint_state(const RunRecord& run, int64_t step, const io::DataCursor& data,
                                      const nn::Module& model, const optim::Optimizer& optimizer);
 
 // Refuses to start a new run (neither `resume` nor `overwrite`) where `dir` holds a checkpoint,
@@ -23,10 +32,11 @@ io::CheckpointState checkpoint_state(const std::string& config, int64_t step, co
 void refuse_to_replace_checkpoint(const std::string& dir, bool resume, bool overwrite);
 
 // Loads the checkpoint in `dir` into `model` and the global RNG, and returns it for the rest
-// (optimizer state, step, data cursor, metadata). `config` is this run's description (the
-// trainers' describe(), "model <preset> (<model config>), ..."): when the checkpoint's names
-// another model configuration (a different --n-head has the same shapes, so the weights load),
-// a warning says both.
-io::CheckpointState restore_checkpoint(const std::string& dir, nn::Module& model, const std::string& config);
+// (optimizer state, step, data cursor, metadata). When the checkpoint's description names
+// another model configuration than `run`'s (a different --n-head has the same shapes, so the
+// weights load), a warning says both. When it was trained on data of another digest than
+// `run.data`, a ValueError names both (a warning with `run.allow_other_data`); a checkpoint from
+// before data identities were recorded resumes with a warning that says it cannot be checked.
+io::CheckpointState restore_checkpoint(const std::string& dir, nn::Module& model, const RunRecord& run);
 
 }  // namespace strata::examples

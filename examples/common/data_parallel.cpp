@@ -64,11 +64,10 @@ std::string DataParallel::timing() const {
       100.0 * dist::GradSyncStats{.comm_seconds = comm_, .exposed_seconds = exposed_}.hidden_fraction());
 }
 
-io::CheckpointState TrainerAdamW::checkpoint(const std::string& config, int64_t step,
-                                             const io::DataCursor& data, const nn::Module& model,
-                                             int world) const {
-  io::CheckpointState st = zero ? checkpoint_state(config, step, data, model, zero->consolidated_state_dict())
-                                : checkpoint_state(config, step, data, model, *opt);
+io::CheckpointState TrainerAdamW::checkpoint(const RunRecord& run, int64_t step, const io::DataCursor& data,
+                                             const nn::Module& model, int world) const {
+  io::CheckpointState st = zero ? checkpoint_state(run, step, data, model, zero->consolidated_state_dict())
+                                : checkpoint_state(run, step, data, model, *opt);
   st.metadata["world_size"] = std::to_string(world);
   st.metadata["zero1"] = zero ? "true" : "false";
   return st;
@@ -96,9 +95,9 @@ TrainerAdamW make_trainer_adamw(const std::vector<Tensor>& parameters, const LrS
   return o;
 }
 
-io::CheckpointState resume_ranks(const std::string& dir, const std::string& config, nn::Module& model,
+io::CheckpointState resume_ranks(const std::string& dir, const RunRecord& run, nn::Module& model,
                                  const DataParallel& ranks) {
-  io::CheckpointState st = restore_checkpoint(dir, model, config);
+  io::CheckpointState st = restore_checkpoint(dir, model, run);
   if (!ranks.lead()) return st;
   std::printf("resumed from %s at step %ld\n", dir.c_str(), long(st.step));
   const auto saved = st.metadata.find("world_size");

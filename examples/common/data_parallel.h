@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/checkpointing.h"
 #include "strata/core/device.h"
 #include "strata/dist/ddp.h"
 #include "strata/dist/process_group.h"
@@ -74,7 +75,7 @@ struct TrainerAdamW {
 
   // What a checkpoint at `step` holds, with the world size and ZeRO-1 in its metadata; collective
   // with ZeRO-1: every rank calls it.
-  io::CheckpointState checkpoint(const std::string& config, int64_t step, const io::DataCursor& data,
+  io::CheckpointState checkpoint(const RunRecord& run, int64_t step, const io::DataCursor& data,
                                  const nn::Module& model, int world) const;
   void load(const nn::StateDict& st) const;
 };
@@ -86,14 +87,14 @@ TrainerAdamW make_trainer_adamw(const std::vector<Tensor>& parameters, const LrS
 // --resume: the checkpoint in `dir`'s weights into `model` (restore_checkpoint); returns the checkpoint
 // for its optimizer state, step and data cursor. The cursor counts batches of the global order, so it
 // is valid on any world size; rank 0 says so when the world size changed.
-io::CheckpointState resume_ranks(const std::string& dir, const std::string& config, nn::Module& model,
+io::CheckpointState resume_ranks(const std::string& dir, const RunRecord& run, nn::Module& model,
                                  const DataParallel& ranks);
 // The same with AdamW's state loaded into `opt` and the data position into `loader` (anything with
 // set_cursor); returns the checkpoint's step.
 template <class Loader>
-int64_t resume_ranks(const std::string& dir, const std::string& config, nn::Module& model,
-                     const TrainerAdamW& opt, Loader& loader, const DataParallel& ranks) {
-  const io::CheckpointState st = resume_ranks(dir, config, model, ranks);
+int64_t resume_ranks(const std::string& dir, const RunRecord& run, nn::Module& model, const TrainerAdamW& opt,
+                     Loader& loader, const DataParallel& ranks) {
+  const io::CheckpointState st = resume_ranks(dir, run, model, ranks);
   opt.load(st.optimizer);
   loader.set_cursor(st.data);
   return st.step;

@@ -17,6 +17,8 @@ void add_run_flags(ConfigFlags& f, RunConfig* run) {
   f.option(run, "out_dir", "-o,--out-dir");
   f.flag(run, "resume", "", "continue from <out-dir>/checkpoint");
   f.flag(run, "overwrite", "", "start over although <out-dir>/checkpoint exists (its next save replaces it)");
+  f.flag(run, "allow_other_data", "",
+         "with --resume: continue although the checkpoint was trained on other data (e.g. to fine-tune)");
   f.option(run, "log_every");
   f.option(run, "grad_accum", "",
            "micro-batches per optimizer step, their gradients summed (a step sees grad-accum x batch-size "

@@ -196,7 +196,9 @@ int train_classifier(BertTrainOptions& o, const TrainerStart& start, TrainerRun&
     }
   }
   loop.finish();
-  const io::CheckpointState st = opt.checkpoint(o.describe(), loop.step(), {}, model, ranks.world());
+  const io::CheckpointState st = opt.checkpoint(
+      {o.describe(), io::files_identity("classification data " + c.classify_data(), {c.classify_data()})},
+      loop.step(), {}, model, ranks.world());
   if (!ranks.lead()) return 0;  // every rank takes part in a ZeRO-1 checkpoint; rank 0 alone goes on
   NoGradGuard ng;
   model.eval();

@@ -73,6 +73,7 @@ struct MlmData {
   std::string train_glob;
   std::unique_ptr<io::MlmBatcher> train, val;
   double unigram = 0;
+  io::DataIdentity identity;  // of the training shards
 };
 
 MlmData make_data(const BertTrainOptions& o, dist::ProcessGroup* pg) {
@@ -105,6 +106,9 @@ MlmData make_data(const BertTrainOptions& o, dist::ProcessGroup* pg) {
   mo.rank = pg ? pg->rank() : 0, mo.world_size = pg ? pg->size() : 1;
   const std::vector<std::string> train_paths = io::glob_paths(d.train_glob);
   d.train = std::make_unique<io::MlmBatcher>(train_paths, mo);
+  d.identity = io::files_identity(detail::concat(train_paths.size(), " token shard(s) of ",
+                                                 d.train->num_tokens(), " tokens (", d.train_glob, ")"),
+                                  train_paths);
   if (!val_glob.empty() && mo.rank == 0) {
     io::MlmOptions vo = mo;
     vo.shuffle = false, vo.seed = run.seed() + 1, vo.rank = 0, vo.world_size = 1;
@@ -125,6 +129,7 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
   if (!c.classify_data().empty()) return examples::train_classifier(o, start, trainer_run);
   MlmData mlm = make_data(o, start.group);
   io::MlmBatcher& train = *mlm.train;
+  const examples::RunRecord record{o.describe(), mlm.identity, run.allow_other_data()};
 
   // ---- model and optimizer ----
   manual_seed(run.seed());
@@ -141,15 +146,14 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
   examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), run));
 
   const int64_t first_step =
-      run.resume() ? examples::resume_ranks(ckpt_dir, o.describe(), model, opt, train, ranks) : 0;
+      run.resume() ? examples::resume_ranks(ckpt_dir, record, model, opt, train, ranks) : 0;
   if (c.export_only()) {
     if (lead) export_weights(model, o.model, c.export_hf());
     return 0;
   }
   auto save = [&](int64_t at_step) {
     // opt.checkpoint() is collective with ZeRO-1: every rank calls save().
-    const io::CheckpointState st =
-        opt.checkpoint(o.describe(), at_step, train.cursor(), model, ranks.world());
+    const io::CheckpointState st = opt.checkpoint(record, at_step, train.cursor(), model, ranks.world());
     if (lead) io::save_checkpoint(ckpt_dir, st);
   };
 

@@ -4,7 +4,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -177,11 +179,46 @@ std::shared_ptr<io::GraphDataset> make_gnn_data(const TrainGnnConfig& c) {
 
 namespace strata::examples {
 
+namespace {
+
+// A --feature-file that was there before the run was written from some run's features: one whose
+// rows are not this dataset's (another --seed, --features or dataset made it) is refused, naming the
+// first value that differs. The file is read once, in pieces of about 4 MiB.
+void check_feature_file_rows(const io::FeatureStore& store, const Tensor& features) {
+  const Tensor host = features.to(kCPU).contiguous();
+  const int64_t N = store.num_rows(), row_bytes = store.row_bytes(), F = store.num_features();
+  if (row_bytes == 0) return;
+  const int64_t chunk = std::max<int64_t>(1, (int64_t(4) << 20) / row_bytes);
+  const float* expected = static_cast<const float*>(host.data_ptr());
+  std::vector<int64_t> ids;
+  std::vector<float> rows;
+  for (int64_t begin = 0; begin < N; begin += chunk) {
+    const int64_t end = std::min(N, begin + chunk);
+    ids.resize(size_t(end - begin));
+    std::iota(ids.begin(), ids.end(), begin);
+    rows.resize(ids.size() * size_t(F));
+    store.gather_into(ids, rows.data());
+    const float* want = expected + begin * F;
+    if (std::memcmp(rows.data(), want, rows.size() * sizeof(float)) == 0) continue;
+    size_t at = 0;
+    while (std::memcmp(&rows[at], &want[at], sizeof(float)) == 0) ++at;
+    throw ValueError(detail::concat(
+        "--feature-file ", store.source(), " holds other features than this run's data: row ",
+        begin + int64_t(at) / F, ", column ", int64_t(at) % F, " is ", rows[at], " in the file and ",
+        want[at],
+        " in the data (another --seed, --features or dataset wrote it); remove the file to have it written "
+        "again, or name another"));
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<io::FeatureStore> open_feature_store(const TrainGnnConfig& c, uint64_t budget_bytes,
                                                      const io::GraphDataset& data, Device device) {
   if (c.feature_store() == "memory") return nullptr;
   const std::string& path = c.feature_file();
-  if (!path.empty() && !std::filesystem::exists(path)) {
+  const bool existed = !path.empty() && std::filesystem::exists(path);
+  if (!path.empty() && !existed) {
     io::write_feature_file(path, data.features);
     std::printf("features written to %s\n", path.c_str());
   }
@@ -199,6 +236,7 @@ std::unique_ptr<io::FeatureStore> open_feature_store(const TrainGnnConfig& c, ui
                ValueError, "--feature-file ", path, ": [", store->num_rows(), ", ", store->num_features(),
                "] ", dtype_name(store->dtype()), " rows for a dataset of ", data.graph.num_nodes(),
                " nodes and ", data.features.size(1), " f32 features");
+  if (existed) check_feature_file_rows(*store, data.features);
   return store;
 }
 

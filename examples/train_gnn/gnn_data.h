@@ -19,7 +19,9 @@ std::shared_ptr<io::GraphDataset> make_gnn_data(const TrainGnnConfig& c);
 // The store --feature-store names for the sampled loader, holding data.features' rows (null for
 // memory: the loader gathers from the tensor). file: --feature-file, written from data.features
 // first when it does not exist, its resident limit `budget_bytes` (0: none); pinned: page-locked
-// for `device`, its rows copied from --feature-file when given.
+// for `device`, its rows copied from --feature-file when given. A --feature-file that existed must
+// hold data.features' values: another one (written by another --seed or --features) is a
+// ValueError naming the first value that differs.
 std::unique_ptr<io::FeatureStore> open_feature_store(const TrainGnnConfig& c, uint64_t budget_bytes,
                                                      const io::GraphDataset& data, Device device);
 

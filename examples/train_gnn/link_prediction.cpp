@@ -91,6 +91,7 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
 
   // ---- data ----
   const io::KnowledgeGraph kg = io::load_triples(c.kg());
+  const RunRecord record{o.describe(), io::data_identity(kg), run.allow_other_data()};
   const int64_t N = int64_t(kg.entities.size()), R = int64_t(kg.relations.size());
   const bool encoded = c.encoder() == "rgcn";
   const Graph graph = encoded ? kg.training_graph(/*reverse_relations=*/true).to(device) : Graph();
@@ -128,7 +129,7 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
   int64_t consumed = 0;
   int64_t first_step = 0;
   if (run.resume()) {
-    const io::CheckpointState st = resume_ranks(ckpt_dir, o.describe(), model, ranks);
+    const io::CheckpointState st = resume_ranks(ckpt_dir, record, model, ranks);
     opt.load(st.optimizer);
     first_step = st.step;
     consumed =
@@ -136,9 +137,8 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
   }
   auto save = [&](int64_t at_step) {
     // opt.checkpoint() is collective with ZeRO-1: every rank calls save().
-    const io::CheckpointState st =
-        opt.checkpoint(o.describe(), at_step, io::DataCursor{consumed / batches_per_epoch, 0, consumed},
-                       model, ranks.world());
+    const io::CheckpointState st = opt.checkpoint(
+        record, at_step, io::DataCursor{consumed / batches_per_epoch, 0, consumed}, model, ranks.world());
     if (lead) io::save_checkpoint(ckpt_dir, st);
   };
 

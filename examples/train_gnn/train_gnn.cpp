@@ -258,6 +258,7 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
   const Splits splits = make_splits(*data, device);
   const Graph graph = data->graph.to(device);
   const NodeFeatures features(*data, device);
+  const examples::RunRecord record{o.describe(), io::data_identity(*data), run.allow_other_data()};
 
   // ---- model and optimizer ----
   manual_seed(run.seed());
@@ -276,7 +277,7 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
 
   int64_t first_step = 0;
   if (run.resume()) {
-    const io::CheckpointState st = examples::resume_ranks(ckpt_dir, o.describe(), model, ranks);
+    const io::CheckpointState st = examples::resume_ranks(ckpt_dir, record, model, ranks);
     opt.load(st.optimizer);
     first_step = st.step;
     if (loader) loader->set_cursor(st.data);
@@ -284,7 +285,7 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
   auto save = [&](int64_t at_step) {
     // opt.checkpoint() is collective with ZeRO-1: every rank calls save().
     const io::DataCursor cursor = loader ? loader->cursor() : io::DataCursor{at_step, 0, 0};
-    const io::CheckpointState st = opt.checkpoint(o.describe(), at_step, cursor, model, ranks.world());
+    const io::CheckpointState st = opt.checkpoint(record, at_step, cursor, model, ranks.world());
     if (lead) io::save_checkpoint(ckpt_dir, st);
   };
 

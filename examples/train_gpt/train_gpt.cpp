@@ -106,7 +106,7 @@ int use_weights_without_training(TrainOptions& o, Device device) {
   o.init_weights.reset();
   if (c.run().resume()) {
     const std::string ckpt_dir = c.run().out_dir() + "/checkpoint";
-    const io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, o.describe());
+    const io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, {o.describe()});
     std::printf("weights of %s at step %ld\n", ckpt_dir.c_str(), long(st.step));
   }
   model.to(device);
@@ -125,6 +125,7 @@ struct GptData {
   bool byte_level = false;
   std::unique_ptr<io::Tokenizer> tokenizer;
   std::unique_ptr<io::TokenLoader> train, val;
+  io::DataIdentity identity;  // of the training shards
 };
 
 GptData make_data(const TrainOptions& o, dist::ProcessGroup* pg) {
@@ -146,7 +147,8 @@ GptData make_data(const TrainOptions& o, dist::ProcessGroup* pg) {
         examples::shards_from_text(examples::read_training_text(data.text()), run.out_dir(),
                                    d.byte_level ? nullptr : d.tokenizer.get(), pg);
   }
-  d.train = std::make_unique<io::TokenLoader>(io::glob_paths(d.train_glob),
+  const std::vector<std::string> train_paths = io::glob_paths(d.train_glob);
+  d.train = std::make_unique<io::TokenLoader>(train_paths,
                                               io::TokenLoaderOptions{.batch = run.batch_size(),
                                                                      .seq_len = data.seq_len(),
                                                                      .rank = rank,
@@ -154,6 +156,9 @@ GptData make_data(const TrainOptions& o, dist::ProcessGroup* pg) {
                                                                      .shuffle = data.shuffle(),
                                                                      .seed = run.seed(),
                                                                      .token_limit = o.model.vocab_size});
+  d.identity = io::files_identity(detail::concat(train_paths.size(), " token shard(s) of ",
+                                                 d.train->num_tokens(), " tokens (", d.train_glob, ")"),
+                                  train_paths);
   if (!val_glob.empty() && rank == 0)
     d.val = std::make_unique<io::TokenLoader>(
         io::glob_paths(val_glob),
@@ -182,6 +187,7 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   const std::string ckpt_dir = examples::checkpoint_dir(run);
   const GptData data = make_data(o, start.group);
   io::TokenLoader& train = *data.train;
+  const examples::RunRecord record{o.describe(), data.identity, run.allow_other_data()};
 
   // ---- model and optimizer ----
   manual_seed(run.seed());
@@ -202,11 +208,10 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   examples::LrSchedule sched(examples::lr_schedule_options(c.schedule(), c.run()));
 
   const int64_t first_step =
-      run.resume() ? examples::resume_ranks(ckpt_dir, o.describe(), model, opt, train, ranks) : 0;
+      run.resume() ? examples::resume_ranks(ckpt_dir, record, model, opt, train, ranks) : 0;
   auto save = [&](int64_t at_step) {
     // opt.checkpoint() is collective with ZeRO-1: every rank calls save().
-    const io::CheckpointState st =
-        opt.checkpoint(o.describe(), at_step, train.cursor(), model, ranks.world());
+    const io::CheckpointState st = opt.checkpoint(record, at_step, train.cursor(), model, ranks.world());
     if (lead) io::save_checkpoint(ckpt_dir, st);
   };
   const int64_t tokens_per_step = run.batch_size() * c.data().seq_len() * run.grad_accum() * ranks.world();

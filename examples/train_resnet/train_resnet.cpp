@@ -256,16 +256,17 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
   schedule.warmup_cap = std::max<int64_t>(schedule.warmup_cap, 1), schedule.timed_steps = 4;
   examples::LrSchedule sched(schedule);
 
+  const examples::RunRecord record{o.describe(), data.train->identity(), run.allow_other_data()};
   int64_t first_step = 0;
   if (run.resume()) {
-    io::CheckpointState st = examples::resume_ranks(ckpt_dir, o.describe(), model, ranks);
+    io::CheckpointState st = examples::resume_ranks(ckpt_dir, record, model, ranks);
     opt->load_state_dict(st.optimizer);
     first_step = st.step;
     train.set_cursor(st.data);
     if (lead) std::printf("  at epoch %ld, batch %ld\n", long(st.data.epoch), long(st.data.sample));
   }
   auto save = [&](int64_t at_step) {
-    io::CheckpointState st = examples::checkpoint_state(o.describe(), at_step, train.cursor(), model, *opt);
+    io::CheckpointState st = examples::checkpoint_state(record, at_step, train.cursor(), model, *opt);
     st.metadata["world_size"] = std::to_string(ranks.world());
     if (lead) io::save_checkpoint(ckpt_dir, st);
   };

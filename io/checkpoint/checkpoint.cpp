@@ -156,6 +156,10 @@ proto::CheckpointIndex to_proto(const CheckpointIndexInfo& info) {
   index.mutable_data()->set_epoch(info.data.epoch);
   index.mutable_data()->set_shard(info.data.shard);
   index.mutable_data()->set_sample(info.data.sample);
+  if (info.data_identity.recorded() || !info.data_identity.description.empty()) {
+    index.mutable_data_identity()->set_description(info.data_identity.description);
+    index.mutable_data_identity()->set_digest(info.data_identity.digest);
+  }
   for (const auto& [k, v] : info.metadata) {
     proto::MetadataEntry* m = index.add_metadata();
     m->set_key(k);
@@ -235,6 +239,7 @@ CheckpointIndexInfo parse_index(const std::string& dir) {
   info.step = index.step();
   info.rng = {index.rng().seed(), index.rng().offset()};
   info.data = {index.data().epoch(), index.data().shard(), index.data().sample()};
+  info.data_identity = {index.data_identity().description(), index.data_identity().digest()};
   for (const proto::MetadataEntry& m : index.metadata())
     if (!info.metadata.emplace(m.key(), m.value()).second)
       throw bad("duplicate metadata key '", m.key(), "'");
@@ -343,6 +348,7 @@ void save_checkpoint(const std::string& dir_in, const CheckpointState& state) {
     info.step = state.step;
     info.rng = state.rng;
     info.data = state.data;
+    info.data_identity = state.data_identity;
     info.metadata = state.metadata;
     {
       OutputFile bin(tmp + "/" + kCheckpointTensorsFile, /*atomic=*/false);
@@ -482,6 +488,7 @@ CheckpointState load_checkpoint(const std::string& dir_in) {
   state.step = info.step;
   state.rng = info.rng;
   state.data = info.data;
+  state.data_identity = std::move(info.data_identity);
   state.metadata = std::move(info.metadata);
   std::map<uint64_t, std::pair<const CheckpointTensorInfo*, Tensor>> loaded;  // by offset, for aliases
   for (const CheckpointTensorInfo& t : info.tensors) {

@@ -43,4 +43,21 @@ void split_nodes(GraphDataset* data, double train, double val, uint64_t seed) {
   data->test_mask = bool_tensor(test_mask);
 }
 
+DataIdentity data_identity(const GraphDataset& data) {
+  const Graph& g = data.graph;
+  DataDigest digest;
+  for (int64_t t = 0; t < g.num_node_types(); ++t)
+    digest.add(std::string_view(g.node_types()[size_t(t)])).add(g.nodes_of_type(t));
+  for (int64_t r = 0; r < g.num_relations(); ++r) {
+    const Relation& rel = g.relations()[size_t(r)];
+    digest.add(rel.src_type).add(std::string_view(rel.name)).add(rel.dst_type).add(g.relation_offset(r));
+  }
+  digest.add(g.src()).add(g.dst()).add(data.labels).add(data.num_classes);
+  digest.add(data.train_mask).add(data.val_mask).add(data.test_mask).add(data.features);
+  for (const auto& [type, features] : data.typed_features) digest.add(std::string_view(type)).add(features);
+  return {detail::concat(data.name, ": ", g.num_nodes(), " nodes, ", g.num_edges(), " edges, ",
+                         data.num_classes, " classes"),
+          digest.str()};
+}
+
 }  // namespace strata::io

@@ -173,6 +173,18 @@ KnowledgeGraph load_triples(const std::string& dir, const TriplesOptions& option
   return kg;
 }
 
+DataIdentity data_identity(const KnowledgeGraph& kg) {
+  DataDigest digest;
+  digest.add(int64_t(kg.entities.size()));
+  for (const std::string& e : kg.entities) digest.add(std::string_view(e));
+  digest.add(int64_t(kg.relations.size()));
+  for (const std::string& r : kg.relations) digest.add(std::string_view(r));
+  digest.add(kg.train).add(kg.valid).add(kg.test);
+  return {detail::concat(kg.name, ": ", kg.entities.size(), " entities, ", kg.relations.size(),
+                         " relations, ", kg.train.defined() ? kg.train.size(0) : 0, " training triples"),
+          digest.str()};
+}
+
 Graph KnowledgeGraph::training_graph(bool reverse_relations) const {
   STRATA_CHECK(train.defined() && train.dim() == 2 && train.size(1) == 3 && train.dtype() == DType::i64,
                ValueError, "KnowledgeGraph::training_graph: train must be i64 [n, 3]");

@@ -82,6 +82,8 @@ std::string Cifar10Dataset::describe() const {
   return os.str();
 }
 
+DataIdentity Cifar10Dataset::identity() const { return files_identity(describe(), files_); }
+
 void write_cifar10(const std::string& path, const std::vector<Image>& images, const std::vector<int64_t>& labels) {
   STRATA_CHECK(images.size() == labels.size(), ValueError, "write_cifar10: ", images.size(), " images but ",
                labels.size(), " labels");

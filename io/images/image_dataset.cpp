@@ -8,4 +8,12 @@ std::vector<std::string> ImageDataset::class_names() const {
   return names;
 }
 
+DataIdentity ImageDataset::identity() const {
+  DataDigest digest;
+  digest.add(size()).add(num_classes());
+  for (const std::string& name : class_names()) digest.add(std::string_view(name));
+  for (int64_t i = 0; i < size(); ++i) digest.add(std::string_view(sample_name(i))).add(label(i));
+  return {describe(), digest.str()};
+}
+
 }  // namespace strata::io

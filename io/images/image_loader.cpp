@@ -38,8 +38,11 @@ ImageLoader::ImageLoader(std::shared_ptr<const ImageDataset> dataset, ImageLoade
     : dataset_(std::move(dataset)), o_(std::move(options)) {
   STRATA_CHECK(dataset_ != nullptr, ValueError, "ImageLoader: no dataset");
   STRATA_CHECK(o_.batch > 0, ValueError, "ImageLoader: batch ", o_.batch, " must be positive");
-  const BatchPipelineOptions pipeline{
-      .num_workers = o_.num_workers, .prefetch = o_.prefetch, .rank = o_.rank, .world_size = o_.world_size};
+  const BatchPipelineOptions pipeline{.num_workers = o_.num_workers,
+                                      .prefetch = o_.prefetch,
+                                      .prefetch_bytes = o_.prefetch_bytes,
+                                      .rank = o_.rank,
+                                      .world_size = o_.world_size};
   BatchPipeline::check("ImageLoader", pipeline);
   const int64_t n = dataset_->size();
   STRATA_CHECK(n > 0, ValueError, "ImageLoader: the dataset is empty (", dataset_->describe(), ")");
@@ -60,7 +63,11 @@ ImageLoader::ImageLoader(std::shared_ptr<const ImageDataset> dataset, ImageLoade
   orders_ = std::make_unique<EpochOrders>(std::move(samples), o_.shuffle, o_.seed);
   pipe_ = std::make_unique<BatchPipeline>(
       "ImageLoader", pipeline, batches_per_epoch,
-      [this](int64_t epoch, int64_t index) { return std::any(make(epoch, index)); });
+      [this](int64_t epoch, int64_t index) { return std::any(make(epoch, index)); },
+      [](const std::any& batch) {
+        const ImageBatch& b = std::any_cast<const ImageBatch&>(batch);
+        return int64_t(b.images.nbytes() + b.labels.nbytes());
+      });
 }
 
 ImageLoader::~ImageLoader() = default;

@@ -141,4 +141,8 @@ std::string SyntheticImageDataset::describe() const {
   return os.str();
 }
 
+DataIdentity SyntheticImageDataset::identity() const {
+  return {describe(), DataDigest().add(std::string_view(describe())).str()};
+}
+
 }  // namespace strata::io

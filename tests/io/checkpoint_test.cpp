@@ -65,6 +65,7 @@ CheckpointState sample_state() {
   s.step = 123456789012;
   s.rng = {0xDEADBEEFCAFEull, 1234567890123ull};
   s.data = {3, 5, 77};
+  s.data_identity = {"tiny corpus: 2 shards", "crc32c 0badf00d of 4096 bytes"};
   s.metadata = {{"git", "abc123"}, {"loss", "3.25"}, {"binary", std::string("\0\x01\xff", 3)}};
   s.model.insert("transformer.wte.weight", ops::randn({7, 5}));
   s.model.insert("h.0.bf16", ops::randn({3, 3, 3}).to(DType::bf16));
@@ -92,6 +93,8 @@ void expect_same_state(const CheckpointState& a, const CheckpointState& b) {
   EXPECT_EQ(a.data.epoch, b.data.epoch);
   EXPECT_EQ(a.data.shard, b.data.shard);
   EXPECT_EQ(a.data.sample, b.data.sample);
+  EXPECT_EQ(a.data_identity.description, b.data_identity.description);
+  EXPECT_EQ(a.data_identity.digest, b.data_identity.digest);
   EXPECT_EQ(a.metadata, b.metadata);
   expect_same_dict(a.model, b.model);
   expect_same_dict(a.optimizer, b.optimizer);
@@ -405,18 +408,41 @@ TEST(Checkpoint, EveryFlippedByteOfTheIndexIsRefused) {
   expect_same_state(sample_state(), load_checkpoint(tmp / "ckpt"));
 }
 
-// A version-1 index (written before the checksum) still loads; a version-2 one without its
+// A version-1 index (written before the checksum) still loads; a version-3 one without its
 // checksum does not.
 TEST(Checkpoint, AVersion1IndexWithoutAChecksumStillLoads) {
   TempDir tmp;
   save_checkpoint(tmp / "ckpt", sample_state());
-  const std::string v2 = file_bytes(tmp / "ckpt/index.pb");
-  ASSERT_EQ(v2.substr(0, 2), std::string("\x08\x02", 2)) << "field 1, format_version 2, comes first";
-  std::string stripped = v2.substr(0, v2.size() - 5);
+  const std::string v3 = file_bytes(tmp / "ckpt/index.pb");
+  ASSERT_EQ(v3.substr(0, 2), std::string("\x08\x03", 2)) << "field 1, format_version 3, comes first";
+  std::string stripped = v3.substr(0, v3.size() - 5);
   put_file_bytes(tmp / "ckpt/index.pb", stripped);
   const std::string m = message_of([&] { load_checkpoint(tmp / "ckpt"); });
   EXPECT_NE(m.find("no checksum"), std::string::npos) << m;
   stripped[1] = 1;
   put_file_bytes(tmp / "ckpt/index.pb", stripped);
   expect_same_state(sample_state(), load_checkpoint(tmp / "ckpt"));
+}
+
+// The data identity round-trips, and a version-2 index (written before it was recorded: no field
+// 12) loads with it unrecorded, so that a trainer can tell an old checkpoint from one of other data.
+TEST(Checkpoint, RecordsItsDataIdentityAndAVersion2IndexLoadsWithoutOne) {
+  TempDir tmp;
+  save_checkpoint(tmp / "ckpt", sample_state());
+  const CheckpointIndexInfo v3 = read_checkpoint_index(tmp / "ckpt");
+  EXPECT_EQ(v3.data_identity.description, "tiny corpus: 2 shards");
+  EXPECT_EQ(v3.data_identity.digest, "crc32c 0badf00d of 4096 bytes");
+  EXPECT_TRUE(v3.data_identity.recorded());
+
+  CheckpointIndexInfo v2 = v3;
+  v2.format_version = 2;
+  v2.data_identity = {};
+  write_checkpoint_index(tmp / "ckpt", v2);
+  EXPECT_EQ(file_bytes(tmp / "ckpt/index.pb").find("tiny corpus"), std::string::npos);
+  const CheckpointState loaded = load_checkpoint(tmp / "ckpt");
+  EXPECT_FALSE(loaded.data_identity.recorded());
+  EXPECT_TRUE(loaded.data_identity.description.empty());
+  CheckpointState expected = sample_state();
+  expected.data_identity = {};
+  expect_same_state(expected, loaded);
 }

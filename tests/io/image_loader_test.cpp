@@ -166,6 +166,28 @@ TEST(ImageLoader, PrefetchStaysWithinItsBound) {
   EXPECT_LE(d->calls.load(), 3 * 4 + 1);
 }
 
+// A huge `prefetch` stops at the byte bound: with room for two batches (4 images of 3x6x6 f32 and
+// their labels, 1760 bytes each), no more than two plus the workers' in flight are made, and the
+// batches are an unbounded loader's.
+TEST(ImageLoader, PrefetchStaysWithinItsByteBound) {
+  auto d = std::make_shared<IndexImages>(1000);
+  const int64_t one = 4 * 3 * 6 * 6 * 4 + 4 * 8;
+  const ImageLoaderOptions o{
+      .batch = 4, .shuffle = false, .num_workers = 3, .prefetch = 1000000000, .prefetch_bytes = 2 * one};
+  ImageLoader loader(d, o);
+  for (int i = 0; i < 500 && d->calls.load() < 2 * 4 + 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_LE(d->calls.load(), (2 + o.num_workers) * 4 + 1) << "images made past the byte bound";
+  ImageLoader unbounded(std::make_shared<IndexImages>(1000),
+                        {.batch = 4, .shuffle = false, .num_workers = 0});
+  for (int k = 0; k < 6; ++k)
+    EXPECT_EQ(labels_of(loader.next()), labels_of(unbounded.next())) << "batch " << k;
+  ImageLoaderOptions bad = o;
+  bad.prefetch_bytes = 0;
+  EXPECT_THROW(ImageLoader(d, bad), ValueError);
+}
+
 TEST(ImageLoader, WorkerErrorsReachTheCallerAndLoadingGoesOn) {
   auto d = std::make_shared<IndexImages>(12, /*fail_at=*/5);
   ImageLoader loader(d, {.batch = 4, .shuffle = false, .num_workers = 2});

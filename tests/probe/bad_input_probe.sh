@@ -88,6 +88,9 @@ printf '\xc6\xd7\x34\x01\x03\x00\x00\x00' > gpt2.bin
   { echo "could not make a Hugging Face folder to probe with"; exit 2; }
 "$bert" --preset tiny --max-steps 1 --eval-every 0 -o "$w/out/bert_source" --export-hf "$w/out/bert_hf" > /dev/null 2>&1 ||
   { echo "could not make a Hugging Face BERT folder to probe with"; exit 2; }
+# A train_gnn checkpoint and a feature file, both of the default data with seed 1337.
+"$gnn" --max-steps 1 --eval-every 0 --fanouts 5,5 --feature-store file --feature-file "$w/features_1337.npy" \
+  -o "$w/gnn_run" > /dev/null 2>&1 || { echo "could not train a GNN to probe with"; exit 2; }
 
 # ---- cases: name, expected words (an extended regex), command ----
 # Every file that was there before the case (runs write only under out/), and the FIFO still a FIFO.
@@ -230,6 +233,13 @@ run_case out_dir_is_a_file "--out-dir: refusing to write the folder .*keep.txt':
 g feature_file_folder "a_folder" --fanouts 5,5 --feature-store file --feature-file "$w/a_folder"
 g feature_file_not_npy "keep.txt" --fanouts 5,5 --feature-store file --feature-file "$w/keep.txt"
 g feature_file_fifo "a_fifo" --fanouts 5,5 --feature-store file --feature-file "$w/a_fifo"
+g feature_file_other_seed "features_1337.npy holds other features than this run's data: row 0, column 0" \
+  --fanouts 5,5 --feature-store file --feature-file "$w/features_1337.npy" --seed 7
+# train_gnn: resuming on other data
+run_case resume_other_graph "gnn_run/checkpoint' was trained on dcsbm.*this run's data is dcsbm.*--allow-other-data" \
+  "$gnn" --max-steps 2 --resume --dcsbm-nodes 500 -o "$w/gnn_run"
+run_case resume_other_seed "gnn_run/checkpoint' was trained on .*--allow-other-data" \
+  "$gnn" --max-steps 2 --resume --seed 7 -o "$w/gnn_run"
 # tools
 hw=$source/tools/hardware/h100-sxm-pcie5-1xgen4.textproto
 run_case plan_seq_past_positions "sequence of 1073741824 tokens exceeds max_position_embeddings 512" "$plan" --model bert-base --hardware "$hw" --seq 1073741824

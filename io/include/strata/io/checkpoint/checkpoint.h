@@ -10,7 +10,7 @@
 //
 // Layout of <dir>/:
 //   index.pb     binary strata.io.proto.CheckpointIndex (io/checkpoint/checkpoint.proto): format
-//                version, config text, step, RNG state, data cursor, metadata, and per tensor
+//                version, config text, step, RNG state, data cursor, data identity, metadata, and per tensor
 //                group ("model"/"optimizer"), name, dtype, shape, offset, nbytes, crc32c
 //   tensors.bin  each tensor's C-contiguous little-endian bytes at its (4096-aligned) offset
 #pragma once
@@ -23,12 +23,14 @@
 #include "strata/core/generator.h"
 #include "strata/core/tensor_source.h"
 #include "strata/io/data_cursor.h"
+#include "strata/io/data_identity.h"
 #include "strata/nn/module.h"
 
 namespace strata::io {
 
 // 2: index.pb carries a CRC-32C of itself (version-1 checkpoints, without it, still load).
-inline constexpr uint32_t kCheckpointFormatVersion = 2;
+// 3: index.pb records the identity of the data the run trained on (older ones load without it).
+inline constexpr uint32_t kCheckpointFormatVersion = 3;
 inline constexpr uint64_t kCheckpointAlignment = 4096;
 inline constexpr const char* kCheckpointIndexFile = "index.pb";
 inline constexpr const char* kCheckpointTensorsFile = "tensors.bin";
@@ -39,6 +41,7 @@ struct CheckpointState {
   int64_t step = 0;
   RngState rng;
   DataCursor data;
+  DataIdentity data_identity;                   // what the run trained on; unrecorded before version 3
   std::map<std::string, std::string> metadata;  // free-form (git hash, wall time, loss, ...)
   nn::StateDict model;                          // Module::state_dict()
   nn::StateDict optimizer;                      // Optimizer::state_dict()
@@ -65,6 +68,7 @@ struct CheckpointIndexInfo {
   int64_t step = 0;
   RngState rng;
   DataCursor data;
+  DataIdentity data_identity;
   std::map<std::string, std::string> metadata;
   std::vector<CheckpointTensorInfo> tensors;  // model tensors first, then optimizer
   uint64_t tensors_file_bytes = 0;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "strata/core/tensor.h"
+#include "strata/io/data_identity.h"
 #include "strata/ops/graph.h"
 
 namespace strata::io {
@@ -27,6 +28,10 @@ struct GraphDataset {
   // [E, ...] in the input's edge order (Graph::edge_ids() maps CSC positions to it).
   std::map<std::string, Tensor> node_properties, edge_properties;
 };
+
+// The dataset's name and size, with a digest of everything a model trains on: node types, relations,
+// edges, labels, split and features (io/data_identity.h).
+DataIdentity data_identity(const GraphDataset& data);
 
 // A stratified random split of the labelled nodes: within each class, a `train` fraction, a
 // `val` fraction and the rest as test (each class keeps at least one training node when it has

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "strata/core/tensor.h"
+#include "strata/io/data_identity.h"
 #include "strata/ops/graph.h"
 
 namespace strata::io {
@@ -30,6 +31,9 @@ struct KnowledgeGraph {
   // Graph::with_reverse_relations names and numbers them.
   Graph training_graph(bool reverse_relations = false) const;
 };
+
+// The folder's name and size, with a digest of its labels and its train, valid and test rows.
+DataIdentity data_identity(const KnowledgeGraph& kg);
 
 struct TriplesOptions {
   // PyKEEN's behaviour (TriplesFactory with the training factory's label maps): a valid or test

@@ -30,6 +30,7 @@ class Cifar10Dataset final : public ImageDataset {
   std::string sample_name(int64_t index) const override;
   std::vector<std::string> class_names() const override;
   std::string describe() const override;
+  DataIdentity identity() const override;  // its files (io::files_identity)
 
  private:
   std::vector<std::string> files_;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/io/data_identity.h"
 #include "strata/io/images/image.h"
 
 namespace strata::io {
@@ -23,6 +24,9 @@ class ImageDataset {
   virtual std::string sample_name(int64_t index) const { return "sample " + std::to_string(index); }
   virtual std::vector<std::string> class_names() const;  // default "0", "1", ...
   virtual std::string describe() const = 0;              // one line for logs
+  // What a checkpoint records to know the data again: by default the describe() line with a digest
+  // of every sample's name and label (a folder's file names, not their bytes).
+  virtual DataIdentity identity() const;
 };
 
 }  // namespace strata::io

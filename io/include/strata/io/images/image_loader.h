@@ -23,8 +23,11 @@ struct ImageLoaderOptions {
   bool shuffle = true;    // a new permutation of the samples every epoch
   bool drop_last = true;  // else the epoch's last batch holds the N % B remainder
   uint64_t seed = 0;
-  int num_workers = 2;           // loader threads; 0 makes batches in next() itself
-  int64_t prefetch = 4;          // ready batches held at most (the queue bound)
+  int num_workers = 2;   // loader threads; 0 makes batches in next() itself
+  int64_t prefetch = 4;  // ready batches held at most (the queue bound)
+  // Bytes of ready batches held at most (images and labels), whatever `prefetch` says: workers
+  // start no new batch past it, except the one next() waits for.
+  int64_t prefetch_bytes = int64_t(1) << 30;
   int rank = 0, world_size = 1;  // data parallel: rank r takes global batches r, r+W, ...
 };
 

@@ -31,6 +31,7 @@ class SyntheticImageDataset final : public ImageDataset {
   Image image(int64_t index) const override;
   int64_t label(int64_t index) const override;
   std::string describe() const override;
+  DataIdentity identity() const override;  // its settings: the images are made from them
   const SyntheticImageOptions& options() const { return o_; }
 
  private:
