@@ -15,6 +15,7 @@
 #include "strata/ops.h"
 #include "strata/optim.h"
 #include "support/error_of.h"
+#include "support/loader_files.h"
 
 using namespace strata;
 using namespace strata::io;
@@ -22,23 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory per test, removed when the test ends.
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-            ("strata_ckpt_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" + info->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using strata::testing::TempDir;
 
 std::string read_bytes(const Tensor& t) {
   Tensor c = t.contiguous();
@@ -102,15 +87,8 @@ void expect_same_state(const CheckpointState& a, const CheckpointState& b) {
 
 std::string message_of(const std::function<void()>& fn) { return strata::testing::error_of<IoError>(fn); }
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-void put_file_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), std::streamsize(bytes.size()));
-}
+using strata::testing::read_file;
+using strata::testing::write_file;
 
 // Recomputes the CRC-32C index.pb ends with (its last 5 bytes: field 11's tag and the value), as
 // the writer would after an edit.
@@ -214,7 +192,7 @@ TEST(Checkpoint, OverwriteSwapsInTheNewCheckpointAndLeavesNoTemporaries) {
   save_checkpoint(tmp / "ckpt", a);
   expect_same_state(a, load_checkpoint(tmp / "ckpt"));
   std::vector<std::string> entries;
-  for (const auto& e : fs::directory_iterator(tmp.path())) entries.push_back(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(tmp.path)) entries.push_back(e.path().filename().string());
   EXPECT_EQ(entries, std::vector<std::string>{"ckpt"});
 }
 
@@ -233,7 +211,7 @@ TEST(Checkpoint, ASuccessfulSaveRemovesWhatKilledWritersLeft) {
     fs::create_directories(fs::path(tmp / d) / "junk");
   save_checkpoint(tmp / "ckpt", sample_state());
   std::vector<std::string> entries;
-  for (const auto& e : fs::directory_iterator(tmp.path())) entries.push_back(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(tmp.path)) entries.push_back(e.path().filename().string());
   std::sort(entries.begin(), entries.end());
   EXPECT_EQ(entries, (std::vector<std::string>{"ckpt", live_tmp}));
 }
@@ -248,18 +226,18 @@ TEST(Checkpoint, FailedSaveKeepsTheOldCheckpointAndCleansUp) {
   EXPECT_THROW(save_checkpoint(tmp / "ckpt", bad), ValueError);
   expect_same_state(a, load_checkpoint(tmp / "ckpt"));
   size_t n = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(tmp.path())) ++n;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(tmp.path)) ++n;
   EXPECT_EQ(n, 1u);
 }
 
 TEST(Checkpoint, RefusesToReplaceSomethingThatIsNotACheckpoint) {
   TempDir tmp;
   fs::create_directories(tmp / "notes");
-  put_file_bytes(tmp / "notes/readme.txt", "keep me");
+  write_file(tmp / "notes/readme.txt", "keep me");
   std::string m = message_of([&] { save_checkpoint(tmp / "notes", sample_state()); });
   EXPECT_NE(m.find("readme.txt"), std::string::npos) << m;
-  EXPECT_EQ(file_bytes(tmp / "notes/readme.txt"), "keep me");
-  put_file_bytes(tmp / "file", "x");
+  EXPECT_EQ(read_file(tmp / "notes/readme.txt"), "keep me");
+  write_file(tmp / "file", "x");
   m = message_of([&] { save_checkpoint(tmp / "file", sample_state()); });
   EXPECT_NE(m.find("not a directory"), std::string::npos) << m;
   // An empty directory is fine.
@@ -272,9 +250,9 @@ TEST(Checkpoint, CorruptByteIsAChecksumErrorNamingTheTensorAndOffset) {
   TempDir tmp;
   save_checkpoint(tmp / "ckpt", sample_state());
   const CheckpointTensorInfo t = info_of(read_checkpoint_index(tmp / "ckpt"), "h.0.bf16");
-  std::string bin = file_bytes(tmp / "ckpt/tensors.bin");
+  std::string bin = read_file(tmp / "ckpt/tensors.bin");
   bin[t.offset + 17] ^= 0x10;
-  put_file_bytes(tmp / "ckpt/tensors.bin", bin);
+  write_file(tmp / "ckpt/tensors.bin", bin);
   std::string m = message_of([&] { load_checkpoint(tmp / "ckpt"); });
   EXPECT_NE(m.find("checksum mismatch"), std::string::npos) << m;
   EXPECT_NE(m.find("'h.0.bf16'"), std::string::npos) << m;
@@ -317,11 +295,11 @@ TEST(Checkpoint, MissingDirectoryIndexOrTensorsFileIsAnIoError) {
 TEST(Checkpoint, GarbageOrEmptyIndexIsRejected) {
   TempDir tmp;
   save_checkpoint(tmp / "ckpt", sample_state());
-  put_file_bytes(tmp / "ckpt/index.pb", "this is not a checkpoint index");
+  write_file(tmp / "ckpt/index.pb", "this is not a checkpoint index");
   std::string m = message_of([&] { load_checkpoint(tmp / "ckpt"); });
   EXPECT_NE(m.find(tmp / "ckpt/index.pb"), std::string::npos) << m;
   EXPECT_NE(m.find("not a valid"), std::string::npos) << m;
-  put_file_bytes(tmp / "ckpt/index.pb", "");
+  write_file(tmp / "ckpt/index.pb", "");
   m = message_of([&] { load_checkpoint(tmp / "ckpt"); });
   EXPECT_NE(m.find("no format version"), std::string::npos) << m;
 }
@@ -369,11 +347,11 @@ TEST(Checkpoint, InconsistentIndexEntriesAreRejectedNamingTheTensor) {
 
   // A dtype name no Strata knows (patched in the serialized index: field 3, "bf16" -> "bq16").
   write_checkpoint_index(tmp / "ckpt", good);
-  std::string bytes = file_bytes(tmp / "ckpt/index.pb");
+  std::string bytes = read_file(tmp / "ckpt/index.pb");
   size_t at = bytes.find(std::string("\x1a\x04" "bf16", 6));
   ASSERT_NE(at, std::string::npos);
   bytes[at + 3] = 'q';
-  put_file_bytes(tmp / "ckpt/index.pb", resealed_index(bytes));
+  write_file(tmp / "ckpt/index.pb", resealed_index(bytes));
   m = message_of([&] { load_checkpoint(tmp / "ckpt"); });
   EXPECT_NE(m.find("unknown dtype 'bq16'"), std::string::npos) << m;
   EXPECT_NE(m.find("'h.0.bf16'"), std::string::npos) << m;
@@ -388,13 +366,13 @@ TEST(Checkpoint, InconsistentIndexEntriesAreRejectedNamingTheTensor) {
 TEST(Checkpoint, EveryFlippedByteOfTheIndexIsRefused) {
   TempDir tmp;
   save_checkpoint(tmp / "ckpt", sample_state());
-  const std::string good = file_bytes(tmp / "ckpt/index.pb");
+  const std::string good = read_file(tmp / "ckpt/index.pb");
   size_t refused = 0;
   for (size_t i = 0; i < good.size(); ++i) {
     for (unsigned char flip : {0x01, 0xFF}) {
       std::string bad = good;
       bad[i] = char(uint8_t(bad[i]) ^ flip);
-      put_file_bytes(tmp / "ckpt/index.pb", bad);
+      write_file(tmp / "ckpt/index.pb", bad);
       try {
         load_checkpoint(tmp / "ckpt");
         ADD_FAILURE() << "byte " << i << " of " << good.size() << " xor " << int(flip) << " was accepted";
@@ -404,7 +382,7 @@ TEST(Checkpoint, EveryFlippedByteOfTheIndexIsRefused) {
     }
   }
   EXPECT_EQ(refused, 2 * good.size());
-  put_file_bytes(tmp / "ckpt/index.pb", good);
+  write_file(tmp / "ckpt/index.pb", good);
   expect_same_state(sample_state(), load_checkpoint(tmp / "ckpt"));
 }
 
@@ -413,14 +391,14 @@ TEST(Checkpoint, EveryFlippedByteOfTheIndexIsRefused) {
 TEST(Checkpoint, AVersion1IndexWithoutAChecksumStillLoads) {
   TempDir tmp;
   save_checkpoint(tmp / "ckpt", sample_state());
-  const std::string v3 = file_bytes(tmp / "ckpt/index.pb");
+  const std::string v3 = read_file(tmp / "ckpt/index.pb");
   ASSERT_EQ(v3.substr(0, 2), std::string("\x08\x03", 2)) << "field 1, format_version 3, comes first";
   std::string stripped = v3.substr(0, v3.size() - 5);
-  put_file_bytes(tmp / "ckpt/index.pb", stripped);
+  write_file(tmp / "ckpt/index.pb", stripped);
   const std::string m = message_of([&] { load_checkpoint(tmp / "ckpt"); });
   EXPECT_NE(m.find("no checksum"), std::string::npos) << m;
   stripped[1] = 1;
-  put_file_bytes(tmp / "ckpt/index.pb", stripped);
+  write_file(tmp / "ckpt/index.pb", stripped);
   expect_same_state(sample_state(), load_checkpoint(tmp / "ckpt"));
 }
 
@@ -438,7 +416,7 @@ TEST(Checkpoint, RecordsItsDataIdentityAndAVersion2IndexLoadsWithoutOne) {
   v2.format_version = 2;
   v2.data_identity = {};
   write_checkpoint_index(tmp / "ckpt", v2);
-  EXPECT_EQ(file_bytes(tmp / "ckpt/index.pb").find("tiny corpus"), std::string::npos);
+  EXPECT_EQ(read_file(tmp / "ckpt/index.pb").find("tiny corpus"), std::string::npos);
   const CheckpointState loaded = load_checkpoint(tmp / "ckpt");
   EXPECT_FALSE(loaded.data_identity.recorded());
   EXPECT_TRUE(loaded.data_identity.description.empty());

@@ -20,6 +20,7 @@
 #include "strata/io/features/feature_file.h"
 #include "support/device_present.h"
 #include "support/error_of.h"
+#include "support/loader_files.h"
 
 using namespace strata;
 using namespace strata::io;
@@ -27,19 +28,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() / ("strata_features_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using strata::testing::TempDir;
 
 // A fixed 64-bit linear congruential sequence.
 struct Lcg {

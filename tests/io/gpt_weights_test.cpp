@@ -15,6 +15,7 @@
 #include "strata/models/gpt.h"
 #include "strata/ops.h"
 #include "support/error_of.h"
+#include "support/loader_files.h"
 
 using namespace strata;
 using namespace strata::io;
@@ -36,15 +37,8 @@ std::string temp_path(const std::string& name) {
   return (d / name).string();
 }
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-void put_file_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), std::streamsize(bytes.size()));
-}
+using strata::testing::read_file;
+using strata::testing::write_file;
 
 std::string bytes_of(const Tensor& t) {
   Tensor c = t.contiguous();
@@ -208,12 +202,12 @@ TEST(GptWeights, LlmcBf16ImportEqualsHfImportRoundedToBf16) {
 }
 
 TEST(GptWeights, LlmcHeaderAndSizeErrorsNameFileAndOffset) {
-  const std::string good = file_bytes(fixture("gpt2_tiny_f32.bin"));
+  const std::string good = read_file(fixture("gpt2_tiny_f32.bin"));
   auto variant = [&](const std::string& name, const std::function<void(std::string&)>& edit) {
     std::string b = good;
     edit(b);
     const std::string path = temp_path(name);
-    put_file_bytes(path, b);
+    write_file(path, b);
     std::string m = io_error_of([&] { load_llmc_checkpoint(path); });
     EXPECT_NE(m.find(path), std::string::npos) << m;
     return m;
@@ -246,8 +240,8 @@ TEST(GptWeights, ExportThenImportRoundTrips) {
   const std::string f32 = temp_path("out_f32.bin"), bf16 = temp_path("out_bf16.bin");
   save_llmc_checkpoint(f32, hf.shape, hf.state_dict);
   save_llmc_checkpoint(bf16, hf.shape, hf.state_dict, /*bf16=*/true);
-  EXPECT_EQ(file_bytes(f32), file_bytes(fixture("gpt2_tiny_f32.bin")));
-  EXPECT_EQ(file_bytes(bf16), file_bytes(fixture("gpt2_tiny_bf16.bin")));
+  EXPECT_EQ(read_file(f32), read_file(fixture("gpt2_tiny_f32.bin")));
+  EXPECT_EQ(read_file(bf16), read_file(fixture("gpt2_tiny_bf16.bin")));
   expect_same_weights(load_llmc_checkpoint(f32).state_dict, hf.state_dict);
 
   // HF export: Conv1D layout again, prefix, no buffers or lm_head; n_head in the metadata.
@@ -270,7 +264,7 @@ TEST(GptWeights, ExportThenImportRoundTrips) {
   GptShape shape = hf.shape;
   shape.padded_vocab_size = 128;
   save_llmc_checkpoint(f32, shape, padded);
-  EXPECT_EQ(file_bytes(f32), file_bytes(fixture("gpt2_tiny_f32.bin")));
+  EXPECT_EQ(read_file(f32), read_file(fixture("gpt2_tiny_f32.bin")));
 
   // Missing or foreign keys are refused before anything is written.
   nn::StateDict broken = hf.state_dict;
@@ -305,5 +299,5 @@ TEST(GptWeights, ImportedWeightsLoadIntoStrataGpt) {
   // And out again: the model's own state dict exports to the same llm.c file.
   const std::string out = temp_path("from_model.bin");
   save_llmc_checkpoint(out, w.shape, back);
-  EXPECT_EQ(file_bytes(out), file_bytes(fixture("gpt2_tiny_f32.bin")));
+  EXPECT_EQ(read_file(out), read_file(fixture("gpt2_tiny_f32.bin")));
 }

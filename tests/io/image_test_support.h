@@ -14,28 +14,12 @@
 
 #include "strata/core/error.h"
 #include "support/error_of.h"
+#include "support/loader_files.h"
 
 namespace strata::test {
 
-// <tmp>/strata_img_<pid>_<suite>_<test>, created empty for the running test and removed with
-// everything in it when the test ends.
-struct TempImageDir {
-  TempImageDir() {
-    const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
-    path = (std::filesystem::temp_directory_path() /
-            ("strata_img_" + std::to_string(::getpid()) + "_" + t->test_suite_name() + "_" + t->name()))
-               .string();
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~TempImageDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  TempImageDir(const TempImageDir&) = delete;
-  TempImageDir& operator=(const TempImageDir&) = delete;
-  std::string path;
-};
+// A temporary folder per test (<tmp>/strata_test_<pid>_<suite>_<test>), removed when it ends.
+using TempImageDir = strata::testing::TempDir;
 
 inline std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

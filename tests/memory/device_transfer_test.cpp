@@ -142,6 +142,35 @@ class StandInGpuTest : public ::testing::Test {
     const auto* p = static_cast<const float*>(t.storage()->data());
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(p[i], float(i) * 0.5f + 1.0f) << "element " << i;
   }
+  // The NVMe tier over the stand-in: a 4 MiB arena in `dir`, 64 KiB chunks, three in flight.
+  static TensorCacheOptions nvme_options(const std::filesystem::path& dir, DeviceIo device_io) {
+    TensorCacheOptions o;
+    o.device = cuda(0);
+    o.min_bytes = 0;
+    o.spill_dir = dir.string();
+    o.spill_arena_bytes = 4 << 20;
+    o.io_chunk_bytes = 64 << 10;
+    o.io_queue_depth = 3;
+    o.device_io = device_io;
+    return o;
+  }
+  // One step that sends `n` floats to NVMe and brings them back: the values return, every byte is
+  // counted written and read, nothing falls back. Returns the step's counters.
+  CacheStats nvme_round_trip(TensorCache& cache, int64_t n) {
+    cache.begin_step();
+    autograd::Packed p = cache.pack(device_tensor(n), info("b0"));
+    EXPECT_FALSE(p.tensor.defined());
+    cache.wait_for_stores();
+    Tensor back = cache.unpack(p, info("b0"));
+    expect_same_values(back, n);
+    back = Tensor();
+    p = {};
+    CacheStats s = cache.end_step();
+    EXPECT_EQ(s.nvme.bytes_written, size_t(n) * 4);
+    EXPECT_EQ(s.nvme.bytes_read, size_t(n) * 4);
+    EXPECT_EQ(s.fallbacks, 0u);
+    return s;
+  }
   autograd::SaveInfo info(const std::string& block) {
     autograd::SaveInfo si;
     si.op = "test";
@@ -202,32 +231,13 @@ TEST_F(StandInGpuTest, NvmeTierStagesDeviceChunksThroughPinnedBuffers) {
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
   auto dir = std::filesystem::temp_directory_path() / ("strata_gpu_nvme_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  TensorCacheOptions o;
-  o.device = cuda(0);
-  o.min_bytes = 0;
-  o.spill_dir = dir.string();
-  o.spill_arena_bytes = 4 << 20;
-  o.io_chunk_bytes = 64 << 10;
-  o.io_queue_depth = 3;
-  o.device_io = DeviceIo::Staged;
+  const TensorCacheOptions o = nvme_options(dir, DeviceIo::Staged);
   {
     auto cache = TensorCache::create(o, parse_cache_policy("rules:b*=nvme", 0));
     EXPECT_EQ(gpu_->registered.load(), 6) << "both channels' staging buffers are page-locked at creation";
     EXPECT_EQ(cache->end_step().device_io.rfind("staged (", 0), 0u);
-    cache->begin_step();
-    const int64_t n = 100000;  // 400000 bytes: 7 chunks of 64 KiB
-    autograd::Packed p = cache->pack(device_tensor(n), info("b0"));
-    ASSERT_FALSE(p.tensor.defined());
-    cache->wait_for_stores();
-    Tensor back = cache->unpack(p, info("b0"));
-    expect_same_values(back, n);
+    nvme_round_trip(*cache, 100000);  // 400000 bytes: 7 chunks of 64 KiB
     EXPECT_EQ(gpu_->copies.load(), 14) << "one device copy per chunk each way";
-    back = Tensor();
-    p = {};
-    CacheStats s = cache->end_step();
-    EXPECT_EQ(s.nvme.bytes_written, size_t(n) * 4);
-    EXPECT_EQ(s.nvme.bytes_read, size_t(n) * 4);
-    EXPECT_EQ(s.fallbacks, 0u);
     EXPECT_EQ(gpu_->checksums.load(), 0) << "staged chunks are checksummed on the host";
   }
   EXPECT_EQ(gpu_->unregistered.load(), 6);
@@ -242,14 +252,7 @@ TEST_F(StandInGpuTest, DirectPathMovesDeviceChunksThroughDeviceStagingBuffers) {
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
   auto dir = std::filesystem::temp_directory_path() / ("strata_gpu_direct_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  TensorCacheOptions o;
-  o.device = cuda(0);
-  o.min_bytes = 0;
-  o.spill_dir = dir.string();
-  o.spill_arena_bytes = 4 << 20;
-  o.io_chunk_bytes = 64 << 10;
-  o.io_queue_depth = 3;
-  o.device_io = DeviceIo::Direct;
+  TensorCacheOptions o = nvme_options(dir, DeviceIo::Direct);
   o.direct_engine = IoEngineKind::Threads;
   const int64_t staging_before = gpu_->alloc.stats().snapshot().current_of(MemoryCategory::CacheStaging);
   {
@@ -258,22 +261,10 @@ TEST_F(StandInGpuTest, DirectPathMovesDeviceChunksThroughDeviceStagingBuffers) {
     EXPECT_EQ(gpu_->alloc.stats().snapshot().current_of(MemoryCategory::CacheStaging) - staging_before,
               int64_t(6) * ((64 << 10) + 4096))
         << "three device staging buffers per direction, allocated once at creation";
-    cache->begin_step();
-    const int64_t n = 100000;  // 400000 bytes: 7 chunks of 64 KiB
-    autograd::Packed p = cache->pack(device_tensor(n), info("b0"));
-    ASSERT_FALSE(p.tensor.defined());
-    cache->wait_for_stores();
-    Tensor back = cache->unpack(p, info("b0"));
-    expect_same_values(back, n);
+    const CacheStats s = nvme_round_trip(*cache, 100000);  // 400000 bytes: 7 chunks of 64 KiB
     EXPECT_EQ(gpu_->copies.load(), 14) << "one device-to-device copy per chunk each way";
     EXPECT_EQ(gpu_->checksums.load(), 14) << "every chunk checksummed on the device, written and read";
-    back = Tensor();
-    p = {};
-    CacheStats s = cache->end_step();
     EXPECT_EQ(s.device_io, "direct (threads)");
-    EXPECT_EQ(s.nvme.bytes_written, size_t(n) * 4);
-    EXPECT_EQ(s.nvme.bytes_read, size_t(n) * 4);
-    EXPECT_EQ(s.fallbacks, 0u);
   }
   EXPECT_EQ(gpu_->alloc.stats().snapshot().current_of(MemoryCategory::CacheStaging), staging_before)
       << "the device staging buffers go with the cache";

@@ -1,4 +1,4 @@
-// What the loader tests share: TempDir (an empty scratch folder per running test), write_file,
+// What the loader tests share: TempDir (an empty scratch folder per running test), read_file, write_file,
 // and io_error (the message of the IoError a call throws).
 #pragma once
 
@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 
@@ -15,12 +16,12 @@
 
 namespace strata::testing {
 
-// <tmp>/strata_graphs_<pid>_<suite>_<test>, created empty for the running test and removed after it.
+// <tmp>/strata_test_<pid>_<suite>_<test>, created empty for the running test and removed after it.
 struct TempDir {
   TempDir() {
     const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
     path = (std::filesystem::temp_directory_path() /
-            ("strata_graphs_" + std::to_string(::getpid()) + "_" + t->test_suite_name() + "_" + t->name()))
+            ("strata_test_" + std::to_string(::getpid()) + "_" + t->test_suite_name() + "_" + t->name()))
                .string();
     std::filesystem::remove_all(path);
     std::filesystem::create_directories(path);
@@ -32,8 +33,15 @@ struct TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   std::string file(const std::string& name) const { return path + "/" + name; }
+  std::string operator/(const std::string& name) const { return file(name); }
   std::string path;
 };
+
+// The bytes of the file at `path` ("" when it cannot be read).
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 // Writes `bytes` to `path`, creating its folder.
 inline void write_file(const std::string& path, const std::string& bytes) {

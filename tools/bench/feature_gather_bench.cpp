@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "host_info.h"
 #include "strata/config.h"
 #include "strata/core/backend.h"
 #include "strata/core/byte_size.h"
@@ -48,16 +49,8 @@ using namespace strata::io;
 
 namespace {
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  for (std::string line; std::getline(f, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
+using bench::cpu_model;
+using bench::now_s;
 
 // A field of /proc/self/status in MiB (VmRSS, VmHWM, RssFile).
 double status_mib(const std::string& field) {
@@ -103,9 +96,9 @@ Epoch run_epoch(const std::vector<Tensor>& batches, Gather gather,
                 const MappedFeatureStore* mapped = nullptr) {
   Epoch e;
   for (const Tensor& ids : batches) {
-    const double t0 = now();
+    const double t0 = now_s();
     Tensor rows = gather(ids);
-    e.seconds += now() - t0;
+    e.seconds += now_s() - t0;
     e.rows += ids.numel();
     if (mapped != nullptr)
       e.peak_resident_mib = std::max(e.peak_resident_mib, double(mapped->resident_bytes()) / (1 << 20));
@@ -139,10 +132,10 @@ void gpu_microbenchmark(int64_t n, int64_t m, int threads, int reps) {
     double t = 1e30;
     for (int r = 0; r < reps; ++r) {
       gpu.synchronize(0);
-      const double t0 = now();
+      const double t0 = now_s();
       f();
       gpu.synchronize(0);
-      t = std::min(t, now() - t0);
+      t = std::min(t, now_s() - t0);
     }
     return t;
   };
@@ -208,16 +201,16 @@ int main(int argc, char** argv) {
   const uint64_t budget = parse_byte_size(budget_text, "--budget");
   omp_set_num_threads(threads);
 
-  double t0 = now();
+  double t0 = now_s();
   GraphDataset data = generate_rmat({.scale = scale, .edge_factor = edge_factor, .seed = 1});
   const int64_t n = data.graph.num_nodes();
   std::printf(
       "graph: %s, %lld nodes, %lld edges, built in %.1f s\nCPU: %s, %u hardware threads; %d loader threads\n",
-      data.name.c_str(), (long long)n, (long long)data.graph.num_edges(), now() - t0, cpu_model().c_str(),
+      data.name.c_str(), (long long)n, (long long)data.graph.num_edges(), now_s() - t0, cpu_model().c_str(),
       std::thread::hardware_concurrency(), threads);
 
   // The epoch's minibatches: input nodes of the first block for shuffled seed batches.
-  t0 = now();
+  t0 = now_s();
   NeighborSampler sampler(data.graph, fanouts, 1);
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
@@ -232,7 +225,7 @@ int main(int argc, char** argv) {
   std::printf("%lld minibatches of %lld seeds, fanouts", (long long)batches, (long long)batch);
   for (int64_t f : fanouts) std::printf(" %lld", (long long)f);
   std::printf(": %.0f input rows per batch on average (sampled in %.1f s)\n",
-              double(total_rows) / double(batches), now() - t0);
+              double(total_rows) / double(batches), now_s() - t0);
 
   const uint64_t file_bytes = uint64_t(n) * uint64_t(features) * 4;
   bool reuse = false;
@@ -243,11 +236,11 @@ int main(int argc, char** argv) {
     } catch (const Error&) {
     }
   }
-  t0 = now();
+  t0 = now_s();
   if (!reuse) write_features(path, n, features);
   std::printf("feature file %s: %lld x %lld f32 = %.0f MiB (%s in %.1f s); budget %.0f MiB\n", path.c_str(),
               (long long)n, (long long)features, double(file_bytes) / (1 << 20), reuse ? "reused" : "written",
-              now() - t0, double(budget) / (1 << 20));
+              now_s() - t0, double(budget) / (1 << 20));
   if (file_bytes <= budget) std::printf("WARNING: the file is not larger than the budget\n");
 
   // The mapped store under the budget: a cold epoch, then a warm one; then cold without the
@@ -277,12 +270,12 @@ int main(int argc, char** argv) {
   const double rss_mapped = status_mib("VmHWM");
 
   // The in-memory baseline: the whole table read into memory, then index_select.
-  t0 = now();
+  t0 = now_s();
   MappedFeatureStore mapped(path, mapped_options);
   std::vector<int64_t> all(static_cast<size_t>(n));
   std::iota(all.begin(), all.end(), 0);
   const Tensor table = mapped.gather(from_vector(all, {n}));
-  std::printf("in-memory table loaded in %.1f s\n", now() - t0);
+  std::printf("in-memory table loaded in %.1f s\n", now_s() - t0);
   TensorFeatureStore memory(table, {.num_threads = threads});
   for (size_t b = 0; b < std::min<size_t>(inputs.size(), 3); ++b) {
     const Tensor want = ops::index_select(table, 0, inputs[b]);

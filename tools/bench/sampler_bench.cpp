@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "host_info.h"
 #include "strata/core/factory.h"
 #include "strata/core/philox.h"
 #include "strata/io/graphs/graph_loader.h"
@@ -31,16 +32,8 @@ using namespace strata::io;
 
 namespace {
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  for (std::string line; std::getline(f, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
+using bench::cpu_model;
+using bench::now_s;
 
 // 2^scale nodes, `m` edges: each edge descends `scale` levels of the adjacency matrix, picking a
 // quadrant with probabilities (a, b, c, 1 - a - b - c) from one Philox word per level.
@@ -99,7 +92,7 @@ std::vector<std::pair<int64_t, int64_t>> reference_sample(const Graph& g, const 
 // Seeds per second of `threads` threads sampling batches t, t + threads, ... of `order`.
 double sampled_seeds_per_second(const NeighborSampler& sampler, const std::vector<int64_t>& order,
                                 int64_t batch, int64_t batches, int threads) {
-  const double t0 = now();
+  const double t0 = now_s();
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
@@ -107,7 +100,7 @@ double sampled_seeds_per_second(const NeighborSampler& sampler, const std::vecto
         sampler.sample(std::span<const int64_t>(order.data() + i * batch, size_t(batch)), 0, i);
     });
   for (std::thread& t : pool) t.join();
-  return double(batches * batch) / (now() - t0);
+  return double(batches * batch) / (now_s() - t0);
 }
 
 }  // namespace
@@ -128,12 +121,12 @@ int main(int argc, char** argv) {
   app.add_option("--features", features, "F of the loader's feature rows (f32)");
   CLI11_PARSE(app, argc, argv);
 
-  double t0 = now();
+  double t0 = now_s();
   const Graph g = rmat_graph(scale, edges, abc, 42);
   std::printf(
       "graph: R-MAT (%.2f, %.2f, %.2f), %lld nodes, %lld edges, built in %.1f s; CPU: %s, %u hardware "
       "threads\n",
-      abc[0], abc[1], abc[2], (long long)g.num_nodes(), (long long)g.num_edges(), now() - t0,
+      abc[0], abc[1], abc[2], (long long)g.num_nodes(), (long long)g.num_edges(), now_s() - t0,
       cpu_model().c_str(), std::thread::hardware_concurrency());
   std::string fan;
   for (int64_t f : fanouts) fan += (fan.empty() ? "" : ",") + std::to_string(f);
@@ -168,18 +161,18 @@ int main(int argc, char** argv) {
               (long long)block_edges);
 
   // Of a batch's time, the part spent building the block graphs (Graph::from_edges).
-  t0 = now();
+  t0 = now_s();
   const int64_t rebuilds = std::min<int64_t>(batches, 20);
   for (int64_t i = 0; i < rebuilds; ++i)
     for (const SampledBlock& b : blocks) Graph::from_edges(b.num_src(), b.graph.src(), b.graph.dst());
-  const double build_s = (now() - t0) / double(rebuilds);
+  const double build_s = (now_s() - t0) / double(rebuilds);
 
-  const double ref_t0 = now();
+  const double ref_t0 = now_s();
   const int64_t ref_batches = std::min<int64_t>(batches, 20);
   for (int64_t i = 0; i < ref_batches; ++i)
     reference_sample(g, fanouts, std::span<const int64_t>(order.data() + i * batch, size_t(batch)),
                      uint64_t(i));
-  const double ref_rate = double(ref_batches * batch) / (now() - ref_t0);
+  const double ref_rate = double(ref_batches * batch) / (now_s() - ref_t0);
 
   sampled_seeds_per_second(sampler, order, batch, std::min<int64_t>(batches, 4),
                            threads);  // warm the workspaces
@@ -193,9 +186,9 @@ int main(int argc, char** argv) {
   GraphBatchLoader loader(data, from_vector(order, {g.num_nodes()}),
                           {.batch = batch, .fanouts = fanouts, .seed = 1, .num_workers = threads});
   loader.next();
-  t0 = now();
+  t0 = now_s();
   for (int64_t i = 0; i < batches; ++i) loader.next();
-  const double loader_rate = double(batches * batch) / (now() - t0);
+  const double loader_rate = double(batches * batch) / (now_s() - t0);
 
   std::printf("\n%-46s %14s %10s\n", "", "seeds/s", "vs ref");
   std::printf("%-46s %14.0f %10s\n", "reference (std::sample, unordered_map), 1 thread", ref_rate, "1.00");

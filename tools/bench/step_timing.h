@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "host_info.h"
 #include "strata/core/profiler.h"
 #include "strata/strata.h"
 
@@ -26,10 +27,6 @@ inline double peak_rss_mb() {
 // process's peak RSS).
 inline double device_peak_mb(Device device) {
   return device.is_cpu() ? 0.0 : double(allocator_for(device).stats().snapshot().total_peak) / 1e6;
-}
-
-inline double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // Sums the FLOPs of every op, and of the GEMM-like ones (matmul, linear, fused attention).
