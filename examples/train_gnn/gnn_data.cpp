@@ -184,7 +184,7 @@ namespace {
 // A --feature-file that was there before the run was written from some run's features: one whose
 // rows are not this dataset's (another --seed, --features or dataset made it) is refused, naming the
 // first value that differs. The file is read once, in pieces of about 4 MiB.
-void check_feature_file_rows(const io::FeatureStore& store, const Tensor& features) {
+void check_feature_file_rows(const std::string& path, const io::FeatureStore& store, const Tensor& features) {
   const Tensor host = features.to(kCPU).contiguous();
   const int64_t N = store.num_rows(), row_bytes = store.row_bytes(), F = store.num_features();
   if (row_bytes == 0) return;
@@ -203,7 +203,7 @@ void check_feature_file_rows(const io::FeatureStore& store, const Tensor& featur
     size_t at = 0;
     while (std::memcmp(&rows[at], &want[at], sizeof(float)) == 0) ++at;
     throw ValueError(detail::concat(
-        "--feature-file ", store.source(), " holds other features than this run's data: row ",
+        "--feature-file ", path, " holds other features than this run's data: row ",
         begin + int64_t(at) / F, ", column ", int64_t(at) % F, " is ", rows[at], " in the file and ",
         want[at],
         " in the data (another --seed, --features or dataset wrote it); remove the file to have it written "
@@ -236,7 +236,7 @@ std::unique_ptr<io::FeatureStore> open_feature_store(const TrainGnnConfig& c, ui
                ValueError, "--feature-file ", path, ": [", store->num_rows(), ", ", store->num_features(),
                "] ", dtype_name(store->dtype()), " rows for a dataset of ", data.graph.num_nodes(),
                " nodes and ", data.features.size(1), " f32 features");
-  if (existed) check_feature_file_rows(*store, data.features);
+  if (existed) check_feature_file_rows(path, *store, data.features);
   return store;
 }
 
