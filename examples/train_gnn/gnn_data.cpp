@@ -203,9 +203,8 @@ void check_feature_file_rows(const std::string& path, const io::FeatureStore& st
     size_t at = 0;
     while (std::memcmp(&rows[at], &want[at], sizeof(float)) == 0) ++at;
     throw ValueError(detail::concat(
-        "--feature-file ", path, " holds other features than this run's data: row ",
-        begin + int64_t(at) / F, ", column ", int64_t(at) % F, " is ", rows[at], " in the file and ",
-        want[at],
+        "--feature-file ", path, " holds other features than this run's data: row ", begin + int64_t(at) / F,
+        ", column ", int64_t(at) % F, " is ", rows[at], " in the file and ", want[at],
         " in the data (another --seed, --features or dataset wrote it); remove the file to have it written "
         "again, or name another"));
   }

@@ -1,5 +1,6 @@
 #include "io/graphs/text_lines.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstring>
@@ -9,6 +10,9 @@
 namespace strata::io {
 namespace {
 
+// Reads start at 64 KiB and double with the buffer up to 1 MiB: a small file never takes a large
+// allocation (under AddressSanitizer, each one is an mmap and a poisoned shadow).
+constexpr size_t kFirstChunk = size_t(64) << 10;
 constexpr size_t kChunk = size_t(1) << 20;
 // A line longer than this is not a graph file's line: reject it instead of buffering the file.
 constexpr size_t kMaxLine = size_t(1) << 28;
@@ -37,8 +41,9 @@ LineReader::LineReader(std::string path) : source_(std::move(path)) {}
 
 bool LineReader::next(std::string_view* line) {
   for (;;) {
-    const char* start = buffer_.data() + begin_;
-    const char* nl = static_cast<const char*>(std::memchr(start, '\n', end_ - begin_));
+    const char* start = buffer_.get() + begin_;
+    const char* nl =
+        end_ > begin_ ? static_cast<const char*>(std::memchr(start, '\n', end_ - begin_)) : nullptr;
     if (nl != nullptr || (at_end_ && begin_ < end_)) {
       size_t len = nl != nullptr ? size_t(nl - start) : end_ - begin_;
       begin_ += len + (nl != nullptr ? 1 : 0);
@@ -50,7 +55,7 @@ bool LineReader::next(std::string_view* line) {
     if (at_end_) return false;
     // Keep the partial line, then append the next chunk after it.
     if (begin_ > 0) {
-      std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+      std::memmove(buffer_.get(), buffer_.get() + begin_, end_ - begin_);
       end_ -= begin_;
       begin_ = 0;
     }
@@ -58,8 +63,14 @@ bool LineReader::next(std::string_view* line) {
       ++line_;
       fail("line longer than " + std::to_string(kMaxLine) + " bytes");
     }
-    if (buffer_.size() < end_ + kChunk) buffer_.resize(end_ + kChunk);
-    size_t n = source_.read(buffer_.data() + end_, kChunk);
+    const size_t chunk = std::clamp(capacity_, kFirstChunk, kChunk);
+    if (capacity_ < end_ + chunk) {
+      capacity_ = std::max(end_ + chunk, 2 * capacity_);
+      std::unique_ptr<char[]> grown = std::make_unique_for_overwrite<char[]>(capacity_);
+      if (end_ > 0) std::memcpy(grown.get(), buffer_.get(), end_);
+      buffer_ = std::move(grown);
+    }
+    size_t n = source_.read(buffer_.get() + end_, chunk);
     end_ += n;
     if (n == 0) at_end_ = true;
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,8 +34,10 @@ class LineReader {
 
  private:
   DecompressedReader source_;
-  std::string buffer_;
-  size_t begin_ = 0, end_ = 0;
+  // Bytes [begin_, end_) not yet returned; uninitialized beyond end_, so a small file touches only
+  // the pages it fills, not a zeroed chunk.
+  std::unique_ptr<char[]> buffer_;
+  size_t capacity_ = 0, begin_ = 0, end_ = 0;
   bool at_end_ = false;
   int64_t line_ = 0;
 };

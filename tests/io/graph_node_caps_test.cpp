@@ -6,8 +6,11 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "io/graphs/compressed_file.h"
+#include "io/graphs/text_lines.h"
 #include "strata/io/graphs/graph_formats.h"
 #include "tests/support/loader_files.h"
 
@@ -124,6 +127,38 @@ TEST(GraphNodeCaps, AGzipGraphToolVertexCountBeyondWhatItCouldInflateToIsRefused
   write_gzip(dir.file("huge.gt.gz"), b);
   const std::string msg = io_error([&] { load_graph_tool(dir.file("huge.gt.gz")); });
   EXPECT_TRUE(has(msg, "vertex count 1099511627776 needs")) << msg;
+}
+
+// LineReader reads in pieces that start at 64 KiB and grow to 1 MiB: lines that cross the pieces'
+// edges (one of 300 KB among them, "\r\n" endings, a last line without its newline) come back
+// whole and numbered, plain or gzip'd.
+TEST(LineReader, LinesAcrossItsReadsComeBackWholeAndNumbered) {
+  TempDir tmp;
+  std::vector<std::string> lines;
+  std::string text;
+  for (int i = 0; i < 40000; ++i) {
+    std::string line = std::to_string(i) + " " + std::string(size_t(i % 97), char('a' + i % 26));
+    if (i == 1234) line += std::string(300000, 'x');
+    lines.push_back(line);
+    text += line + (i % 3 == 0 ? "\r\n" : "\n");
+  }
+  text.pop_back();  // the last line ends without its newline
+  if (text.back() == '\r') text.pop_back();
+  ASSERT_GT(text.size(), size_t(2) << 20);
+  write_file(tmp.file("lines.txt"), text);
+  write_gzip(tmp.file("lines.txt.gz"), text);
+  for (const char* name : {"lines.txt", "lines.txt.gz"}) {
+    LineReader r(tmp.file(name));
+    std::string_view line;
+    size_t n = 0;
+    while (r.next(&line)) {
+      ASSERT_LT(n, lines.size()) << name;
+      ASSERT_EQ(line, lines[n]) << name << " line " << n + 1;
+      ASSERT_EQ(r.line_number(), int64_t(n + 1));
+      ++n;
+    }
+    EXPECT_EQ(n, lines.size()) << name;
+  }
 }
 
 }  // namespace
