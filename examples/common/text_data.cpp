@@ -60,4 +60,10 @@ std::pair<std::string, std::string> shards_from_text(const std::string& text, co
   return {dir + "/train_*.bin", dir + "/val_*.bin"};
 }
 
+io::DataIdentity token_shards_identity(const std::string& glob, const std::vector<std::string>& paths,
+                                       int64_t tokens) {
+  return io::files_identity(
+      detail::concat(paths.size(), " token shard(s) of ", tokens, " tokens (", glob, ")"), paths);
+}
+
 }  // namespace strata::examples

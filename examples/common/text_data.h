@@ -1,8 +1,12 @@
 // The byte-level trainers' text: a --text file or the built-in corpus, cut into llm.c token shards.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
+
+#include "strata/io/data_identity.h"
 
 namespace strata::dist {
 class ProcessGroup;
@@ -32,5 +36,10 @@ void check_text_data(const TextDataConfig& data);
 std::pair<std::string, std::string> shards_from_text(const std::string& text, const std::string& out_dir,
                                                      const io::Tokenizer* tokenizer = nullptr,
                                                      dist::ProcessGroup* group = nullptr);
+
+// What a checkpoint records of the training shards `paths` (matched by `glob`, `tokens` tokens in
+// all): "N token shard(s) of T tokens (glob)" and io::files_identity's digest of the files.
+io::DataIdentity token_shards_identity(const std::string& glob, const std::vector<std::string>& paths,
+                                       int64_t tokens);
 
 }  // namespace strata::examples

@@ -106,9 +106,7 @@ MlmData make_data(const BertTrainOptions& o, dist::ProcessGroup* pg) {
   mo.rank = pg ? pg->rank() : 0, mo.world_size = pg ? pg->size() : 1;
   const std::vector<std::string> train_paths = io::glob_paths(d.train_glob);
   d.train = std::make_unique<io::MlmBatcher>(train_paths, mo);
-  d.identity = io::files_identity(detail::concat(train_paths.size(), " token shard(s) of ",
-                                                 d.train->num_tokens(), " tokens (", d.train_glob, ")"),
-                                  train_paths);
+  d.identity = examples::token_shards_identity(d.train_glob, train_paths, d.train->num_tokens());
   if (!val_glob.empty() && mo.rank == 0) {
     io::MlmOptions vo = mo;
     vo.shuffle = false, vo.seed = run.seed() + 1, vo.rank = 0, vo.world_size = 1;

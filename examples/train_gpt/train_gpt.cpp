@@ -156,9 +156,7 @@ GptData make_data(const TrainOptions& o, dist::ProcessGroup* pg) {
                                                                      .shuffle = data.shuffle(),
                                                                      .seed = run.seed(),
                                                                      .token_limit = o.model.vocab_size});
-  d.identity = io::files_identity(detail::concat(train_paths.size(), " token shard(s) of ",
-                                                 d.train->num_tokens(), " tokens (", d.train_glob, ")"),
-                                  train_paths);
+  d.identity = examples::token_shards_identity(d.train_glob, train_paths, d.train->num_tokens());
   if (!val_glob.empty() && rank == 0)
     d.val = std::make_unique<io::TokenLoader>(
         io::glob_paths(val_glob),
