@@ -1,5 +1,5 @@
 // The op conformance harness: every op, every backend, one table (after ggml's test-backend-ops).
-// One file of ~870 lines on purpose: adding an op is adding a row to the one table below.
+// One file of ~1150 lines on purpose: adding an op is adding a row to the one table below.
 //
 // How it works
 //   Each row of the table below (`build_table`) is one OpCase: a name "family.variant", the
@@ -8,15 +8,17 @@
 //   says the shape the op sees, how the tensor is laid out (in(shape) is contiguous; .T()
 //   transposed, .step(d) a stride-2 slice with an odd offset, .bcast(base) a stride-0 expand,
 //   .offset() a view 3 elements into its storage) and what values it holds (.pos(), .away(),
-//   .ints(), idx(...), mask(...)). Every non-contiguous layout is a differentiable view of a
-//   contiguous leaf, so gradients flow through the view ops too.
+//   .ints(), .nan(share) for that share of NaN entries, idx(...), mask(...)). Every
+//   non-contiguous layout is a differentiable view of a contiguous leaf, so gradients flow
+//   through the view ops too.
 //
 //   For every family, three suites run each of its rows:
 //   - Conformance/OpForward: on each backend (CPU; CUDA when compiled and a device is present,
 //     otherwise the test is SKIPPED) in f64 and f32, and in bf16 for rows marked .bf16(); inputs
 //     are rounded to the dtype first, outputs are compared with the reference by normalized MSE
-//     (sum (got - want)^2 / sum want^2) against the row's per-dtype bound; integer and bool
-//     outputs must match exactly; output shapes and dtypes must match.
+//     (sum (got - want)^2 / sum want^2) against the row's per-dtype bound, once NaN and inf
+//     have matched position for position; integer and bool outputs must match exactly; output
+//     shapes and dtypes must match.
 //   - Gradcheck/OpGradcheck: in f64, the analytic gradient of sum(out * w) for random w
 //     (autograd::grad with w as the seed) against central finite differences, for every
 //     floating input, for every row not marked .no_grad().
@@ -31,6 +33,7 @@
 // backend and suite with --gtest_filter='*/myop_cpu:*/myop_cuda:*/myop'.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -124,6 +127,8 @@ double gelu_tanh(double v) {
 }
 double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
 double sign(double v) { return double((v > 0) - (v < 0)); }
+double relu_ref(double v) { return R::nan_max(v, 0); }
+double clamp_ref(double v) { return R::nan_min(R::nan_max(v, -0.5), 0.7); }
 
 // Same-shape three-input elementwise reference.
 template <class F>
@@ -151,7 +156,8 @@ void add_elementwise_rows(Table& t) {
           Values::Positive);
   t.unary("tanh", [](const Tensor& x) { return ops::tanh(x); }, [](double v) { return std::tanh(v); }, Values::Normal, true);
   t.unary("sigmoid", [](const Tensor& x) { return ops::sigmoid(x); }, sigmoid, Values::Normal, true);
-  t.unary("relu", [](const Tensor& x) { return ops::relu(x); }, [](double v) { return v > 0 ? v : 0; }, Values::Away, true);
+  t.unary(
+      "relu", [](const Tensor& x) { return ops::relu(x); }, relu_ref, Values::Away, true);
   t.unary("gelu", [](const Tensor& x) { return ops::gelu(x); }, gelu_erf, Values::Normal, true);
   t.unary("gelu_tanh", [](const Tensor& x) { return ops::gelu(x, "tanh"); }, gelu_tanh, Values::Normal, true);
   t.unary("silu", [](const Tensor& x) { return ops::silu(x); }, [](double v) { return v * sigmoid(v); }, Values::Normal, true);
@@ -161,8 +167,16 @@ void add_elementwise_rows(Table& t) {
   t.unary("reciprocal", [](const Tensor& x) { return ops::reciprocal(x); }, [](double v) { return 1 / v; }, Values::Away);
   t.unary("sin", [](const Tensor& x) { return ops::sin(x); }, [](double v) { return std::sin(v); });
   t.unary("cos", [](const Tensor& x) { return ops::cos(x); }, [](double v) { return std::cos(v); });
-  t.unary("clamp", [](const Tensor& x) { return ops::clamp(x, -0.5, 0.7); },
-          [](double v) { return std::min(std::max(v, -0.5), 0.7); });
+  t.unary(
+      "clamp", [](const Tensor& x) { return ops::clamp(x, -0.5, 0.7); }, clamp_ref);
+  // NaN goes through relu and clamp as it does in PyTorch: a NaN feature must not become a finite
+  // loss near ln C (relu used to map it to 0).
+  t.add("relu.nan_T", {in({5, 7}).T().nan()}, OP(ops::relu(x[0])), REF(R::map(r[0], relu_ref)))
+      .bf16()
+      .no_grad();
+  t.add("clamp.nan_step", {in({3, 9}).step(0).nan()}, OP(ops::clamp(x[0], -0.5, 0.7)),
+        REF(R::map(r[0], clamp_ref)))
+      .no_grad();
   t.unary("add_scalar", [](const Tensor& x) { return ops::add(x, 2.5); }, [](double v) { return v + 2.5; });
   t.unary("mul_scalar", [](const Tensor& x) { return ops::mul(x, -1.5); }, [](double v) { return v * -1.5; });
   t.unary("pow_scalar", [](const Tensor& x) { return ops::pow(x, 2.5); }, [](double v) { return std::pow(v, 2.5); },
@@ -594,7 +608,8 @@ void add_conv_rows(Table& t) {
           OP(ops::batch_norm(x[0], Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5)),
           REF(R::batch_norm(r[0], nullptr, nullptr, nullptr, nullptr, true, 0.1, 1e-5)[0]));
 
-    auto pool = [&t](const std::string& name, InputSpec x0, R::PoolGeom g, std::function<Tensor(const Tensor&)> f) {
+    auto pool = [&t](const std::string& name, InputSpec x0, R::PoolGeom g,
+                     std::function<Tensor(const Tensor&)> f) -> OpCase& {
       return t.add(name, {std::move(x0)}, OP(f(x[0])), REF(R::pool2d(r[0], g)));
     };
     R::PoolGeom mp{3, 3, 2, 2, 1, 1};
@@ -603,6 +618,9 @@ void add_conv_rows(Table& t) {
     md.ceil_mode = true;
     pool("max_pool2d.ceil_dilated_T", in({1, 2, 7, 8}).T(), md,
          [](const Tensor& x) { return ops::max_pool2d(x, {2, 3}, {2, 2}, {1, 0}, {1, 2}, true); });
+    pool("max_pool2d.nan", in({2, 2, 6, 6}).nan(0.06), mp, [](const Tensor& x) {
+      return ops::max_pool2d(x, {3, 3}, {2, 2}, {1, 1});
+    }).no_grad();
     R::PoolGeom ap{2, 2, 2, 2, 0, 0};
     ap.max = false;
     pool("avg_pool2d.k2", in({2, 3, 6, 5}), ap, [](const Tensor& x) { return ops::avg_pool2d(x, {2, 2}); });
@@ -642,6 +660,13 @@ void add_graph_rows(Table& t) {
           REF(R::gspmm(gs, gd, 6, r[0], nullptr, "max")));
     t.add("gspmm.min_step", {in({6, 3}).step()}, OP(ops::gspmm(G(x[0]), x[0], Tensor(), "min")),
           REF(R::gspmm(gs, gd, 6, r[0], nullptr, "min")));
+    // SAGE's max and min aggregators: a NaN message wins whatever it meets.
+    t.add("gspmm.max_nan", {in({6, 4}).nan(0.3)}, OP(ops::gspmm(G(x[0]), x[0], Tensor(), "max")),
+          REF(R::gspmm(gs, gd, 6, r[0], nullptr, "max")))
+        .no_grad();
+    t.add("gspmm.min_nan_step", {in({6, 3}).step().nan()}, OP(ops::gspmm(G(x[0]), x[0], Tensor(), "min")),
+          REF(R::gspmm(gs, gd, 6, r[0], nullptr, "min")))
+        .no_grad();
     t.add("gspmm.heads", {in({6, 2, 3}), in({8, 2})}, OP(ops::gspmm(G(x[0]), x[0], x[1])),
           REF(R::gspmm(gs, gd, 6, r[0], &r[1], "sum")));
     auto ends = [gs, gd](const Ref& a, const std::string& ta, const Ref& b, const std::string& tb) {
@@ -735,6 +760,15 @@ void add_graph_rows(Table& t) {
     t.add("scatter_reduce_rows." + rd, {in({6, 2, 2}).T(), idx({6}, 4, {3, 0, 3, 1, 3, 0})},
           OP(ops::scatter_reduce_rows(x[0], x[1], 5, rd)),
           REF(R::scatter_rows(r[0], R::as_ids(r[1]), 5, rd)));
+  }
+  for (const char* red : {"max", "min"}) {
+    const std::string rd = red;
+    t.add("segment_reduce." + rd + "_nan", {in({7, 3}).nan(), idx({5}, 8, {0, 2, 2, 5, 7})},
+          OP(ops::segment_reduce(x[0], x[1], rd)), REF(R::scatter_rows(r[0], R::segment_ids(r[1]), 4, rd)))
+        .no_grad();
+    t.add("scatter_reduce_rows." + rd + "_nan", {in({6, 2, 2}).T().nan(), idx({6}, 4, {3, 0, 3, 1, 3, 0})},
+          OP(ops::scatter_reduce_rows(x[0], x[1], 5, rd)), REF(R::scatter_rows(r[0], R::as_ids(r[1]), 5, rd)))
+        .no_grad();
   }
   t.add("gather_rows.T", {in({5, 3}).T(), idx({6}, 5, {4, 0, 4, 2, 1, 4})}, OP(ops::gather_rows(x[0], x[1])),
         REF(R::gather_rows(r[0], R::as_ids(r[1]))));
@@ -880,6 +914,13 @@ void expect_matches(const OpCase& c, const Tensors& out, const Refs& want, DType
       for (size_t i = 0; i < got.size(); ++i)
         ASSERT_EQ(got[i], want[k].v[i]) << "at flat index " << i;
       continue;
+    }
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double w = want[k].v[i];
+      const bool same = std::isnan(w)      ? std::isnan(got[i])
+                        : std::isfinite(w) ? std::isfinite(got[i])
+                                           : got[i] == w;
+      ASSERT_TRUE(same) << "at flat index " << i << ": got " << got[i] << ", want " << w;
     }
     EXPECT_LE(nmse(got, want[k].v), c.tol(coarser(dt, expect)));
   }
@@ -1103,6 +1144,26 @@ TEST(ConformanceTable, RowNamesAreUniqueAndCoverEveryFamily) {
   std::map<std::string, int> seen;
   for (const OpCase& c : table()) EXPECT_EQ(seen[c.name]++, 0) << "duplicate row " << c.name;
   EXPECT_GE(families().size(), 60u);
+}
+
+// A row that feeds NaN checks propagation only if its expected output holds both NaN (a NaN met
+// the op) and finite values (the NaN did not spread past where it belongs).
+TEST(ConformanceTable, NanRowsExpectBothNanAndFiniteOutputs) {
+  size_t nan_rows = 0;
+  for (const OpCase& c : table()) {
+    bool feeds_nan = false;
+    for (const InputSpec& s : c.inputs) feeds_nan = feeds_nan || s.nan_share > 0;
+    if (!feeds_nan) continue;
+    ++nan_rows;
+    SCOPED_TRACE(c.name);
+    EXPECT_FALSE(c.differentiable) << "finite differences through NaN mean nothing";
+    BuiltInputs b = build_inputs(c, all_leaf_values(c, DType::f64), DType::f64, kCPU, false);
+    const std::vector<double> want = c.ref(b.logical).at(0).v;
+    const auto nans = std::count_if(want.begin(), want.end(), [](double v) { return std::isnan(v); });
+    EXPECT_GT(nans, 0);
+    EXPECT_LT(size_t(nans), want.size());
+  }
+  EXPECT_GE(nan_rows, 9u);
 }
 
 }  // namespace

@@ -108,7 +108,7 @@ inline Ref pool2d(const Ref& x, PoolGeom g) {
             for (int64_t i = 0; i < g.kh; ++i)
               for (int64_t j = 0; j < g.kw; ++j) {
                 const int64_t h = p * g.sh - g.ph + i * g.dh, v = q * g.sw - g.pw + j * g.dw;
-                if (h >= 0 && h < H && v >= 0 && v < W) out = std::max(out, x.at({n, c, h, v}));
+                if (h >= 0 && h < H && v >= 0 && v < W) out = nan_max(out, x.at({n, c, h, v}));
               }
           } else {
             const int64_t h0 = p * g.sh - g.ph, w0 = q * g.sw - g.pw;

@@ -26,9 +26,9 @@ inline Ref scatter_rows(const Ref& x, const std::vector<int64_t>& index, int64_t
       double& o = out.v[size_t(r * D + d)];
       const double v = x.v[i * size_t(D) + size_t(d)];
       if (reduce == "max")
-        o = count[size_t(r)] == 0 ? v : std::max(o, v);
+        o = count[size_t(r)] == 0 ? v : nan_max(o, v);
       else if (reduce == "min")
-        o = count[size_t(r)] == 0 ? v : std::min(o, v);
+        o = count[size_t(r)] == 0 ? v : nan_min(o, v);
       else
         o += v;
     }

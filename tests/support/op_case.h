@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +47,7 @@ struct InputSpec {
   int64_t hi = 0;         // Index: exclusive bound
   std::vector<double> fixed;  // explicit leaf values (targets with ignore_index, repeated indices)
   bool grad = true;           // floating inputs: check this input's gradient
+  double nan_share = 0;       // floating inputs: about this share of the leaf's entries are NaN
 
   InputSpec T() const { return with([](InputSpec& s) { s.layout = Layout::Transposed; }); }
   InputSpec step(int64_t dim = -1) const {
@@ -59,6 +61,9 @@ struct InputSpec {
   InputSpec away() const { return with([](InputSpec& s) { s.values = Values::Away; }); }
   InputSpec ints() const { return with([](InputSpec& s) { s.values = Values::SmallInt; }); }
   InputSpec no_grad() const { return with([](InputSpec& s) { s.grad = false; }); }
+  InputSpec nan(double share = 0.2) const {
+    return with([share](InputSpec& s) { s.nan_share = share; });
+  }
 
  private:
   template <class F>
@@ -173,7 +178,7 @@ inline std::vector<double> leaf_values(const OpCase& c, size_t i, DType dt) {
     for (double& x : v) x = quantize(x, input_dtype(s, dt));
     return v;
   }
-  uint64_t st = seed_of(c.name, i);
+  uint64_t st = seed_of(c.name, i), nan_st = seed_of(c.name, i + 7919);
   std::vector<double> v(size_t(shape_numel(leaf_shape(s))));
   for (double& x : v) {
     double u = uniform01(st);
@@ -185,6 +190,7 @@ inline std::vector<double> leaf_values(const OpCase& c, size_t i, DType dt) {
       case Values::Index: x = std::floor(double(s.hi) * u); break;
       case Values::Mask: x = u < 0.5 ? 1 : 0; break;
     }
+    if (s.nan_share > 0 && uniform01(nan_st) < s.nan_share) x = std::numeric_limits<double>::quiet_NaN();
     x = quantize(x, input_dtype(s, dt));
   }
   return v;

@@ -45,6 +45,15 @@ struct Ref {
 
 namespace ref {
 
+// max and min as PyTorch's relu, clamp, max-pool and scatter_reduce see them: a NaN on either
+// side wins (std::max keeps its first argument when the comparison is false, so it would not).
+inline double nan_max(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::max(a, b);
+}
+inline double nan_min(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::min(a, b);
+}
+
 inline int64_t wrap(int64_t d, int64_t n) { return d < 0 ? d + n : d; }
 
 inline Index unravel(int64_t flat, const Shape& s) {
