@@ -36,6 +36,14 @@ std::vector<std::vector<int64_t>> assign_buckets(const std::vector<Tensor>& para
   return buckets;
 }
 
+ShardSpan shard_span(int64_t numel, int rank, int world) {
+  ShardSpan s;
+  s.chunk = (numel + world - 1) / world;
+  s.begin = std::min(numel, s.chunk * rank);
+  s.len = std::min(numel, s.begin + s.chunk) - s.begin;
+  return s;
+}
+
 struct DistributedDataParallel::Reducer {
   struct Bucket {
     std::vector<int64_t> params;
@@ -54,6 +62,16 @@ struct DistributedDataParallel::Reducer {
   std::vector<GradSyncEvent> events;
   GradSyncStats stats;
 
+  // ZeRO-2 (shard_gradients): one reduce-scatter per parameter instead of buckets.
+  struct Shard {
+    Tensor out;    // [chunk]: this rank's chunk of the average (its first len elements are the span)
+    Tensor input;  // [world * chunk]: the local gradient, padded; held until its collective completes
+    WorkPtr work;
+  };
+  bool sharded = false;
+  std::vector<Shard> shards;
+  int64_t next_shard = 0, drained = 0;  // launch position in reverse parameter order, and release position
+
   Tensor slot(int64_t i) {
     const Tensor& p = params[size_t(i)];
     return buckets[size_t(bucket_of[size_t(i)])].flat.narrow(0, offset_of[size_t(i)], p.numel()).view(p.shape());
@@ -62,12 +80,47 @@ struct DistributedDataParallel::Reducer {
   void begin() {
     in_progress = true;
     std::fill(marked.begin(), marked.end(), 0);
+    next_shard = drained = 0;
+    for (Shard& sh : shards) sh.work.reset(), sh.input = Tensor();
     for (Bucket& b : buckets) {
       b.pending = int64_t(b.params.size());
       b.work.reset();
     }
     next_launch = 0;
     events.clear();
+  }
+
+  // The ZeRO-2 input of parameter i: its gradient flattened and padded to world x chunk (zeros
+  // where it has none). The parameter lets go of its gradient: the input holds it until sent.
+  void stage_shard(int64_t i) {
+    Tensor p = params[size_t(i)];
+    const Tensor& g = p.grad();
+    Shard& sh = shards[size_t(i)];
+    const int64_t padded = sh.out.numel() * group->size();
+    if (g.defined() && g.is_contiguous() && g.numel() == padded) {
+      sh.input = g.view({-1});
+    } else {
+      MemoryCategoryGuard category(MemoryCategory::Gradient);
+      sh.input = strata::zeros({padded}, TensorOptions(p.dtype()).device(p.device()));
+      if (g.defined()) sh.input.narrow(0, 0, p.numel()).view(p.shape()).copy_(g);
+    }
+    p.set_grad(Tensor());
+    marked[size_t(i)] = 1;
+  }
+
+  void launch_ready_shards() {
+    const auto n = int64_t(params.size());
+    while (next_shard < n && marked[size_t(n - 1 - next_shard)]) {
+      Shard& sh = shards[size_t(n - 1 - next_shard)];
+      sh.work = group->reduce_scatter(sh.out, sh.input, ReduceOp::Avg);
+      events.push_back({GradSyncEvent::BucketLaunched, n - 1 - next_shard});
+      ++next_shard;
+    }
+    // Gradients whose collective is done go now, not at the end of backward.
+    while (drained < next_shard && shards[size_t(n - 1 - drained)].work->is_completed()) {
+      shards[size_t(n - 1 - drained)].input = Tensor();
+      ++drained;
+    }
   }
 
   // Copies parameter i's gradient (zeros if it has none) into its bucket slot.
@@ -100,13 +153,42 @@ struct DistributedDataParallel::Reducer {
                  "step's last backward, and turn sync off (NoSyncGuard) for the micro-batches before it");
     NoGradGuard no_grad;
     events.push_back({GradSyncEvent::GradReady, i});
+    if (sharded) {
+      stage_shard(i);
+      launch_ready_shards();
+      return;
+    }
     stage(i);
     launch_ready();
+  }
+
+  void finish_shards() {
+    for (int64_t i = 0; i < int64_t(params.size()); ++i)
+      if (!marked[size_t(i)]) stage_shard(i);
+    launch_ready_shards();
+    const auto t0 = std::chrono::steady_clock::now();
+    stats = {};
+    std::exception_ptr error;
+    for (int64_t k = int64_t(params.size()) - 1; k >= 0; --k) {
+      Shard& sh = shards[size_t(k)];
+      try {
+        sh.work->wait();
+      } catch (...) {
+        if (!error) error = std::current_exception();
+      }
+      stats.comm_seconds += sh.work->run_seconds();
+      sh.input = Tensor();
+      events.push_back({GradSyncEvent::BucketDone, k});
+    }
+    stats.exposed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    in_progress = false;
+    if (error) std::rethrow_exception(error);
   }
 
   void finish() {
     NoGradGuard no_grad;
     if (!in_progress) begin();
+    if (sharded) return finish_shards();
     for (int64_t i = 0; i < int64_t(params.size()); ++i)
       if (!marked[size_t(i)]) stage(i);
     launch_ready();
@@ -153,12 +235,22 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   for (const Tensor& p : module_->parameters())
     if (p.requires_grad()) r.params.push_back(p);
   STRATA_CHECK(!r.params.empty(), ValueError, "DistributedDataParallel: the module has no parameter that requires grad");
+  r.marked.assign(r.params.size(), 0);
+  r.sharded = options.shard_gradients;
+  if (r.sharded) {
+    MemoryCategoryGuard category(MemoryCategory::Gradient);
+    for (const Tensor& p : r.params) {
+      const ShardSpan span = shard_span(p.numel(), group_->rank(), group_->size());
+      r.shards.push_back(
+          {strata::zeros({span.chunk}, TensorOptions(p.dtype()).device(p.device())), Tensor(), nullptr});
+    }
+  }
   const auto cap = size_t(options.bucket_cap_mb * 1024 * 1024);
   const auto first_cap = size_t(std::min(options.first_bucket_cap_mb, options.bucket_cap_mb) * 1024 * 1024);
-  std::vector<std::vector<int64_t>> assignment = assign_buckets(r.params, cap, first_cap);
+  std::vector<std::vector<int64_t>> assignment =
+      r.sharded ? std::vector<std::vector<int64_t>>{} : assign_buckets(r.params, cap, first_cap);
   r.bucket_of.assign(r.params.size(), 0);
   r.offset_of.assign(r.params.size(), 0);
-  r.marked.assign(r.params.size(), 0);
   MemoryCategoryGuard category(MemoryCategory::Gradient);
   for (size_t b = 0; b < assignment.size(); ++b) {
     Reducer::Bucket bucket;
@@ -185,6 +277,19 @@ DistributedDataParallel::~DistributedDataParallel() = default;
 void DistributedDataParallel::finish_gradient_sync() { reducer_->finish(); }
 
 const std::vector<Tensor>& DistributedDataParallel::parameters() const { return reducer_->params; }
+
+bool DistributedDataParallel::shards_gradients() const { return reducer_->sharded; }
+
+Tensor DistributedDataParallel::gradient_shard(int64_t i) const {
+  const Reducer& r = *reducer_;
+  STRATA_CHECK(
+      r.sharded, ValueError,
+      "DistributedDataParallel::gradient_shard: gradients are all-reduced whole (shard_gradients is off)");
+  STRATA_CHECK(i >= 0 && i < int64_t(r.params.size()), ValueError,
+               "DistributedDataParallel::gradient_shard: parameter ", i, " of ", r.params.size());
+  const ShardSpan span = shard_span(r.params[size_t(i)].numel(), group_->rank(), group_->size());
+  return r.shards[size_t(i)].out.narrow(0, 0, span.len);
+}
 
 std::vector<std::vector<int64_t>> DistributedDataParallel::bucket_assignment() const {
   std::vector<std::vector<int64_t>> out;

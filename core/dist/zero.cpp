@@ -1,22 +1,40 @@
 #include "strata/dist/zero.h"
 
+#include <cmath>
 #include <sstream>
+#include <unordered_map>
 
 #include "strata/autograd/grad_mode.h"
-#include "strata/core/memory_stats.h"
+#include "strata/core/backend.h"
 #include "strata/core/factory.h"
+#include "strata/core/memory_stats.h"
+#include "strata/optim/clip_grad.h"
 
 namespace strata::dist {
 
 ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> groups,
                                                  const optim::OptimizerOptions& defaults,
-                                                 std::shared_ptr<ProcessGroup> group, LocalOptimizerFactory make_local,
-                                                 std::vector<std::string> elementwise_state)
-    : Optimizer(std::move(groups), defaults, "ZeroRedundancyOptimizer"), group_(std::move(group)),
+                                                 std::shared_ptr<ProcessGroup> group,
+                                                 LocalOptimizerFactory make_local,
+                                                 std::vector<std::string> elementwise_state,
+                                                 const DistributedDataParallel* sharded_gradients)
+    : Optimizer(std::move(groups), defaults, "ZeroRedundancyOptimizer"),
+      ddp_(sharded_gradients),
+      group_(std::move(group)),
       elementwise_state_(std::move(elementwise_state)) {
   STRATA_CHECK(group_ != nullptr, ValueError, "ZeroRedundancyOptimizer: needs a process group");
   const std::vector<Tensor> params = parameters();
   const Tensor& first = params.front();
+  const int W = group_->size(), rank = group_->rank();
+  std::unordered_map<const TensorImpl*, int64_t> in_ddp;
+  if (ddp_) {
+    STRATA_CHECK(
+        ddp_->shards_gradients(), ValueError,
+        "ZeroRedundancyOptimizer: stage 2 needs a DistributedDataParallel built with shard_gradients");
+    STRATA_CHECK(&const_cast<DistributedDataParallel*>(ddp_)->group() == group_.get(), ValueError,
+                 "ZeroRedundancyOptimizer: the DistributedDataParallel reduces over another process group");
+    for (size_t i = 0; i < ddp_->parameters().size(); ++i) in_ddp[ddp_->parameters()[i].impl()] = int64_t(i);
+  }
   for (const Tensor& p : params) {
     STRATA_CHECK(p.dtype() == first.dtype() && p.device() == first.device(), NotImplementedError,
                  "ZeroRedundancyOptimizer: every parameter must have one dtype and device; got ", p.str(), " and ",
@@ -24,12 +42,24 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> 
     STRATA_CHECK(p.is_contiguous(), NotImplementedError, "ZeroRedundancyOptimizer: parameter ", p.str(),
                  " is not contiguous");
     offset_.push_back(total_);
-    total_ += p.numel();
+    if (ddp_) {
+      const auto at = in_ddp.find(p.impl());
+      STRATA_CHECK(at != in_ddp.end(), ValueError, "ZeroRedundancyOptimizer: parameter ", p.str(),
+                   " is not one the DistributedDataParallel reduces");
+      ddp_index_.push_back(at->second);
+      total_ += shard_span(p.numel(), rank, W).chunk;  // stage 2: offsets within one rank's chunks
+    } else {
+      total_ += p.numel();
+    }
   }
-  const int W = group_->size();
-  shard_ = (total_ + W - 1) / W;
-  shard_begin_ = std::min(total_, shard_ * group_->rank());
-  shard_end_ = std::min(total_, shard_begin_ + shard_);
+  if (ddp_) {
+    shard_ = total_;
+    shard_begin_ = shard_end_ = 0;
+  } else {
+    shard_ = (total_ + W - 1) / W;
+    shard_begin_ = std::min(total_, shard_ * rank);
+    shard_end_ = std::min(total_, shard_begin_ + shard_);
+  }
 
   // Pieces of this rank's shard, grouped like the parameters they come from.
   std::vector<optim::ParamGroup> local_groups;
@@ -37,10 +67,16 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> 
   for (const optim::ParamGroup& g : param_groups()) {
     std::vector<Tensor> views;
     for (const Tensor& p : g.params()) {
-      const int64_t lo = std::max(offset_[size_t(index)], shard_begin_);
-      const int64_t hi = std::min(offset_[size_t(index)] + p.numel(), shard_end_);
+      int64_t lo = 0, hi = 0;  // element range within the parameter
+      if (ddp_) {
+        const ShardSpan span = shard_span(p.numel(), rank, W);
+        lo = span.begin, hi = span.begin + span.len;
+      } else {
+        lo = std::max(offset_[size_t(index)], shard_begin_) - offset_[size_t(index)];
+        hi = std::min(offset_[size_t(index)] + p.numel(), shard_end_) - offset_[size_t(index)];
+      }
       if (lo < hi) {
-        Piece piece{index, lo - offset_[size_t(index)], hi - lo, Tensor()};
+        Piece piece{index, lo, hi - lo, Tensor()};
         piece.view = Tensor::from_storage(p.storage(), {piece.len}, {1}, p.storage_offset() + piece.begin, p.dtype());
         views.push_back(piece.view);
         pieces_.push_back(std::move(piece));
@@ -57,15 +93,32 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> 
   gathered_ = strata::zeros({shard_ * W}, TensorOptions(first.dtype()).device(first.device()));
 }
 
-std::unique_ptr<ZeroRedundancyOptimizer> ZeroRedundancyOptimizer::adamw(std::vector<optim::ParamGroup> groups,
-                                                                        const optim::AdamWOptions& defaults,
-                                                                        std::shared_ptr<ProcessGroup> group) {
+int64_t ZeroRedundancyOptimizer::send_offset(const Piece& piece) const {
+  return ddp_ ? offset_[size_t(piece.param)] : offset_[size_t(piece.param)] + piece.begin - shard_begin_;
+}
+
+void ZeroRedundancyOptimizer::unflatten(const Tensor& all, size_t i, Tensor dest) const {
+  const int64_t n = dest.numel();
+  if (!ddp_) {
+    dest.copy_(all.narrow(0, offset_[i], n));
+    return;
+  }
+  for (int r = 0; r < group_->size(); ++r) {
+    const ShardSpan span = shard_span(n, r, group_->size());
+    if (span.len > 0)
+      dest.narrow(0, span.begin, span.len).copy_(all.narrow(0, r * shard_ + offset_[i], span.len));
+  }
+}
+
+std::unique_ptr<ZeroRedundancyOptimizer> ZeroRedundancyOptimizer::adamw(
+    std::vector<optim::ParamGroup> groups, const optim::AdamWOptions& defaults,
+    std::shared_ptr<ProcessGroup> group, const DistributedDataParallel* sharded_gradients) {
   return std::make_unique<ZeroRedundancyOptimizer>(
       std::move(groups), defaults, std::move(group),
       [defaults](std::vector<optim::ParamGroup> local) {
         return std::make_unique<optim::AdamW>(std::move(local), defaults);
       },
-      std::vector<std::string>{"exp_avg", "exp_avg_sq"});
+      std::vector<std::string>{"exp_avg", "exp_avg_sq"}, sharded_gradients);
 }
 
 std::vector<std::string> ZeroRedundancyOptimizer::state_names() const {
@@ -82,6 +135,10 @@ void ZeroRedundancyOptimizer::step() {
     for (size_t g = 0; g < param_groups().size(); ++g)
       if (local_group_[g] >= 0) local_->param_groups()[size_t(local_group_[g])].set_lr(param_groups()[g].lr());
     for (Piece& piece : pieces_) {
+      if (ddp_) {
+        piece.view.set_grad(ddp_->gradient_shard(ddp_index_[size_t(piece.param)]));
+        continue;
+      }
       const Tensor& grad = params[size_t(piece.param)].grad();
       piece.view.set_grad(grad.defined() ? grad.contiguous().view({-1}).narrow(0, piece.begin, piece.len) : Tensor());
     }
@@ -89,13 +146,29 @@ void ZeroRedundancyOptimizer::step() {
     for (Piece& piece : pieces_) piece.view.set_grad(Tensor());
   }
   // All-gather: every rank contributes its updated shard.
-  for (const Piece& piece : pieces_)
-    send_.narrow(0, offset_[size_t(piece.param)] + piece.begin - shard_begin_, piece.len).copy_(piece.view);
+  for (const Piece& piece : pieces_) send_.narrow(0, send_offset(piece), piece.len).copy_(piece.view);
   group_->all_gather(gathered_, send_)->wait();
-  for (size_t i = 0; i < params.size(); ++i) {
-    Tensor p = params[i];
-    p.view({-1}).copy_(gathered_.narrow(0, offset_[i], p.numel()));
-  }
+  for (size_t i = 0; i < params.size(); ++i) unflatten(gathered_, i, params[i].view({-1}));
+}
+
+double ZeroRedundancyOptimizer::clip_grad_norm_(double max_norm) {
+  NoGradGuard no_grad;
+  if (!ddp_) return optim::clip_grad_norm_(parameters(), max_norm);
+  std::vector<Tensor> grads;
+  for (int64_t i : ddp_index_) grads.push_back(ddp_->gradient_shard(i));
+  // Each span's sum of squares (in double, in a fixed order), summed over the ranks.
+  double local = 0;
+  for (const Tensor& g : grads)
+    if (g.numel() > 0) local += backend_for(g.device()).norm_power_sum(g, 2.0);
+  const double total = std::sqrt(group_->all_reduce_scalar(local, ReduceOp::Sum));
+  const double coef = max_norm / (total + 1e-6);
+  if (coef < 1.0)
+    for (const Tensor& g : grads) {
+      const std::vector<Tensor> in{g};
+      backend_for(g.device()).elementwise(EwOp::MulScalar, g, in, EwParams{coef, 0});
+      g.bump_version();
+    }
+  return total;
 }
 
 optim::TensorDict ZeroRedundancyOptimizer::consolidated_state_dict() {
@@ -116,7 +189,7 @@ optim::TensorDict ZeroRedundancyOptimizer::consolidated_state_dict() {
     send_.zero_();
     for (const Piece& piece : pieces_) {
       const optim::TensorDict* st = local_ ? local_->state_of(piece.view) : nullptr;
-      if (st) send_.narrow(0, offset_[size_t(piece.param)] + piece.begin - shard_begin_, piece.len).copy_(st->at(name));
+      if (st) send_.narrow(0, send_offset(piece), piece.len).copy_(st->at(name));
     }
     Tensor all = strata::zeros({shard_ * group_->size()}, TensorOptions(send_.dtype()).device(send_.device()));
     group_->all_gather(all, send_)->wait();
@@ -126,9 +199,12 @@ optim::TensorDict ZeroRedundancyOptimizer::consolidated_state_dict() {
     if (s[i] <= 0) continue;
     const std::string prefix = "state." + std::to_string(i) + ".";
     out.insert(prefix + "step", strata::scalar_tensor(s[i], DType::f64));
-    for (size_t n = 0; n < elementwise_state_.size(); ++n)
-      out.insert(prefix + elementwise_state_[n],
-                 full[n].narrow(0, offset_[i], params[i].numel()).view(params[i].shape()).clone());
+    for (size_t n = 0; n < elementwise_state_.size(); ++n) {
+      Tensor whole =
+          strata::zeros(params[i].shape(), TensorOptions(full[n].dtype()).device(full[n].device()));
+      unflatten(full[n], i, whole.view({-1}));
+      out.insert(prefix + elementwise_state_[n], whole);
+    }
   }
   for (size_t g = 0; g < param_groups().size(); ++g)
     out.insert("param_groups." + std::to_string(g) + ".lr", strata::scalar_tensor(param_groups()[g].lr(), DType::f64));

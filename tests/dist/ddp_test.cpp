@@ -2,54 +2,26 @@
 // equal to the single-process average bit for bit, all-reduces launched during backward
 // (overlap), gradient accumulation without communication, parameter broadcast, unused
 // parameters.
+#include "strata/dist/ddp.h"
+
 #include <gtest/gtest.h>
 
 #include <optional>
 
 #include "strata/autograd/saved_tensor.h"
-#include "strata/dist/ddp.h"
 #include "strata/nn.h"
 #include "strata/ops.h"
 #include "tests/dist/dist_test_util.h"
+#include "tests/dist/mlp_fixture.h"
 
 using namespace strata;
 using namespace strata::dist;
+using strata::dist::testing::Data;
+using strata::dist::testing::make_data;
+using strata::dist::testing::make_mlp;
 using strata::dist::testing::run_ranks;
 
 namespace {
-
-class Mlp : public nn::Module {
- public:
-  Mlp() {
-    fc1 = register_module("fc1", std::make_shared<nn::Linear>(6, 16));
-    fc2 = register_module("fc2", std::make_shared<nn::Linear>(16, 16));
-    fc3 = register_module("fc3", std::make_shared<nn::Linear>(16, 3));
-    unused = register_parameter("unused", ops::ones({5}));
-  }
-  Tensor forward(const Tensor& x) override { return (*fc3)(ops::tanh((*fc2)(ops::tanh((*fc1)(x))))); }
-  Tensor loss(const Tensor& x, const Tensor& y) { return ops::mean(ops::square(ops::sub(forward(x), y))); }
-  std::shared_ptr<nn::Linear> fc1, fc2, fc3;
-  Tensor unused;
-};
-
-std::shared_ptr<Mlp> make_mlp() {
-  manual_seed(7);
-  return std::make_shared<Mlp>();
-}
-
-// Per-rank data made up front on one thread: rank r gets batch r.
-struct Data {
-  std::vector<Tensor> x, y;
-};
-Data make_data(int batches) {
-  manual_seed(99);
-  Data d;
-  for (int i = 0; i < batches; ++i) {
-    d.x.push_back(ops::randn({4, 6}));
-    d.y.push_back(ops::randn({4, 3}));
-  }
-  return d;
-}
 
 std::vector<std::vector<float>> grads_of(nn::Module& m) {
   std::vector<std::vector<float>> g;

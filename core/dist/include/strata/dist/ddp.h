@@ -9,6 +9,12 @@
 //   ddp.finish_gradient_sync();        // waits for the buckets; every .grad() is the average
 //   opt.step();
 //
+// With shard_gradients (ZeRO-2), each parameter's gradient is reduce-scattered on its own as it
+// becomes ready, launched in reverse parameter order on every rank; once launched, the parameter
+// drops its full gradient, and each one is released as soon as its collective completes. After
+// finish_gradient_sync every .grad() is undefined and gradient_shard(i) holds this rank's span of
+// the average (ZeroRedundancyOptimizer::adamw with this DDP updates from those spans).
+//
 // Parameters are grouped into buckets of about bucket_cap_mb in reverse registration order
 // (gradients arrive roughly in that order in backward; the first bucket is capped at
 // first_bucket_cap_mb so communication starts early, as in PyTorch). A post-accumulate-grad
@@ -35,7 +41,18 @@ struct DistributedDataParallelOptions {
   double bucket_cap_mb = 25.0;
   double first_bucket_cap_mb = 1.0;
   bool broadcast_parameters = true;  // copy rank 0's parameters and buffers at construction
+  // ZeRO stage 2: reduce-scatter each parameter's gradient instead of all-reducing it, so that a
+  // rank keeps only its share of every gradient (see gradient_shard) and no bucket copy of them.
+  bool shard_gradients = false;
 };
+
+// Which elements of a flattened parameter of `numel` elements rank `rank` of `world` owns under
+// ZeRO-2: [begin, begin + len), with chunks of ceil(numel / world) (PyTorch FSDP2's per-parameter
+// split; the last ranks' chunks may be short or empty).
+struct ShardSpan {
+  int64_t begin = 0, len = 0, chunk = 0;
+};
+ShardSpan shard_span(int64_t numel, int rank, int world);
 
 // One step of a gradient synchronization, recorded for tests and traces.
 struct GradSyncEvent {
@@ -74,6 +91,10 @@ class DistributedDataParallel {
   // The parameters DDP reduces (requires_grad, in module order) and, per bucket, the indices
   // into them (bucket 0 holds the last parameters).
   const std::vector<Tensor>& parameters() const;
+  // shard_gradients only: after finish_gradient_sync, this rank's span (shard_span) of parameter
+  // i's averaged gradient, flattened: [len] elements.
+  bool shards_gradients() const;
+  Tensor gradient_shard(int64_t i) const;
   std::vector<std::vector<int64_t>> bucket_assignment() const;
   // Events of the last (or current) synchronization, in the order they happened.
   std::vector<GradSyncEvent> last_sync_events() const;

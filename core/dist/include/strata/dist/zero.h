@@ -13,6 +13,18 @@
 // elementwise optimizers (AdamW, SGD) give the same bits as the unsharded optimizer.
 // Checkpoints use consolidated_state_dict(), which has exactly the unsharded optimizer's
 // state_dict() format, so a checkpoint resumes on any world size, sharded or not.
+//
+// ZeRO stage 2 (section 5.2): given a DistributedDataParallel built with shard_gradients, the
+// gradients are reduce-scattered during backward and each rank keeps only its share. The
+// partition is then per parameter (dist::shard_span: each parameter cut in world chunks, as
+// PyTorch's FSDP2 does) rather than the flat one, so that a parameter's share is ready as soon as
+// its own collective is; this rank updates its span of every parameter from its gradient span,
+// and the parameters are all-gathered as in stage 1. Clip with clip_grad_norm_(), which sums the
+// squares of every rank's spans.
+//
+//   dist::DistributedDataParallel ddp(model, pg, {.shard_gradients = true});
+//   auto opt = dist::ZeroRedundancyOptimizer::adamw(groups, optim::AdamWOptions(6e-4), pg, &ddp);
+//   ... backward ...; ddp.finish_gradient_sync(); opt->clip_grad_norm_(1.0); opt->step();
 #pragma once
 
 #include <functional>
@@ -21,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "strata/dist/ddp.h"
 #include "strata/dist/process_group.h"
 #include "strata/optim/adamw.h"
 #include "strata/optim/optimizer.h"
@@ -35,18 +48,27 @@ class ZeroRedundancyOptimizer final : public optim::Optimizer {
 
   // `elementwise_state`: the local optimizer's per-element state names (AdamW: exp_avg,
   // exp_avg_sq), gathered by consolidated_state_dict(); "step" is handled separately.
+  // `sharded_gradients`: ZeRO-2, the gradients of `ddp` (built with shard_gradients, over the
+  // same group and holding every parameter given here); it must outlive the optimizer.
   ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> groups, const optim::OptimizerOptions& defaults,
                           std::shared_ptr<ProcessGroup> group, LocalOptimizerFactory make_local,
-                          std::vector<std::string> elementwise_state);
-  static std::unique_ptr<ZeroRedundancyOptimizer> adamw(std::vector<optim::ParamGroup> groups,
-                                                        const optim::AdamWOptions& defaults,
-                                                        std::shared_ptr<ProcessGroup> group);
+                          std::vector<std::string> elementwise_state,
+                          const DistributedDataParallel* sharded_gradients = nullptr);
+  static std::unique_ptr<ZeroRedundancyOptimizer> adamw(
+      std::vector<optim::ParamGroup> groups, const optim::AdamWOptions& defaults,
+      std::shared_ptr<ProcessGroup> group, const DistributedDataParallel* sharded_gradients = nullptr);
+
+  // 1 or 2.
+  int stage() const { return ddp_ ? 2 : 1; }
+  // ZeRO-2: torch.nn.utils.clip_grad_norm_ over the gradient spans of every rank (the 2-norm of
+  // all of them; a collective); returns the total norm. Stage 1 clips the full gradients.
+  double clip_grad_norm_(double max_norm);
 
   // Updates this rank's shard from the (already averaged) gradients, then all-gathers the
   // parameters. Collective: every rank calls it.
   void step() override;
 
-  // This rank's range [begin, end) of the flat parameter vector, and its total length.
+  // Stage 1: this rank's range [begin, end) of the flat parameter vector, and its total length.
   std::pair<int64_t, int64_t> shard_range() const { return {shard_begin_, shard_end_}; }
   int64_t total_numel() const { return total_; }
   // The optimizer over this rank's pieces (null when the shard is empty).
@@ -68,7 +90,15 @@ class ZeroRedundancyOptimizer final : public optim::Optimizer {
     Tensor view;          // 1-D view of the parameter's storage: what the local optimizer updates
   };
   std::vector<Piece> pieces_;
-  std::vector<int64_t> offset_;    // per parameter: start in the flat vector
+  // Where parameter i's elements sit in the all-gathered vector: stage 1, at offset_[i]; stage 2,
+  // rank r's span at r * shard_ + offset_[i] (offset_ then sums the chunks before i).
+  void unflatten(const Tensor& all, size_t i, Tensor dest) const;
+  // Where piece k's elements go in this rank's send buffer.
+  int64_t send_offset(const Piece& piece) const;
+
+  std::vector<int64_t> offset_;  // per parameter: see unflatten
+  const DistributedDataParallel* ddp_ = nullptr;
+  std::vector<int64_t> ddp_index_;  // stage 2, per parameter: its index among ddp_->parameters()
   std::vector<int> local_group_;   // per outer group: index among the local optimizer's groups, or -1
   int64_t total_ = 0, shard_ = 0, shard_begin_ = 0, shard_end_ = 0;
   std::shared_ptr<ProcessGroup> group_;

@@ -1,0 +1,192 @@
+// ZeRO stage 2 on the in-process backend: DistributedDataParallel with shard_gradients leaves each
+// rank its span of every averaged gradient (the all-reduced average's, bit for bit) and no full
+// gradient; ZeroRedundancyOptimizer over those spans trains as one process with gradient
+// accumulation does, clips by the norm over every rank's spans, and checkpoints the unsharded
+// optimizer's state.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "strata/dist/ddp.h"
+#include "strata/dist/zero.h"
+#include "strata/optim/clip_grad.h"
+#include "tests/dist/dist_test_util.h"
+#include "tests/dist/mlp_fixture.h"
+
+using namespace strata;
+using namespace strata::dist;
+using strata::dist::testing::Data;
+using strata::dist::testing::make_data;
+using strata::dist::testing::make_mlp;
+using strata::dist::testing::Mlp;
+using strata::dist::testing::run_ranks;
+
+namespace {
+
+std::vector<std::vector<float>> values_of(const std::vector<Tensor>& ts) {
+  std::vector<std::vector<float>> v;
+  for (const Tensor& t : ts) v.push_back(t.to_vector<float>());
+  return v;
+}
+
+// Weight decay on the layers, none on the unused parameter (its gradient is zeros under data
+// parallel and absent in one process: without decay AdamW leaves it alone either way).
+std::vector<optim::ParamGroup> groups_of(Mlp& m) {
+  return {optim::ParamGroup({m.fc1->weight, m.fc2->weight, m.fc3->weight},
+                            optim::AdamWOptions(1e-2).weight_decay(0.1)),
+          optim::ParamGroup({m.fc1->bias, m.fc2->bias, m.fc3->bias, m.unused},
+                            optim::AdamWOptions(1e-2).weight_decay(0))};
+}
+
+constexpr int kSteps = 3;
+
+// One process: each step accumulates batches 2s and 2s + 1 at half weight (--grad-accum 2), then
+// clips (when max_norm > 0) and steps. Returns the parameters after each step and the optimizer.
+struct Reference {
+  std::vector<std::vector<std::vector<float>>> params;  // per step
+  std::vector<double> norms;
+  optim::TensorDict state;
+};
+Reference train_one_process(const Data& d, double max_norm) {
+  auto model = make_mlp();
+  optim::AdamW opt(groups_of(*model), optim::AdamWOptions(1e-2));
+  Reference ref;
+  for (int s = 0; s < kSteps; ++s) {
+    model->zero_grad();
+    for (int r = 0; r < 2; ++r)
+      ops::mul(model->loss(d.x[size_t(2 * s + r)], d.y[size_t(2 * s + r)]), 0.5).backward();
+    if (max_norm > 0) ref.norms.push_back(optim::clip_grad_norm_(model->parameters(), max_norm));
+    opt.step();
+    ref.params.push_back(values_of(model->parameters()));
+  }
+  ref.state = opt.state_dict();
+  return ref;
+}
+
+}  // namespace
+
+TEST(Zero2, GradientSpansAreTheAllReducedAverageAndNoFullGradientIsKept) {
+  for (int world : {2, 3}) {
+    SCOPED_TRACE("world " + std::to_string(world));
+    const Data d = make_data(world);
+    std::vector<std::vector<std::vector<float>>> averaged{size_t(world)};
+    run_ranks(world, [&](int r, std::shared_ptr<ProcessGroup> pg) {
+      auto model = make_mlp();
+      DistributedDataParallel ddp(model, pg);
+      model->loss(d.x[size_t(r)], d.y[size_t(r)]).backward();
+      ddp.finish_gradient_sync();
+      for (const Tensor& p : model->parameters()) averaged[size_t(r)].push_back(p.grad().to_vector<float>());
+    });
+    run_ranks(world, [&](int r, std::shared_ptr<ProcessGroup> pg) {
+      auto model = make_mlp();
+      DistributedDataParallel ddp(model, pg, {.shard_gradients = true});
+      ASSERT_TRUE(ddp.shards_gradients());
+      model->loss(d.x[size_t(r)], d.y[size_t(r)]).backward();
+      // Launched during backward, in reverse parameter order, before the last gradient arrived.
+      int64_t launches = 0, first_launch = -1, last_ready = -1;
+      const std::vector<GradSyncEvent> ev = ddp.last_sync_events();
+      const auto n = int64_t(ddp.parameters().size());
+      for (size_t i = 0; i < ev.size(); ++i) {
+        if (ev[i].kind == GradSyncEvent::BucketLaunched) {
+          EXPECT_EQ(ev[i].index, n - 1 - launches++);
+          if (first_launch < 0) first_launch = int64_t(i);
+        }
+        if (ev[i].kind == GradSyncEvent::GradReady) last_ready = int64_t(i);
+      }
+      ASSERT_GE(first_launch, 0);
+      EXPECT_LT(first_launch, last_ready);
+      ddp.finish_gradient_sync();
+      int64_t held = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const Tensor& p = ddp.parameters()[size_t(i)];
+        EXPECT_FALSE(p.grad().defined()) << "parameter " << i << " kept its full gradient";
+        const ShardSpan span = shard_span(p.numel(), r, world);
+        const std::vector<float> want(averaged[size_t(r)][size_t(i)].begin() + span.begin,
+                                      averaged[size_t(r)][size_t(i)].begin() + span.begin + span.len);
+        EXPECT_EQ(ddp.gradient_shard(i).to_vector<float>(), want) << "parameter " << i;
+        held += ddp.gradient_shard(i).numel();
+      }
+      // 96 + 16 + 256 + 16 + 48 + 3 + 5 = 440 elements in all.
+      EXPECT_LE(held, 440 / world + n);
+    });
+  }
+}
+
+TEST(Zero2, ShardSpansCoverEveryElementOnce) {
+  for (int64_t numel : {0, 1, 5, 7, 96}) {
+    for (int world : {1, 2, 3, 4}) {
+      int64_t next = 0;
+      for (int r = 0; r < world; ++r) {
+        const ShardSpan s = shard_span(numel, r, world);
+        EXPECT_EQ(s.begin, next) << numel << " over " << world;
+        EXPECT_GE(s.len, 0);
+        EXPECT_LE(s.len, s.chunk);
+        next = s.begin + s.len;
+      }
+      EXPECT_EQ(next, numel);
+    }
+  }
+}
+
+TEST(Zero2, TwoRanksTrainAsOneProcessWithGradAccum2BitForBit) {
+  const Data d = make_data(2 * kSteps);
+  const Reference ref = train_one_process(d, 0);
+  run_ranks(2, [&](int r, std::shared_ptr<ProcessGroup> pg) {
+    auto model = make_mlp();
+    DistributedDataParallel ddp(model, pg, {.shard_gradients = true});
+    auto opt = ZeroRedundancyOptimizer::adamw(groups_of(*model), optim::AdamWOptions(1e-2), pg, &ddp);
+    EXPECT_EQ(opt->stage(), 2);
+    for (int s = 0; s < kSteps; ++s) {
+      model->loss(d.x[size_t(2 * s + r)], d.y[size_t(2 * s + r)]).backward();
+      ddp.finish_gradient_sync();
+      opt->step();
+      ASSERT_EQ(values_of(model->parameters()), ref.params[size_t(s)]) << "step " << s;
+    }
+    // This rank's optimizer state is its spans: about half of the 440 elements.
+    int64_t state = 0;
+    for (const Tensor& p : opt->local_optimizer()->parameters())
+      state += opt->local_optimizer()->state_of(p)->at("exp_avg").numel();
+    EXPECT_LE(state, 440 / 2 + 7);
+    // The checkpointed state is the unsharded optimizer's (the unused parameter, which got no
+    // gradient in one process, has state only here).
+    const optim::TensorDict mine = opt->consolidated_state_dict();
+    for (const auto& [key, value] : ref.state) {
+      ASSERT_TRUE(mine.contains(key)) << key;
+      EXPECT_EQ(mine.at(key).to_vector<double>(), value.to_vector<double>()) << key;
+    }
+  });
+}
+
+TEST(Zero2, ClippingUsesTheNormOverEveryRanksSpans) {
+  const Data d = make_data(2 * kSteps);
+  const double max_norm = 0.05;  // below every step's norm: each step clips
+  const Reference ref = train_one_process(d, max_norm);
+  for (double n : ref.norms) ASSERT_GT(n, max_norm);
+  run_ranks(2, [&](int r, std::shared_ptr<ProcessGroup> pg) {
+    auto model = make_mlp();
+    DistributedDataParallel ddp(model, pg, {.shard_gradients = true});
+    auto opt = ZeroRedundancyOptimizer::adamw(groups_of(*model), optim::AdamWOptions(1e-2), pg, &ddp);
+    for (int s = 0; s < kSteps; ++s) {
+      model->loss(d.x[size_t(2 * s + r)], d.y[size_t(2 * s + r)]).backward();
+      ddp.finish_gradient_sync();
+      // The norm sums squares per span and over ranks, in another order than one process: equal
+      // to rounding, and so are the parameters.
+      EXPECT_NEAR(opt->clip_grad_norm_(max_norm), ref.norms[size_t(s)], 1e-6 * ref.norms[size_t(s)]);
+      opt->step();
+      const auto got = values_of(model->parameters());
+      for (size_t i = 0; i < got.size(); ++i)
+        for (size_t j = 0; j < got[i].size(); ++j)
+          ASSERT_NEAR(got[i][j], ref.params[size_t(s)][i][j], 1e-6) << "step " << s << " parameter " << i;
+    }
+  });
+}
+
+TEST(Zero2, RefusesAnOptimizerOverGradientsItDoesNotShard) {
+  run_ranks(2, [&](int, std::shared_ptr<ProcessGroup> pg) {
+    auto model = make_mlp();
+    DistributedDataParallel whole(model, pg);
+    EXPECT_THROW(ZeroRedundancyOptimizer::adamw(groups_of(*model), optim::AdamWOptions(1e-2), pg, &whole),
+                 ValueError);
+    EXPECT_THROW(whole.gradient_shard(0), ValueError);
+  });
+}
