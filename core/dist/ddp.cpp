@@ -36,9 +36,10 @@ std::vector<std::vector<int64_t>> assign_buckets(const std::vector<Tensor>& para
   return buckets;
 }
 
-ShardSpan shard_span(int64_t numel, int rank, int world) {
+ShardSpan shard_span(int64_t numel, int rank, int world, int64_t align) {
   ShardSpan s;
   s.chunk = (numel + world - 1) / world;
+  s.chunk = (s.chunk + align - 1) / align * align;
   s.begin = std::min(numel, s.chunk * rank);
   s.len = std::min(numel, s.begin + s.chunk) - s.begin;
   return s;
@@ -69,6 +70,7 @@ struct DistributedDataParallel::Reducer {
     WorkPtr work;
   };
   bool sharded = false;
+  int64_t alignment = 1;
   std::vector<Shard> shards;
   int64_t next_shard = 0, drained = 0;  // launch position in reverse parameter order, and release position
 
@@ -237,10 +239,13 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   STRATA_CHECK(!r.params.empty(), ValueError, "DistributedDataParallel: the module has no parameter that requires grad");
   r.marked.assign(r.params.size(), 0);
   r.sharded = options.shard_gradients;
+  r.alignment = options.shard_alignment;
+  STRATA_CHECK(r.alignment > 0, ValueError, "DistributedDataParallel: shard_alignment must be positive, got ",
+               r.alignment);
   if (r.sharded) {
     MemoryCategoryGuard category(MemoryCategory::Gradient);
     for (const Tensor& p : r.params) {
-      const ShardSpan span = shard_span(p.numel(), group_->rank(), group_->size());
+      const ShardSpan span = shard_span(p.numel(), group_->rank(), group_->size(), r.alignment);
       r.shards.push_back(
           {strata::zeros({span.chunk}, TensorOptions(p.dtype()).device(p.device())), Tensor(), nullptr});
     }
@@ -281,15 +286,20 @@ const std::vector<Tensor>& DistributedDataParallel::parameters() const { return 
 bool DistributedDataParallel::shards_gradients() const { return reducer_->sharded; }
 
 Tensor DistributedDataParallel::gradient_shard(int64_t i) const {
+  return reducer_->shards[size_t(i)].out.narrow(0, 0, gradient_span(i).len);
+}
+
+ShardSpan DistributedDataParallel::gradient_span(int64_t i) const {
   const Reducer& r = *reducer_;
   STRATA_CHECK(
       r.sharded, ValueError,
-      "DistributedDataParallel::gradient_shard: gradients are all-reduced whole (shard_gradients is off)");
-  STRATA_CHECK(i >= 0 && i < int64_t(r.params.size()), ValueError,
-               "DistributedDataParallel::gradient_shard: parameter ", i, " of ", r.params.size());
-  const ShardSpan span = shard_span(r.params[size_t(i)].numel(), group_->rank(), group_->size());
-  return r.shards[size_t(i)].out.narrow(0, 0, span.len);
+      "DistributedDataParallel: gradients are all-reduced whole (shard_gradients is off), not sharded");
+  STRATA_CHECK(i >= 0 && i < int64_t(r.params.size()), ValueError, "DistributedDataParallel: parameter ", i,
+               " of ", r.params.size());
+  return shard_span(r.params[size_t(i)].numel(), group_->rank(), group_->size(), r.alignment);
 }
+
+int64_t DistributedDataParallel::shard_alignment() const { return reducer_->alignment; }
 
 std::vector<std::vector<int64_t>> DistributedDataParallel::bucket_assignment() const {
   std::vector<std::vector<int64_t>> out;

@@ -1,5 +1,6 @@
 #include "strata/dist/zero.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <unordered_map>
@@ -47,7 +48,8 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> 
       STRATA_CHECK(at != in_ddp.end(), ValueError, "ZeroRedundancyOptimizer: parameter ", p.str(),
                    " is not one the DistributedDataParallel reduces");
       ddp_index_.push_back(at->second);
-      total_ += shard_span(p.numel(), rank, W).chunk;  // stage 2: offsets within one rank's chunks
+      total_ += shard_span(p.numel(), rank, W, ddp_->shard_alignment())
+                    .chunk;  // stage 2: offsets within one rank's chunks
     } else {
       total_ += p.numel();
     }
@@ -69,7 +71,7 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> 
     for (const Tensor& p : g.params()) {
       int64_t lo = 0, hi = 0;  // element range within the parameter
       if (ddp_) {
-        const ShardSpan span = shard_span(p.numel(), rank, W);
+        const ShardSpan span = shard_span(p.numel(), rank, W, ddp_->shard_alignment());
         lo = span.begin, hi = span.begin + span.len;
       } else {
         lo = std::max(offset_[size_t(index)], shard_begin_) - offset_[size_t(index)];
@@ -104,7 +106,7 @@ void ZeroRedundancyOptimizer::unflatten(const Tensor& all, size_t i, Tensor dest
     return;
   }
   for (int r = 0; r < group_->size(); ++r) {
-    const ShardSpan span = shard_span(n, r, group_->size());
+    const ShardSpan span = shard_span(n, r, group_->size(), ddp_->shard_alignment());
     if (span.len > 0)
       dest.narrow(0, span.begin, span.len).copy_(all.narrow(0, r * shard_ + offset_[i], span.len));
   }
@@ -151,23 +153,65 @@ void ZeroRedundancyOptimizer::step() {
   for (size_t i = 0; i < params.size(); ++i) unflatten(gathered_, i, params[i].view({-1}));
 }
 
+namespace {
+
+// How many pieces of clip_grad_norm_'s blocks a span has.
+int64_t piece_count(const ShardSpan& s) {
+  return s.len == 0 ? 0 : (s.begin + s.len - 1) / optim::kClipBlock - s.begin / optim::kClipBlock + 1;
+}
+
+}  // namespace
+
 double ZeroRedundancyOptimizer::clip_grad_norm_(double max_norm) {
   NoGradGuard no_grad;
   if (!ddp_) return optim::clip_grad_norm_(parameters(), max_norm);
-  std::vector<Tensor> grads;
-  for (int64_t i : ddp_index_) grads.push_back(ddp_->gradient_shard(i));
-  // Each span's sum of squares (in double, in a fixed order), summed over the ranks.
-  double local = 0;
-  for (const Tensor& g : grads)
-    if (g.numel() > 0) local += backend_for(g.device()).norm_power_sum(g, 2.0);
-  const double total = std::sqrt(group_->all_reduce_scalar(local, ReduceOp::Sum));
-  const double coef = max_norm / (total + 1e-6);
-  if (coef < 1.0)
-    for (const Tensor& g : grads) {
-      const std::vector<Tensor> in{g};
-      backend_for(g.device()).elementwise(EwOp::MulScalar, g, in, EwParams{coef, 0});
-      g.bump_version();
+  const std::vector<Tensor>& params = ddp_->parameters();
+  const int W = group_->size();
+  std::vector<Tensor> spans;
+  bool host = true;
+  for (int64_t i = 0; i < int64_t(params.size()); ++i) {
+    spans.push_back(ddp_->gradient_shard(i));
+    host = host && spans.back().device().is_host_memory();
+  }
+  double acc = 0;
+  if (host) {
+    // Every rank's piece sums, gathered and folded as clip_grad_norm_ folds one process's blocks:
+    // parameter by parameter, in element order (the ranks' spans follow each other).
+    std::vector<int64_t> counts(size_t(W) * params.size());  // [rank][parameter]
+    int64_t widest = 0;
+    for (int r = 0; r < W; ++r) {
+      int64_t total = 0;
+      for (size_t i = 0; i < params.size(); ++i)
+        total += counts[size_t(r) * params.size() + i] =
+            piece_count(shard_span(params[i].numel(), r, W, ddp_->shard_alignment()));
+      widest = std::max(widest, total);
     }
+    Tensor mine = strata::zeros({widest}, DType::f64);
+    int64_t at = 0;
+    for (size_t i = 0; i < params.size(); ++i)
+      for (double v : optim::clip_piece_sums(spans[i], ddp_->gradient_span(int64_t(i)).begin))
+        mine.data<double>()[at++] = v;
+    const Device dev = spans.front().device();
+    Tensor all = strata::zeros({widest * W}, TensorOptions(DType::f64).device(dev));
+    group_->all_gather(all, mine.to(dev))->wait();
+    all = all.to(kCPU);
+    std::vector<int64_t> next(size_t(W), 0);  // per rank: its next piece in `all`
+    for (size_t i = 0; i < params.size(); ++i) {
+      double sum = 0.0;
+      for (int r = 0; r < W; ++r)
+        for (int64_t k = 0; k < counts[size_t(r) * params.size() + i]; ++k)
+          sum += all.data<double>()[r * widest + next[size_t(r)]++];
+      acc += sum;
+    }
+  } else {
+    // On a device: each rank's sums of squares, then over the ranks (equal to rounding).
+    for (const Tensor& g : spans)
+      if (g.numel() > 0) acc += backend_for(g.device()).norm_power_sum(g, 2.0);
+    acc = group_->all_reduce_scalar(acc, ReduceOp::Sum);
+  }
+  const double total = std::sqrt(acc);
+  const double coef = max_norm / (total + 1e-6);
+  if (coef < 1.0 || std::isnan(coef)) optim::scale_gradients_(spans, coef);
   return total;
 }
 

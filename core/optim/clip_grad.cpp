@@ -13,21 +13,24 @@ namespace strata::optim {
 
 namespace {
 
-// Fixed-size blocks reduced in parallel, then combined in block order: the same bits for any
-// thread count or schedule (docs/design.md, "Invariants": deterministic reductions).
-constexpr int64_t kBlock = 1 << 14;
+// Fixed-size blocks (kClipBlock) reduced in parallel, then combined in block order: the same bits
+// for any thread count or schedule (docs/design.md, "Invariants": deterministic reductions).
 
-// sum |g|^p (or max |g| for p = inf) over one gradient.
+// sum |g|^p (or max |g| for p = inf) over each piece of g[0, n) cut at the block boundaries of a
+// gradient of which g starts at element `begin`; each piece from 0.0 in element order.
 template <class T>
-double power_sum(const T* g, int64_t n, double p) {
+std::vector<double> piece_sums(const T* g, int64_t n, int64_t begin, double p) {
   const bool inf = std::isinf(p);
-  const int64_t blocks = (n + kBlock - 1) / kBlock;
-  std::vector<double> partial(size_t(std::max<int64_t>(blocks, 1)), 0.0);
+  std::vector<int64_t> cut{0};  // piece boundaries within g
+  for (int64_t at = (begin / kClipBlock + 1) * kClipBlock - begin; at < n; at += kClipBlock)
+    cut.push_back(at);
+  cut.push_back(n);
+  const auto pieces = int64_t(cut.size()) - 1;
+  std::vector<double> partial(size_t(pieces), 0.0);
 #pragma omp parallel for schedule(static) if (n >= detail::kParallelMinElements)
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t end = std::min(n, (b + 1) * kBlock);
+  for (int64_t b = 0; b < pieces; ++b) {
     double acc = 0.0;
-    for (int64_t i = b * kBlock; i < end; ++i) {
+    for (int64_t i = cut[size_t(b)]; i < cut[size_t(b) + 1]; ++i) {
       const double a = std::abs(double(g[i]));
       if (inf)
         acc = std::max(acc, a);
@@ -36,8 +39,15 @@ double power_sum(const T* g, int64_t n, double p) {
     }
     partial[size_t(b)] = acc;
   }
+  return partial;
+}
+
+// sum |g|^p (or max |g| for p = inf) over one gradient.
+template <class T>
+double power_sum(const T* g, int64_t n, double p) {
+  const bool inf = std::isinf(p);
   double total = 0.0;
-  for (double v : partial) total = inf ? std::max(total, v) : total + v;
+  for (double v : piece_sums(g, n, 0, p)) total = inf ? std::max(total, v) : total + v;
   return total;
 }
 
@@ -150,6 +160,36 @@ Tensor detail::clip_grads_on_backend(Backend& be, const std::vector<Tensor>& gra
     release_paged(g);
   }
   return norm;
+}
+
+std::vector<double> clip_piece_sums(const Tensor& span, int64_t begin, double norm_type) {
+  STRATA_CHECK(span.device().is_host_memory() && span.is_contiguous(), ValueError,
+               "clip_piece_sums: needs a contiguous gradient span in host memory, got ", span.str());
+  STRATA_CHECK(begin >= 0, ValueError, "clip_piece_sums: the span begins at element ", begin);
+  std::vector<double> sums;
+  detail::dispatch_floating(span.dtype(), [&](auto t) {
+    using T = decltype(t);
+    sums = piece_sums<T>(span.data<T>(), span.numel(), begin, norm_type);
+  });
+  if (span.numel() == 0) sums.clear();
+  return sums;
+}
+
+void scale_gradients_(const std::vector<Tensor>& grads, double coef) {
+  NoGradGuard no_grad;
+  for (const Tensor& g : grads) {
+    if (g.numel() == 0) continue;
+    if (g.device().is_host_memory() && g.is_contiguous()) {
+      detail::dispatch_floating(g.dtype(), [&](auto t) {
+        using T = decltype(t);
+        scale<T>(g.data<T>(), g.numel(), T(coef));
+      });
+    } else {
+      const std::vector<Tensor> in{g};
+      backend_for(g.device()).elementwise(EwOp::MulScalar, g, in, EwParams{coef, 0});
+    }
+    g.bump_version();
+  }
 }
 
 Tensor clip_grad_norm_tensor_(const std::vector<Tensor>& params, double max_norm, double norm_type) {

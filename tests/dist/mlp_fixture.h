@@ -12,9 +12,9 @@ namespace strata::dist::testing {
 
 class Mlp : public nn::Module {
  public:
-  Mlp() {
-    fc1 = register_module("fc1", std::make_shared<nn::Linear>(6, 16));
-    fc2 = register_module("fc2", std::make_shared<nn::Linear>(16, 16));
+  explicit Mlp(int64_t hidden = 16) {
+    fc1 = register_module("fc1", std::make_shared<nn::Linear>(6, hidden));
+    fc2 = register_module("fc2", std::make_shared<nn::Linear>(hidden, 16));
     fc3 = register_module("fc3", std::make_shared<nn::Linear>(16, 3));
     unused = register_parameter("unused", ops::ones({5}));
   }
@@ -24,9 +24,9 @@ class Mlp : public nn::Module {
   Tensor unused;
 };
 
-inline std::shared_ptr<Mlp> make_mlp() {
+inline std::shared_ptr<Mlp> make_mlp(int64_t hidden = 16) {
   manual_seed(7);
-  return std::make_shared<Mlp>();
+  return std::make_shared<Mlp>(hidden);
 }
 
 // Per-rank data made up front on one thread: rank r gets batch r.

@@ -39,6 +39,7 @@ std::vector<optim::ParamGroup> groups_of(Mlp& m) {
 }
 
 constexpr int kSteps = 3;
+constexpr int64_t kWide = 4000;  // hidden width whose first layer (6 x 4000) spans two blocks
 
 // One process: each step accumulates batches 2s and 2s + 1 at half weight (--grad-accum 2), then
 // clips (when max_norm > 0) and steps. Returns the parameters after each step and the optimizer.
@@ -47,8 +48,8 @@ struct Reference {
   std::vector<double> norms;
   optim::TensorDict state;
 };
-Reference train_one_process(const Data& d, double max_norm) {
-  auto model = make_mlp();
+Reference train_one_process(const Data& d, double max_norm, int64_t hidden = 16) {
+  auto model = make_mlp(hidden);
   optim::AdamW opt(groups_of(*model), optim::AdamWOptions(1e-2));
   Reference ref;
   for (int s = 0; s < kSteps; ++s) {
@@ -79,7 +80,7 @@ TEST(Zero2, GradientSpansAreTheAllReducedAverageAndNoFullGradientIsKept) {
     });
     run_ranks(world, [&](int r, std::shared_ptr<ProcessGroup> pg) {
       auto model = make_mlp();
-      DistributedDataParallel ddp(model, pg, {.shard_gradients = true});
+      DistributedDataParallel ddp(model, pg, {.shard_gradients = true, .shard_alignment = 1});
       ASSERT_TRUE(ddp.shards_gradients());
       model->loss(d.x[size_t(r)], d.y[size_t(r)]).backward();
       // Launched during backward, in reverse parameter order, before the last gradient arrived.
@@ -112,20 +113,25 @@ TEST(Zero2, GradientSpansAreTheAllReducedAverageAndNoFullGradientIsKept) {
   }
 }
 
-TEST(Zero2, ShardSpansCoverEveryElementOnce) {
-  for (int64_t numel : {0, 1, 5, 7, 96}) {
-    for (int world : {1, 2, 3, 4}) {
-      int64_t next = 0;
-      for (int r = 0; r < world; ++r) {
-        const ShardSpan s = shard_span(numel, r, world);
-        EXPECT_EQ(s.begin, next) << numel << " over " << world;
-        EXPECT_GE(s.len, 0);
-        EXPECT_LE(s.len, s.chunk);
-        next = s.begin + s.len;
+TEST(Zero2, ShardSpansCoverEveryElementOnceFromAlignedStarts) {
+  for (int64_t align : {1, 4, 16384})
+    for (int64_t numel : {0, 1, 5, 7, 96, 40000})
+      for (int world : {1, 2, 3, 4}) {
+        int64_t next = 0;
+        for (int r = 0; r < world; ++r) {
+          const ShardSpan s = shard_span(numel, r, world, align);
+          EXPECT_EQ(s.begin, next) << numel << " over " << world << " aligned to " << align;
+          if (s.len > 0) EXPECT_EQ(s.begin % align, 0);
+          EXPECT_GE(s.chunk * world, numel);
+          EXPECT_LT(s.chunk, (numel + world - 1) / world + align);
+          EXPECT_GE(s.len, 0);
+          EXPECT_LE(s.len, s.chunk);
+          next = s.begin + s.len;
+        }
+        EXPECT_EQ(next, numel);
       }
-      EXPECT_EQ(next, numel);
-    }
-  }
+  EXPECT_EQ(shard_span(40000, 1, 2, 16384).begin, 32768);
+  EXPECT_EQ(shard_span(40000, 3, 4, 16384).len, 0);
 }
 
 TEST(Zero2, TwoRanksTrainAsOneProcessWithGradAccum2BitForBit) {
@@ -133,7 +139,7 @@ TEST(Zero2, TwoRanksTrainAsOneProcessWithGradAccum2BitForBit) {
   const Reference ref = train_one_process(d, 0);
   run_ranks(2, [&](int r, std::shared_ptr<ProcessGroup> pg) {
     auto model = make_mlp();
-    DistributedDataParallel ddp(model, pg, {.shard_gradients = true});
+    DistributedDataParallel ddp(model, pg, {.shard_gradients = true, .shard_alignment = 1});
     auto opt = ZeroRedundancyOptimizer::adamw(groups_of(*model), optim::AdamWOptions(1e-2), pg, &ddp);
     EXPECT_EQ(opt->stage(), 2);
     for (int s = 0; s < kSteps; ++s) {
@@ -157,20 +163,42 @@ TEST(Zero2, TwoRanksTrainAsOneProcessWithGradAccum2BitForBit) {
   });
 }
 
-TEST(Zero2, ClippingUsesTheNormOverEveryRanksSpans) {
-  const Data d = make_data(2 * kSteps);
+// Spans that start on clip_grad_norm_'s blocks (the default alignment): the norm and the clipped
+// update are one process's bit for bit. A layer of 24,000 weights is cut at element 16,384.
+TEST(Zero2, ClippingOverAlignedSpansIsOneProcesssBitForBit) {
   const double max_norm = 0.05;  // below every step's norm: each step clips
-  const Reference ref = train_one_process(d, max_norm);
+  const Data d = make_data(2 * kSteps);
+  const Reference ref = train_one_process(d, max_norm, kWide);
   for (double n : ref.norms) ASSERT_GT(n, max_norm);
   run_ranks(2, [&](int r, std::shared_ptr<ProcessGroup> pg) {
-    auto model = make_mlp();
+    auto model = make_mlp(kWide);
     DistributedDataParallel ddp(model, pg, {.shard_gradients = true});
+    ASSERT_EQ(ddp.gradient_span(1).begin, r == 0 ? 0 : 16384) << "fc1.weight";
     auto opt = ZeroRedundancyOptimizer::adamw(groups_of(*model), optim::AdamWOptions(1e-2), pg, &ddp);
     for (int s = 0; s < kSteps; ++s) {
       model->loss(d.x[size_t(2 * s + r)], d.y[size_t(2 * s + r)]).backward();
       ddp.finish_gradient_sync();
-      // The norm sums squares per span and over ranks, in another order than one process: equal
-      // to rounding, and so are the parameters.
+      EXPECT_EQ(opt->clip_grad_norm_(max_norm), ref.norms[size_t(s)]) << "step " << s;
+      opt->step();
+      ASSERT_EQ(values_of(model->parameters()), ref.params[size_t(s)]) << "step " << s;
+    }
+  });
+}
+
+// Spans cut anywhere (alignment 1): the norm sums the pieces of a block in another order, equal
+// to rounding, and so are the parameters.
+TEST(Zero2, ClippingOverUnalignedSpansIsOneProcesssToRounding) {
+  const Data d = make_data(2 * kSteps);
+  const double max_norm = 0.05;
+  const Reference ref = train_one_process(d, max_norm);
+  for (double n : ref.norms) ASSERT_GT(n, max_norm);
+  run_ranks(2, [&](int r, std::shared_ptr<ProcessGroup> pg) {
+    auto model = make_mlp();
+    DistributedDataParallel ddp(model, pg, {.shard_gradients = true, .shard_alignment = 1});
+    auto opt = ZeroRedundancyOptimizer::adamw(groups_of(*model), optim::AdamWOptions(1e-2), pg, &ddp);
+    for (int s = 0; s < kSteps; ++s) {
+      model->loss(d.x[size_t(2 * s + r)], d.y[size_t(2 * s + r)]).backward();
+      ddp.finish_gradient_sync();
       EXPECT_NEAR(opt->clip_grad_norm_(max_norm), ref.norms[size_t(s)], 1e-6 * ref.norms[size_t(s)]);
       opt->step();
       const auto got = values_of(model->parameters());

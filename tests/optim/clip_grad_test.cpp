@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "strata/core/generator.h"
@@ -99,6 +100,32 @@ std::vector<double> grads_of(const std::vector<Tensor>& ps) {
 }  // namespace
 
 // The tensor form returns what the double one does, in a 1-element f64 tensor.
+// ZeRO-2's building blocks: spans of a gradient starting on block boundaries give pieces that fold
+// to clip_grad_norm_'s total bit for bit; a span starting mid-block is cut at the next boundary.
+TEST(OptimClipGradNorm, PieceSumsOfAlignedSpansFoldToTheNormAndScalingIsTheClipsOwn) {
+  manual_seed(5);
+  const int64_t n = 2 * optim::kClipBlock + 7000;
+  Tensor p = ops::zeros({n}, DType::f32);
+  p.set_requires_grad(true);
+  Tensor g = ops::randn({n}, DType::f32);
+  p.set_grad(g.clone());
+  const double norm = optim::clip_grad_norm_({p}, 1.0);
+  const std::vector<float> clipped = p.grad().to_vector<float>();
+
+  double sum = 0.0;
+  const int64_t cut = optim::kClipBlock;  // two spans: [0, cut) and [cut, n)
+  for (const auto& [begin, len] : {std::pair<int64_t, int64_t>{0, cut}, {cut, n - cut}})
+    for (double v : optim::clip_piece_sums(g.narrow(0, begin, len).contiguous(), begin)) sum += v;
+  EXPECT_EQ(std::sqrt(sum), norm);
+  EXPECT_EQ(optim::clip_piece_sums(g.narrow(0, cut, n - cut).contiguous(), cut).size(), 2u);
+  EXPECT_EQ(optim::clip_piece_sums(g.narrow(0, 100, 2 * optim::kClipBlock).contiguous(), 100).size(), 3u);
+  EXPECT_TRUE(optim::clip_piece_sums(g.narrow(0, 0, 0).contiguous(), 0).empty());
+
+  Tensor scaled = g.clone();
+  optim::scale_gradients_({scaled}, 1.0 / (norm + 1e-6));
+  EXPECT_EQ(scaled.to_vector<float>(), clipped);
+}
+
 TEST(OptimClipGradNorm, TensorFormMatchesTheDoubleOne) {
   for (double max_norm : {1.0, 1e6}) {
     std::vector<Tensor> a = params_with_random_grads(4), b = params_with_random_grads(4);

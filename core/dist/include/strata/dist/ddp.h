@@ -34,6 +34,7 @@
 
 #include "strata/dist/process_group.h"
 #include "strata/nn/module.h"
+#include "strata/optim/clip_grad.h"
 
 namespace strata::dist {
 
@@ -44,15 +45,19 @@ struct DistributedDataParallelOptions {
   // ZeRO stage 2: reduce-scatter each parameter's gradient instead of all-reducing it, so that a
   // rank keeps only its share of every gradient (see gradient_shard) and no bucket copy of them.
   bool shard_gradients = false;
+  // Spans start on multiples of this many elements (see shard_span): clip_grad_norm_'s block, so
+  // that ZeroRedundancyOptimizer::clip_grad_norm_ gives the unsharded norm bit for bit.
+  int64_t shard_alignment = optim::kClipBlock;
 };
 
 // Which elements of a flattened parameter of `numel` elements rank `rank` of `world` owns under
-// ZeRO-2: [begin, begin + len), with chunks of ceil(numel / world) (PyTorch FSDP2's per-parameter
-// split; the last ranks' chunks may be short or empty).
+// ZeRO-2: [begin, begin + len), in chunks of ceil(numel / world) rounded up to a multiple of
+// `align` (PyTorch FSDP2's per-parameter split; the last ranks' spans may be short or empty, and a
+// parameter smaller than `align` is rank 0's alone).
 struct ShardSpan {
   int64_t begin = 0, len = 0, chunk = 0;
 };
-ShardSpan shard_span(int64_t numel, int rank, int world);
+ShardSpan shard_span(int64_t numel, int rank, int world, int64_t align = 1);
 
 // One step of a gradient synchronization, recorded for tests and traces.
 struct GradSyncEvent {
@@ -94,6 +99,8 @@ class DistributedDataParallel {
   // shard_gradients only: after finish_gradient_sync, this rank's span (shard_span) of parameter
   // i's averaged gradient, flattened: [len] elements.
   bool shards_gradients() const;
+  ShardSpan gradient_span(int64_t i) const;  // this rank's span of parameter i
+  int64_t shard_alignment() const;
   Tensor gradient_shard(int64_t i) const;
   std::vector<std::vector<int64_t>> bucket_assignment() const;
   // Events of the last (or current) synchronization, in the order they happened.
