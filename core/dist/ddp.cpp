@@ -39,7 +39,7 @@ std::vector<std::vector<int64_t>> assign_buckets(const std::vector<Tensor>& para
 ShardSpan shard_span(int64_t numel, int rank, int world, int64_t align) {
   ShardSpan s;
   s.chunk = (numel + world - 1) / world;
-  s.chunk = (s.chunk + align - 1) / align * align;
+  s.chunk = std::min(numel, (s.chunk + align - 1) / align * align);
   s.begin = std::min(numel, s.chunk * rank);
   s.len = std::min(numel, s.begin + s.chunk) - s.begin;
   return s;
@@ -64,15 +64,22 @@ struct DistributedDataParallel::Reducer {
   GradSyncStats stats;
 
   // ZeRO-2 (shard_gradients): one reduce-scatter per parameter instead of buckets.
+  // A parameter that one rank owns whole (at most `alignment` elements) is all-reduced in place
+  // instead: no padded copy, and the ranks that do not own it let go of it when the sum is done.
   struct Shard {
-    Tensor out;    // [chunk]: this rank's chunk of the average (its first len elements are the span)
-    Tensor input;  // [world * chunk]: the local gradient, padded; held until its collective completes
+    Tensor out;  // [chunk] (owned whole: [len]): this rank's chunk of the average; its first len elements are
+                 // the span
+    Tensor input;  // [world * chunk] (owned whole: [numel]): the local gradient, held until its collective
+                   // completes
     WorkPtr work;
+    bool whole = false;
   };
   bool sharded = false;
   int64_t alignment = 1;
   std::vector<Shard> shards;
   int64_t next_shard = 0, drained = 0;  // launch position in reverse parameter order, and release position
+  size_t in_flight = 0,
+         in_flight_cap = 0;  // bytes of gradients launched and not yet released, and their bound
 
   Tensor slot(int64_t i) {
     const Tensor& p = params[size_t(i)];
@@ -83,6 +90,7 @@ struct DistributedDataParallel::Reducer {
     in_progress = true;
     std::fill(marked.begin(), marked.end(), 0);
     next_shard = drained = 0;
+    in_flight = 0;
     for (Shard& sh : shards) sh.work.reset(), sh.input = Tensor();
     for (Bucket& b : buckets) {
       b.pending = int64_t(b.params.size());
@@ -98,7 +106,7 @@ struct DistributedDataParallel::Reducer {
     Tensor p = params[size_t(i)];
     const Tensor& g = p.grad();
     Shard& sh = shards[size_t(i)];
-    const int64_t padded = sh.out.numel() * group->size();
+    const int64_t padded = sh.whole ? p.numel() : sh.out.numel() * group->size();
     if (g.defined() && g.is_contiguous() && g.numel() == padded) {
       sh.input = g.view({-1});
     } else {
@@ -114,15 +122,32 @@ struct DistributedDataParallel::Reducer {
     const auto n = int64_t(params.size());
     while (next_shard < n && marked[size_t(n - 1 - next_shard)]) {
       Shard& sh = shards[size_t(n - 1 - next_shard)];
-      sh.work = group->reduce_scatter(sh.out, sh.input, ReduceOp::Avg);
+      sh.work = sh.whole ? group->all_reduce(sh.input, ReduceOp::Avg)
+                         : group->reduce_scatter(sh.out, sh.input, ReduceOp::Avg);
+      in_flight += sh.input.nbytes();
       events.push_back({GradSyncEvent::BucketLaunched, n - 1 - next_shard});
       ++next_shard;
     }
-    // Gradients whose collective is done go now, not at the end of backward.
-    while (drained < next_shard && shards[size_t(n - 1 - drained)].work->is_completed()) {
-      shards[size_t(n - 1 - drained)].input = Tensor();
-      ++drained;
+    // Gradients whose collective is done go now, not at the end of backward; past the bound on
+    // bytes in flight, backward waits for the oldest.
+    while (drained < next_shard) {
+      Shard& oldest = shards[size_t(n - 1 - drained)];
+      if (!oldest.work->is_completed()) {
+        if (in_flight <= in_flight_cap) break;
+        oldest.work->wait();
+      }
+      in_flight -= oldest.input.nbytes();
+      complete(n - 1 - drained++);
     }
+  }
+
+  // After parameter k's collective: its owner keeps an all-reduced gradient as its span; the
+  // input goes.
+  void complete(int64_t k) {
+    Shard& sh = shards[size_t(k)];
+    if (sh.whole && sh.out.numel() > 0) sh.out = sh.input;
+    sh.input = Tensor();
+    events.push_back({GradSyncEvent::BucketDone, k});
   }
 
   // Copies parameter i's gradient (zeros if it has none) into its bucket slot.
@@ -179,8 +204,7 @@ struct DistributedDataParallel::Reducer {
         if (!error) error = std::current_exception();
       }
       stats.comm_seconds += sh.work->run_seconds();
-      sh.input = Tensor();
-      events.push_back({GradSyncEvent::BucketDone, k});
+      if (sh.input.defined()) complete(k);
     }
     stats.exposed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     in_progress = false;
@@ -240,14 +264,17 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   r.marked.assign(r.params.size(), 0);
   r.sharded = options.shard_gradients;
   r.alignment = options.shard_alignment;
+  r.in_flight_cap = size_t(options.bucket_cap_mb * 1024 * 1024);
   STRATA_CHECK(r.alignment > 0, ValueError, "DistributedDataParallel: shard_alignment must be positive, got ",
                r.alignment);
   if (r.sharded) {
     MemoryCategoryGuard category(MemoryCategory::Gradient);
     for (const Tensor& p : r.params) {
       const ShardSpan span = shard_span(p.numel(), group_->rank(), group_->size(), r.alignment);
+      const bool whole = span.chunk == p.numel();
       r.shards.push_back(
-          {strata::zeros({span.chunk}, TensorOptions(p.dtype()).device(p.device())), Tensor(), nullptr});
+          {strata::zeros({whole ? span.len : span.chunk}, TensorOptions(p.dtype()).device(p.device())),
+           Tensor(), nullptr, whole});
     }
   }
   const auto cap = size_t(options.bucket_cap_mb * 1024 * 1024);

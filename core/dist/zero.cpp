@@ -89,26 +89,53 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> 
     if (!views.empty()) local_groups.emplace_back(std::move(views), g.options());
   }
   if (!local_groups.empty()) local_ = make_local(std::move(local_groups));
-
-  MemoryCategoryGuard category(MemoryCategory::Temporary);
-  send_ = strata::zeros({shard_}, TensorOptions(first.dtype()).device(first.device()));
-  gathered_ = strata::zeros({shard_ * W}, TensorOptions(first.dtype()).device(first.device()));
 }
 
 int64_t ZeroRedundancyOptimizer::send_offset(const Piece& piece) const {
   return ddp_ ? offset_[size_t(piece.param)] : offset_[size_t(piece.param)] + piece.begin - shard_begin_;
 }
 
-void ZeroRedundancyOptimizer::unflatten(const Tensor& all, size_t i, Tensor dest) const {
-  const int64_t n = dest.numel();
-  if (!ddp_) {
-    dest.copy_(all.narrow(0, offset_[i], n));
-    return;
-  }
-  for (int r = 0; r < group_->size(); ++r) {
-    const ShardSpan span = shard_span(n, r, group_->size(), ddp_->shard_alignment());
-    if (span.len > 0)
-      dest.narrow(0, span.begin, span.len).copy_(all.narrow(0, r * shard_ + offset_[i], span.len));
+void ZeroRedundancyOptimizer::all_gather_pieces(const std::function<Tensor(const Piece&)>& source,
+                                                const std::vector<Tensor>& dest) {
+  const int W = group_->size();
+  // Staging for one window at a time, only while gathering: under ZeRO-2 the update (and so this)
+  // runs after the full gradients are gone, so it does not add to backward's peak.
+  const Tensor like = parameters().front();
+  const int64_t window = std::max<int64_t>(std::min(shard_, kGatherWindow), 1);
+  MemoryCategoryGuard category(MemoryCategory::Temporary);
+  const Tensor send_buffer = strata::empty({window}, TensorOptions(like.dtype()).device(like.device()));
+  const Tensor all_buffer = strata::empty({window * W}, TensorOptions(like.dtype()).device(like.device()));
+  for (int64_t c0 = 0; c0 < shard_; c0 += window) {
+    const int64_t c = std::min(window, shard_ - c0), c1 = c0 + c;
+    Tensor send = send_buffer.narrow(0, 0, c), all = all_buffer.narrow(0, 0, W * c);
+    send.zero_();
+    for (const Piece& piece : pieces_) {
+      const int64_t at = send_offset(piece), lo = std::max(at, c0), hi = std::min(at + piece.len, c1);
+      if (lo < hi) {
+        const Tensor from = source(piece);
+        if (from.defined()) send.narrow(0, lo - c0, hi - lo).copy_(from.narrow(0, lo - at, hi - lo));
+      }
+    }
+    group_->all_gather(all, send)->wait();
+    // Rank r's send positions [first, first + len) hold parameter i's elements from `element` on.
+    for (size_t i = 0; i < dest.size(); ++i) {
+      if (!dest[i].defined()) continue;
+      const int64_t n = dest[i].numel();
+      for (int r = 0; r < W; ++r) {
+        int64_t first = 0, len = 0, element = 0;
+        if (ddp_) {
+          const ShardSpan span = shard_span(n, r, W, ddp_->shard_alignment());
+          first = offset_[i], len = span.len, element = span.begin;
+        } else {
+          const int64_t from = std::max(offset_[i], shard_ * r),
+                        to = std::min(offset_[i] + n, shard_ * (r + 1));
+          first = from - shard_ * r, len = std::max<int64_t>(to - from, 0), element = from - offset_[i];
+        }
+        const int64_t lo = std::max(first, c0), hi = std::min(first + len, c1);
+        if (lo < hi)
+          dest[i].narrow(0, element + lo - first, hi - lo).copy_(all.narrow(0, r * c + lo - c0, hi - lo));
+      }
+    }
   }
 }
 
@@ -147,10 +174,10 @@ void ZeroRedundancyOptimizer::step() {
     local_->step();
     for (Piece& piece : pieces_) piece.view.set_grad(Tensor());
   }
-  // All-gather: every rank contributes its updated shard.
-  for (const Piece& piece : pieces_) send_.narrow(0, send_offset(piece), piece.len).copy_(piece.view);
-  group_->all_gather(gathered_, send_)->wait();
-  for (size_t i = 0; i < params.size(); ++i) unflatten(gathered_, i, params[i].view({-1}));
+  // All-gather: every rank contributes its updated pieces.
+  std::vector<Tensor> flat;
+  for (const Tensor& p : params) flat.push_back(p.view({-1}));
+  all_gather_pieces([](const Piece& piece) { return piece.view; }, flat);
 }
 
 namespace {
@@ -228,27 +255,27 @@ optim::TensorDict ZeroRedundancyOptimizer::consolidated_state_dict() {
   group_->all_reduce(steps, ReduceOp::Sum)->wait();
 
   optim::TensorDict out;
-  std::vector<Tensor> full;  // per elementwise state name: the whole flat vector
+  std::vector<std::vector<Tensor>> full;  // per elementwise state name, per parameter (with state)
   for (const std::string& name : elementwise_state_) {
-    send_.zero_();
-    for (const Piece& piece : pieces_) {
-      const optim::TensorDict* st = local_ ? local_->state_of(piece.view) : nullptr;
-      if (st) send_.narrow(0, send_offset(piece), piece.len).copy_(st->at(name));
-    }
-    Tensor all = strata::zeros({shard_ * group_->size()}, TensorOptions(send_.dtype()).device(send_.device()));
-    group_->all_gather(all, send_)->wait();
-    full.push_back(all);
+    std::vector<Tensor> whole(params.size());
+    for (size_t i = 0; i < params.size(); ++i)
+      if (s[i] > 0)
+        whole[i] =
+            strata::zeros({params[i].numel()}, TensorOptions(params[i].dtype()).device(params[i].device()));
+    all_gather_pieces(
+        [&](const Piece& piece) {
+          const optim::TensorDict* st = local_ ? local_->state_of(piece.view) : nullptr;
+          return st ? st->at(name) : Tensor();
+        },
+        whole);
+    full.push_back(std::move(whole));
   }
   for (size_t i = 0; i < params.size(); ++i) {
     if (s[i] <= 0) continue;
     const std::string prefix = "state." + std::to_string(i) + ".";
     out.insert(prefix + "step", strata::scalar_tensor(s[i], DType::f64));
-    for (size_t n = 0; n < elementwise_state_.size(); ++n) {
-      Tensor whole =
-          strata::zeros(params[i].shape(), TensorOptions(full[n].dtype()).device(full[n].device()));
-      unflatten(full[n], i, whole.view({-1}));
-      out.insert(prefix + elementwise_state_[n], whole);
-    }
+    for (size_t n = 0; n < elementwise_state_.size(); ++n)
+      out.insert(prefix + elementwise_state_[n], full[n][i].view(params[i].shape()));
   }
   for (size_t g = 0; g < param_groups().size(); ++g)
     out.insert("param_groups." + std::to_string(g) + ".lr", strata::scalar_tensor(param_groups()[g].lr(), DType::f64));

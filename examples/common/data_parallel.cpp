@@ -11,11 +11,24 @@
 
 namespace strata::examples {
 
+int zero_stage(const DataParallelConfig& c) {
+  STRATA_CHECK(c.zero_stage() >= 0 && c.zero_stage() <= 2, ValueError, "--zero-stage: ", c.zero_stage(),
+               " is not a ZeRO stage here (0, 1 or 2)");
+  STRATA_CHECK(!c.zero1() || !c.has_zero_stage() || c.zero_stage() == 1, ValueError,
+               "--zero1 is --zero-stage 1, and --zero-stage ", c.zero_stage(),
+               " is given too: pass one of them");
+  return c.zero1() ? 1 : c.zero_stage();
+}
+
 std::shared_ptr<dist::ProcessGroup> join_ranks(const DataParallelConfig& c, const dist::LaunchEnv& env,
                                                Device device) {
-  STRATA_CHECK(!c.zero1() || env.launched(), ValueError,
-               "--zero1 shards AdamW's state across ranks, and this run has one process: start it under "
-               "mpirun with 2 or more ranks, or drop --zero1");
+  const int stage = zero_stage(c);
+  const std::string flag = c.zero1() ? "--zero1" : "--zero-stage " + std::to_string(stage);
+  STRATA_CHECK(stage == 0 || env.launched(), ValueError, flag, " shards AdamW's state",
+               stage == 2 ? " and the gradients" : "",
+               " across ranks, and this run has one process: start it under "
+               "mpirun with 2 or more ranks, or drop ",
+               flag);
   if (!env.launched()) return nullptr;
   const dist::ProcessGroupOptions options{
       .timeout = std::chrono::milliseconds(int64_t(c.collective_timeout() * 1000))};
@@ -28,10 +41,12 @@ DataParallel::DataParallel(std::shared_ptr<dist::ProcessGroup> group, std::share
     : group_(std::move(group)),
       bucket_mb_(c.bucket_mb()),
       timeout_s_(c.collective_timeout()),
-      zero1_(c.zero1()) {
+      zero_stage_(examples::zero_stage(c)) {
   if (group_)
     ddp_ = std::make_unique<dist::DistributedDataParallel>(
-        std::move(model), group_, dist::DistributedDataParallelOptions{.bucket_cap_mb = bucket_mb_});
+        std::move(model), group_,
+        dist::DistributedDataParallelOptions{.bucket_cap_mb = bucket_mb_,
+                                             .shard_gradients = zero_stage_ == 2});
 }
 
 void DataParallel::micro_batch(int64_t micro, int64_t accum) {
@@ -50,8 +65,14 @@ double DataParallel::finish(double loss) {
 
 std::string DataParallel::describe() const {
   if (!group_) return "";
+  if (zero_stage_ == 2)
+    return field(
+        "data parallel: %d ranks (%s), gradients reduce-scattered per parameter and sharded with AdamW's "
+        "state "
+        "(ZeRO-2), collective timeout %.0f s",
+        world(), group_->backend_name(), timeout_s_);
   return field("data parallel: %d ranks (%s), buckets of %.1f MB%s, collective timeout %.0f s", world(),
-               group_->backend_name(), bucket_mb_, zero1_ ? ", AdamW's state sharded (ZeRO-1)" : "",
+               group_->backend_name(), bucket_mb_, zero_stage_ == 1 ? ", AdamW's state sharded (ZeRO-1)" : "",
                timeout_s_);
 }
 
@@ -59,8 +80,8 @@ std::string DataParallel::timing() const {
   if (!group_) return "";
   const double n = double(std::max<int64_t>(finished_ - 1, 1));
   return field(
-      "; all-reduce %.1f ms/step, %.1f ms of it exposed after backward (%.0f%% hidden)", 1e3 * comm_ / n,
-      1e3 * exposed_ / n,
+      "; %s %.1f ms/step, %.1f ms of it exposed after backward (%.0f%% hidden)",
+      zero_stage_ == 2 ? "reduce-scatter" : "all-reduce", 1e3 * comm_ / n, 1e3 * exposed_ / n,
       100.0 * dist::GradSyncStats{.comm_seconds = comm_, .exposed_seconds = exposed_}.hidden_fraction());
 }
 
@@ -69,7 +90,8 @@ io::CheckpointState TrainerAdamW::checkpoint(const RunRecord& run, int64_t step,
   io::CheckpointState st = zero ? checkpoint_state(run, step, data, model, zero->consolidated_state_dict())
                                 : checkpoint_state(run, step, data, model, *opt);
   st.metadata["world_size"] = std::to_string(world);
-  st.metadata["zero1"] = zero ? "true" : "false";
+  st.metadata["zero1"] = zero && zero->stage() == 1 ? "true" : "false";
+  st.metadata["zero_stage"] = std::to_string(zero ? zero->stage() : 0);
   return st;
 }
 
@@ -85,11 +107,12 @@ TrainerAdamW make_trainer_adamw(const std::vector<Tensor>& parameters, const LrS
                                 const DataParallel& ranks) {
   auto [groups, defaults] = adamw_groups(parameters, schedule, settings, eps);
   TrainerAdamW o;
-  if (!c.zero1()) {
+  if (ranks.zero_stage() == 0) {
     o.opt = std::make_unique<optim::AdamW>(std::move(groups), defaults);
     return o;
   }
-  auto z = dist::ZeroRedundancyOptimizer::adamw(std::move(groups), defaults, ranks.shared_group());
+  auto z = dist::ZeroRedundancyOptimizer::adamw(std::move(groups), defaults, ranks.shared_group(),
+                                                ranks.zero_stage() == 2 ? ranks.ddp() : nullptr);
   o.zero = z.get();
   o.opt = std::move(z);
   return o;

@@ -21,15 +21,19 @@ class DataParallelConfig;
 class LrScheduleConfig;
 class OptimizerConfig;
 
+// --zero-stage (or --zero1): 0, 1 or 2; ValueError naming the flags otherwise.
+int zero_stage(const DataParallelConfig& c);
+
 // Under mpirun, this rank's process group: gradients on a GPU all-reduce through NCCL (bootstrapped
-// over MPI), host memory's through MPI. Null in one process, where --zero1 is refused (nothing to
-// shard over).
+// over MPI), host memory's through MPI. Null in one process, where a ZeRO stage is refused (nothing
+// to shard over).
 std::shared_ptr<dist::ProcessGroup> join_ranks(const DataParallelConfig& c, const dist::LaunchEnv& env,
                                                Device device);
 
 // A trainer's ranks. Each rank trains on its share of every global batch (its loader takes batches
 // rank, rank + N, ...); DistributedDataParallel broadcasts rank 0's weights and averages the
-// gradients in buckets during backward, so N ranks step as one process with --grad-accum N does.
+// gradients in buckets during backward (ZeRO-2: reduce-scatters each parameter's, and each rank
+// keeps its span), so N ranks step as one process with --grad-accum N does.
 // In one process (no group) there is nothing to average and every call below does nothing.
 class DataParallel {
  public:
@@ -44,6 +48,9 @@ class DataParallel {
   int world() const { return group_ ? group_->size() : 1; }
   // Rank 0: logs, evaluates and writes checkpoints.
   bool lead() const { return rank() == 0; }
+  int zero_stage() const { return zero_stage_; }
+  // Null in one process.
+  const dist::DistributedDataParallel* ddp() const { return ddp_.get(); }
 
   // Before the backward of micro-batch `micro` of `accum`: only the last one all-reduces (the
   // gradients accumulated so far); the others accumulate locally.
@@ -62,19 +69,20 @@ class DataParallel {
   std::shared_ptr<dist::ProcessGroup> group_;
   std::unique_ptr<dist::DistributedDataParallel> ddp_;
   double bucket_mb_ = 0, timeout_s_ = 0;
-  bool zero1_ = false;
+  int zero_stage_ = 0;
   int64_t finished_ = 0;           // steps synchronized
   double comm_ = 0, exposed_ = 0;  // seconds over the steps after the first
 };
 
-// AdamW over the trainers' groups (adamw_groups.h), or with --zero1 AdamW whose state is sharded
-// across the ranks. Its checkpointed state is the unsharded optimizer's either way.
+// AdamW over the trainers' groups (adamw_groups.h), or with --zero-stage 1 or 2 AdamW whose state
+// (and with 2, whose gradients) are sharded across the ranks. Its checkpointed state is the
+// unsharded optimizer's either way.
 struct TrainerAdamW {
   std::unique_ptr<optim::Optimizer> opt;
   dist::ZeroRedundancyOptimizer* zero = nullptr;
 
-  // What a checkpoint at `step` holds, with the world size and ZeRO-1 in its metadata; collective
-  // with ZeRO-1: every rank calls it.
+  // What a checkpoint at `step` holds, with the world size and ZeRO stage in its metadata;
+  // collective under ZeRO: every rank calls it.
   io::CheckpointState checkpoint(const RunRecord& run, int64_t step, const io::DataCursor& data,
                                  const nn::Module& model, int world) const;
   void load(const nn::StateDict& st) const;

@@ -96,8 +96,13 @@ void add_tf32_flag(ConfigFlags& f, PrecisionConfig* precision) {
 }
 
 void add_data_parallel_flags(ConfigFlags& f, DataParallelConfig* data_parallel, bool zero1) {
-  if (zero1)
-    f.flag(data_parallel, "zero1", "", "under mpirun: shard the AdamW state across ranks (ZeRO stage 1)");
+  if (zero1) {
+    f.option(
+        data_parallel, "zero_stage", "",
+        "under mpirun: 1 shards AdamW's state across ranks, 2 its gradients too (reduce-scattered during "
+        "backward), 0 neither (ZeRO stages)");
+    f.flag(data_parallel, "zero1", "", "the same as --zero-stage 1");
+  }
   f.option(data_parallel, "bucket_mb", "", "under mpirun: gradient all-reduce bucket size in MB");
   f.option(data_parallel, "collective_timeout", "",
            "under mpirun: seconds a collective waits for the other ranks before failing, naming the rank");

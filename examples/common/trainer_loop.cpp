@@ -10,6 +10,8 @@
 #include "examples/common/finite_loss.h"
 #include "examples/common/model_state.h"
 #include "examples/common/trainer_common.pb.h"
+#include "strata/core/factory.h"
+#include "strata/dist/zero.h"
 #include "strata/memory/planner/hardware.h"
 #include "strata/ops/elementwise.h"
 #include "strata/optim/clip_grad.h"
@@ -141,9 +143,15 @@ TrainStep::TrainStep(TrainLoop& loop)
 void TrainLoop::finish_update(TrainStep& s) {
   s.phase("optimizer");
   cache_->before_update();
-  // The norm stays on the device until a step line prints it (no synchronization per step).
-  norm_ =
-      parts_.grad_clip > 0 ? optim::clip_grad_norm_tensor_(parts_.parameters, parts_.grad_clip) : Tensor();
+  // The norm stays on the device until a step line prints it (no synchronization per step). Under
+  // ZeRO-2 each rank holds spans of the gradients, and the optimizer clips them over every rank.
+  auto* zero = dynamic_cast<dist::ZeroRedundancyOptimizer*>(parts_.optimizer);
+  if (parts_.grad_clip <= 0)
+    norm_ = Tensor();
+  else if (zero && zero->stage() == 2)
+    norm_ = strata::full({1}, zero->clip_grad_norm_(parts_.grad_clip), DType::f64);
+  else
+    norm_ = optim::clip_grad_norm_tensor_(parts_.parameters, parts_.grad_clip);
   parts_.optimizer->step();
   // The gradients go once the update has used them: evaluation and checkpoints between steps run
   // without them (the next step would drop them anyway).

@@ -106,7 +106,7 @@ int use_weights_without_training(TrainOptions& o, Device device) {
   o.init_weights.reset();
   if (c.run().resume()) {
     const std::string ckpt_dir = c.run().out_dir() + "/checkpoint";
-    const io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, {o.describe()});
+    const io::CheckpointState st = examples::restore_checkpoint(ckpt_dir, model, {o.describe(), {}, false});
     std::printf("weights of %s at step %ld\n", ckpt_dir.c_str(), long(st.step));
   }
   model.to(device);

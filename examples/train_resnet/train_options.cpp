@@ -116,10 +116,10 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
 
   TrainResNetConfig& c = out->config;
   c = settings_from(kDefaults, set);
-  STRATA_CHECK(
-      !c.data_parallel().zero1(), ValueError,
-      "data_parallel.zero1: train_resnet does not shard its optimizer's state (ZeRO-1 is AdamW's, in "
-      "train_gpt and train_bert)");
+  STRATA_CHECK(!c.data_parallel().zero1() && c.data_parallel().zero_stage() == 0, ValueError,
+               "data_parallel.zero1/zero_stage: train_resnet does not shard its optimizer's state (ZeRO is "
+               "AdamW's, in "
+               "train_gpt, train_bert and train_gnn)");
   models::ResNetConfig& m = out->model;
   m = models::ResNetConfig::preset(c.model());
   if (set.has_width()) m.width = set.width();

@@ -10,6 +10,9 @@
 # MODE sim: the two ranks train on sim:0 and sim:1 (--device sim: each rank's local index), their
 #   gradients all-reduced over MPI from the sim devices' memory; the single process trains on the
 #   CPU. The same equalities must hold.
+# MODE zero2: the two ranks train on sim devices with --zero-stage 2 (gradients reduce-scattered
+#   and kept as spans, AdamW's state sharded, clipping over every rank's spans); the same
+#   equalities must hold.
 # MODE resume: 2 ranks with ZeRO-1 train 5 steps and checkpoint; one process resumes the
 #   checkpoint for steps 6-10 and must end bit-identical to the single-process run.
 set -euo pipefail
@@ -34,6 +37,11 @@ case $mode in
     grep -q "device sim:0" "$work/dp.log" || { echo "rank 0 did not train on sim:0"; cat "$work/dp.log"; exit 1; }
     ;;
   zero1) "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 10 --zero1 -o "$work/dp" > "$work/dp.log" ;;
+  zero2)
+    "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 10 --device sim --zero-stage 2 -o "$work/dp" \
+      > "$work/dp.log"
+    grep -q "(ZeRO-2)" "$work/dp.log" || { echo "the ranks did not run ZeRO-2"; cat "$work/dp.log"; exit 1; }
+    ;;
   resume)
     "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 5 --zero1 -o "$work/dp" > "$work/dp_first.log"
     "$train_gpt" "${common[@]}" --max-steps 10 --grad-accum 2 --resume -o "$work/dp" > "$work/dp.log"

@@ -113,6 +113,29 @@ TEST(Zero2, GradientSpansAreTheAllReducedAverageAndNoFullGradientIsKept) {
   }
 }
 
+// Past bucket_cap_mb of gradients in flight, backward waits for the oldest collective and lets its
+// gradient go: with a bound below one parameter's bytes, each is released before the next launches.
+TEST(Zero2, GradientsInFlightStayWithinTheBucketCap) {
+  const Data d = make_data(2);
+  run_ranks(2, [&](int r, std::shared_ptr<ProcessGroup> pg) {
+    auto model = make_mlp();
+    DistributedDataParallel ddp(model, pg,
+                                {.bucket_cap_mb = 1e-6, .shard_gradients = true, .shard_alignment = 1});
+    model->loss(d.x[size_t(r)], d.y[size_t(r)]).backward();
+    int64_t launched = 0, done = 0;
+    for (const GradSyncEvent& e : ddp.last_sync_events()) {
+      if (e.kind == GradSyncEvent::BucketLaunched) {
+        EXPECT_EQ(done, launched) << "a gradient launched while another was still held";
+        ++launched;
+      }
+      done += e.kind == GradSyncEvent::BucketDone;
+    }
+    EXPECT_GE(launched, 6);
+    EXPECT_EQ(done, launched);
+    ddp.finish_gradient_sync();
+  });
+}
+
 TEST(Zero2, ShardSpansCoverEveryElementOnceFromAlignedStarts) {
   for (int64_t align : {1, 4, 16384})
     for (int64_t numel : {0, 1, 5, 7, 96, 40000})
@@ -121,7 +144,9 @@ TEST(Zero2, ShardSpansCoverEveryElementOnceFromAlignedStarts) {
         for (int r = 0; r < world; ++r) {
           const ShardSpan s = shard_span(numel, r, world, align);
           EXPECT_EQ(s.begin, next) << numel << " over " << world << " aligned to " << align;
-          if (s.len > 0) EXPECT_EQ(s.begin % align, 0);
+          if (s.len > 0) {
+            EXPECT_EQ(s.begin % align, 0);
+          }
           EXPECT_GE(s.chunk * world, numel);
           EXPECT_LT(s.chunk, (numel + world - 1) / world + align);
           EXPECT_GE(s.len, 0);

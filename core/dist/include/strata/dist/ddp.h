@@ -44,6 +44,8 @@ struct DistributedDataParallelOptions {
   bool broadcast_parameters = true;  // copy rank 0's parameters and buffers at construction
   // ZeRO stage 2: reduce-scatter each parameter's gradient instead of all-reducing it, so that a
   // rank keeps only its share of every gradient (see gradient_shard) and no bucket copy of them.
+  // bucket_cap_mb then bounds the gradient bytes in flight: past it, backward waits for the
+  // oldest collective and releases its gradient.
   bool shard_gradients = false;
   // Spans start on multiples of this many elements (see shard_span): clip_grad_norm_'s block, so
   // that ZeroRedundancyOptimizer::clip_grad_norm_ gives the unsharded norm bit for bit.
@@ -52,8 +54,8 @@ struct DistributedDataParallelOptions {
 
 // Which elements of a flattened parameter of `numel` elements rank `rank` of `world` owns under
 // ZeRO-2: [begin, begin + len), in chunks of ceil(numel / world) rounded up to a multiple of
-// `align` (PyTorch FSDP2's per-parameter split; the last ranks' spans may be short or empty, and a
-// parameter smaller than `align` is rank 0's alone).
+// `align`, at most numel (PyTorch FSDP2's per-parameter split; the last ranks' spans may be short
+// or empty, and a parameter of at most `align` elements is rank 0's alone).
 struct ShardSpan {
   int64_t begin = 0, len = 0, chunk = 0;
 };

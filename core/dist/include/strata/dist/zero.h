@@ -90,9 +90,9 @@ class ZeroRedundancyOptimizer final : public optim::Optimizer {
     Tensor view;          // 1-D view of the parameter's storage: what the local optimizer updates
   };
   std::vector<Piece> pieces_;
-  // Where parameter i's elements sit in the all-gathered vector: stage 1, at offset_[i]; stage 2,
-  // rank r's span at r * shard_ + offset_[i] (offset_ then sums the chunks before i).
-  void unflatten(const Tensor& all, size_t i, Tensor dest) const;
+  // All-gathers every rank's pieces (what `source` gives for each of them: 1-D, piece.len) into
+  // `dest` (per parameter, flat; undefined: not wanted), window by window.
+  void all_gather_pieces(const std::function<Tensor(const Piece&)>& source, const std::vector<Tensor>& dest);
   // Where piece k's elements go in this rank's send buffer.
   int64_t send_offset(const Piece& piece) const;
 
@@ -104,7 +104,8 @@ class ZeroRedundancyOptimizer final : public optim::Optimizer {
   std::shared_ptr<ProcessGroup> group_;
   std::unique_ptr<optim::Optimizer> local_;
   std::vector<std::string> elementwise_state_;
-  Tensor send_, gathered_;  // [shard_] and [world * shard_] staging for all_gather
+  // The all-gathers stage at most this many elements per rank at a time.
+  static constexpr int64_t kGatherWindow = int64_t(1) << 18;
 };
 
 }  // namespace strata::dist
