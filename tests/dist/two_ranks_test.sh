@@ -22,6 +22,9 @@ read -r -a ranks_args <<< "${RANKS_ARGS:-}"
 "$@" "${single_args[@]}" --log-every 1 -o "$work/single" > "$work/single.log"
 "${mpirun[@]}" -np 2 "$@" "${ranks_args[@]}" --log-every 1 -o "$work/dp" > "$work/dp.log"
 grep -q "data parallel: 2 ranks" "$work/dp.log" || { echo "the mpirun run did not train on 2 ranks"; cat "$work/dp.log"; exit 1; }
+if [[ " ${ranks_args[*]} " == *" --zero-stage 2 "* ]]; then
+  grep -q "(ZeRO-2)" "$work/dp.log" || { echo "the mpirun run did not shard with ZeRO-2"; cat "$work/dp.log"; exit 1; }
+fi
 
 losses() { sed -n 's/.* step *\([0-9]*\) |.* loss \([0-9.]*\) .*/\1 \2/p' "$1"; }
 losses "$work/single.log" > "$work/single.losses"
