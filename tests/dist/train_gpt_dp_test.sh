@@ -13,8 +13,9 @@
 # MODE zero2: the two ranks train on sim devices with --zero-stage 2 (gradients reduce-scattered
 #   and kept as spans, AdamW's state sharded, clipping over every rank's spans); the same
 #   equalities must hold.
-# MODE resume: 2 ranks with ZeRO-1 train 5 steps and checkpoint; one process resumes the
-#   checkpoint for steps 6-10 and must end bit-identical to the single-process run.
+# MODE resume (resume_zero2): 2 ranks with ZeRO-1 (ZeRO-2) train 5 steps and checkpoint; one
+#   process resumes the checkpoint for steps 6-10 and must end bit-identical to the single-process
+#   run.
 set -euo pipefail
 mode=$1 train_gpt=$2 work=$3
 shift 3
@@ -42,8 +43,10 @@ case $mode in
       > "$work/dp.log"
     grep -q "(ZeRO-2)" "$work/dp.log" || { echo "the ranks did not run ZeRO-2"; cat "$work/dp.log"; exit 1; }
     ;;
-  resume)
-    "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 5 --zero1 -o "$work/dp" > "$work/dp_first.log"
+  resume | resume_zero2)
+    zero=$([ "$mode" = resume ] && echo --zero1 || echo "--zero-stage 2")
+    # shellcheck disable=SC2086
+    "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 5 $zero -o "$work/dp" > "$work/dp_first.log"
     "$train_gpt" "${common[@]}" --max-steps 10 --grad-accum 2 --resume -o "$work/dp" > "$work/dp.log"
     grep -q "written by 2 rank(s), resuming on 1" "$work/dp.log" || { echo "no world-size note on resume"; exit 1; }
     ;;
@@ -58,7 +61,7 @@ case $mode in
 esac
 
 losses() { sed -n 's/.* step *\([0-9]*\) | loss \([0-9.]*\) .*/\1 \2/p' "$1"; }
-first=$([ "$mode" = resume ] && echo 6 || echo 1)
+first=$([[ "$mode" = resume* ]] && echo 6 || echo 1)
 losses "$work/single.log" | awk -v f="$first" '$1 >= f' > "$work/single.losses"
 losses "$work/dp.log" > "$work/dp.losses"
 n=$(wc -l < "$work/dp.losses")
