@@ -18,11 +18,13 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> 
                                                  std::shared_ptr<ProcessGroup> group,
                                                  LocalOptimizerFactory make_local,
                                                  std::vector<std::string> elementwise_state,
-                                                 const DistributedDataParallel* sharded_gradients)
+                                                 const DistributedDataParallel* sharded_gradients,
+                                                 bool counts_steps)
     : Optimizer(std::move(groups), defaults, "ZeroRedundancyOptimizer"),
       ddp_(sharded_gradients),
       group_(std::move(group)),
-      elementwise_state_(std::move(elementwise_state)) {
+      elementwise_state_(std::move(elementwise_state)),
+      counts_steps_(counts_steps) {
   STRATA_CHECK(group_ != nullptr, ValueError, "ZeroRedundancyOptimizer: needs a process group");
   const std::vector<Tensor> params = parameters();
   const Tensor& first = params.front();
@@ -150,8 +152,28 @@ std::unique_ptr<ZeroRedundancyOptimizer> ZeroRedundancyOptimizer::adamw(
       std::vector<std::string>{"exp_avg", "exp_avg_sq"}, sharded_gradients);
 }
 
+std::unique_ptr<ZeroRedundancyOptimizer> ZeroRedundancyOptimizer::sgd(
+    std::vector<optim::ParamGroup> groups, const optim::SGDOptions& defaults,
+    std::shared_ptr<ProcessGroup> group, const DistributedDataParallel* sharded_gradients) {
+  std::vector<std::string> buffers;
+  for (const optim::ParamGroup& g : groups)
+    if (static_cast<const optim::SGDOptions&>(g.options()).momentum() != 0.0) buffers = {"momentum_buffer"};
+  return std::make_unique<ZeroRedundancyOptimizer>(
+      std::move(groups), defaults, std::move(group),
+      [defaults](std::vector<optim::ParamGroup> local) {
+        return std::make_unique<optim::SGD>(std::move(local), defaults);
+      },
+      std::move(buffers), sharded_gradients, /*counts_steps=*/false);
+}
+
+std::string ZeroRedundancyOptimizer::state_key(size_t i) const {
+  const std::string prefix = "state." + std::to_string(i) + ".";
+  return counts_steps_ || elementwise_state_.empty() ? prefix + "step" : prefix + elementwise_state_.front();
+}
+
 std::vector<std::string> ZeroRedundancyOptimizer::state_names() const {
-  std::vector<std::string> names{"step"};
+  std::vector<std::string> names;
+  if (counts_steps_) names.push_back("step");
   names.insert(names.end(), elementwise_state_.begin(), elementwise_state_.end());
   return names;
 }
@@ -245,12 +267,13 @@ double ZeroRedundancyOptimizer::clip_grad_norm_(double max_norm) {
 optim::TensorDict ZeroRedundancyOptimizer::consolidated_state_dict() {
   NoGradGuard no_grad;
   const std::vector<Tensor> params = parameters();
-  // "step" per parameter, from the rank holding its first element.
+  // "step" per parameter (1 for an optimizer without steps), from the rank holding its first
+  // element; 0: no state.
   Tensor steps = strata::zeros({int64_t(params.size())}, DType::f64);
   double* s = steps.data<double>();
   for (const Piece& piece : pieces_) {
     const optim::TensorDict* st = local_ ? local_->state_of(piece.view) : nullptr;
-    if (piece.begin == 0 && st) s[piece.param] = st->at("step").item();
+    if (piece.begin == 0 && st && !st->empty()) s[piece.param] = counts_steps_ ? st->at("step").item() : 1.0;
   }
   group_->all_reduce(steps, ReduceOp::Sum)->wait();
 
@@ -265,7 +288,7 @@ optim::TensorDict ZeroRedundancyOptimizer::consolidated_state_dict() {
     all_gather_pieces(
         [&](const Piece& piece) {
           const optim::TensorDict* st = local_ ? local_->state_of(piece.view) : nullptr;
-          return st ? st->at(name) : Tensor();
+          return st && st->contains(name) ? st->at(name) : Tensor();
         },
         whole);
     full.push_back(std::move(whole));
@@ -273,7 +296,7 @@ optim::TensorDict ZeroRedundancyOptimizer::consolidated_state_dict() {
   for (size_t i = 0; i < params.size(); ++i) {
     if (s[i] <= 0) continue;
     const std::string prefix = "state." + std::to_string(i) + ".";
-    out.insert(prefix + "step", strata::scalar_tensor(s[i], DType::f64));
+    if (counts_steps_) out.insert(prefix + "step", strata::scalar_tensor(s[i], DType::f64));
     for (size_t n = 0; n < elementwise_state_.size(); ++n)
       out.insert(prefix + elementwise_state_[n], full[n][i].view(params[i].shape()));
   }
@@ -287,7 +310,7 @@ void ZeroRedundancyOptimizer::load_consolidated_state_dict(const optim::TensorDi
   std::vector<std::string> problems;
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string prefix = "state." + std::to_string(i) + ".";
-    if (!state.contains(prefix + "step")) continue;
+    if (!state.contains(state_key(i))) continue;
     for (const std::string& n : elementwise_state_) {
       if (!state.contains(prefix + n))
         problems.push_back("missing \"" + prefix + n + "\"");
@@ -311,9 +334,9 @@ void ZeroRedundancyOptimizer::load_consolidated_state_dict(const optim::TensorDi
   for (size_t k = 0; k < pieces_.size(); ++k) {
     const Piece& piece = pieces_[k];
     const std::string prefix = "state." + std::to_string(piece.param) + ".";
-    if (!state.contains(prefix + "step")) continue;
+    if (!state.contains(state_key(size_t(piece.param)))) continue;
     const std::string lp = "state." + std::to_string(k) + ".";
-    local.insert(lp + "step", state.at(prefix + "step"));
+    if (counts_steps_) local.insert(lp + "step", state.at(prefix + "step"));
     for (const std::string& n : elementwise_state_)
       local.insert(lp + n, state.at(prefix + n).contiguous().view({-1}).narrow(0, piece.begin, piece.len).clone());
   }

@@ -24,7 +24,7 @@ std::shared_ptr<dist::ProcessGroup> join_ranks(const DataParallelConfig& c, cons
                                                Device device) {
   const int stage = zero_stage(c);
   const std::string flag = c.zero1() ? "--zero1" : "--zero-stage " + std::to_string(stage);
-  STRATA_CHECK(stage == 0 || env.launched(), ValueError, flag, " shards AdamW's state",
+  STRATA_CHECK(stage == 0 || env.launched(), ValueError, flag, " shards the optimizer's state",
                stage == 2 ? " and the gradients" : "",
                " across ranks, and this run has one process: start it under "
                "mpirun with 2 or more ranks, or drop ",
@@ -67,13 +67,12 @@ std::string DataParallel::describe() const {
   if (!group_) return "";
   if (zero_stage_ == 2)
     return field(
-        "data parallel: %d ranks (%s), gradients reduce-scattered per parameter and sharded with AdamW's "
-        "state "
-        "(ZeRO-2), collective timeout %.0f s",
+        "data parallel: %d ranks (%s), gradients reduce-scattered per parameter and sharded with the "
+        "optimizer's state (ZeRO-2), collective timeout %.0f s",
         world(), group_->backend_name(), timeout_s_);
   return field("data parallel: %d ranks (%s), buckets of %.1f MB%s, collective timeout %.0f s", world(),
-               group_->backend_name(), bucket_mb_, zero_stage_ == 1 ? ", AdamW's state sharded (ZeRO-1)" : "",
-               timeout_s_);
+               group_->backend_name(), bucket_mb_,
+               zero_stage_ == 1 ? ", the optimizer's state sharded (ZeRO-1)" : "", timeout_s_);
 }
 
 std::string DataParallel::timing() const {

@@ -95,15 +95,14 @@ void add_tf32_flag(ConfigFlags& f, PrecisionConfig* precision) {
          "torch.backends.cuda.matmul.allow_tf32); the CPU ignores it");
 }
 
-void add_data_parallel_flags(ConfigFlags& f, DataParallelConfig* data_parallel, bool zero1) {
-  if (zero1) {
-    f.option(
-        data_parallel, "zero_stage", "",
-        "under mpirun: 1 shards AdamW's state across ranks, 2 its gradients too (reduce-scattered during "
-        "backward), 0 neither (ZeRO stages)");
-    f.flag(data_parallel, "zero1", "", "the same as --zero-stage 1");
-  }
-  f.option(data_parallel, "bucket_mb", "", "under mpirun: gradient all-reduce bucket size in MB");
+void add_data_parallel_flags(ConfigFlags& f, DataParallelConfig* data_parallel) {
+  f.option(data_parallel, "zero_stage", "",
+           "under mpirun: 1 shards the optimizer's state across ranks, 2 the gradients too (reduce-scattered "
+           "during backward), 0 neither (ZeRO stages)");
+  f.flag(data_parallel, "zero1", "", "the same as --zero-stage 1");
+  f.option(
+      data_parallel, "bucket_mb", "",
+      "under mpirun: gradient all-reduce bucket size in MB (--zero-stage 2: the most gradient MB in flight)");
   f.option(data_parallel, "collective_timeout", "",
            "under mpirun: seconds a collective waits for the other ranks before failing, naming the rank");
 }

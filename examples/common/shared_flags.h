@@ -35,9 +35,9 @@ void add_text_data_flags(ConfigFlags& f, TextDataConfig* data);
 void add_bf16_flag(ConfigFlags& f, PrecisionConfig* precision);
 // --tf32.
 void add_tf32_flag(ConfigFlags& f, PrecisionConfig* precision);
-// --bucket-mb, --collective-timeout and, where the trainer's optimizer is AdamW, --zero1: data
-// parallel under mpirun (data_parallel.h).
-void add_data_parallel_flags(ConfigFlags& f, DataParallelConfig* data_parallel, bool zero1);
+// --zero-stage (--zero1), --bucket-mb and --collective-timeout: data parallel under mpirun
+// (data_parallel.h).
+void add_data_parallel_flags(ConfigFlags& f, DataParallelConfig* data_parallel);
 // --cache-policy, --memory-budget, --spill-dir, --spill-arena, --host-pool, --cache-min,
 // --save-plan. `unit` names what the budget's planning step recomputes ("block", "layer");
 // `policy_note` ends --cache-policy's help (e.g. the model's scopes).

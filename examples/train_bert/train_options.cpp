@@ -137,7 +137,7 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
   add_lr_schedule_flags(f, flags.mutable_schedule());
   add_optimizer_flags(f, flags.mutable_optim());
   add_adamw_beta_flags(f, flags.mutable_optim());
-  add_data_parallel_flags(f, flags.mutable_data_parallel(), /*zero1=*/true);
+  add_data_parallel_flags(f, flags.mutable_data_parallel());
   add_bf16_flag(f, flags.mutable_precision());
   app.get_option("--bf16")->description("bf16 mixed precision (bf16 GEMMs, f32 master weights)");
   add_tensor_cache_flags(f, flags.mutable_cache(), "layer",

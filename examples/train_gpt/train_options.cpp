@@ -88,7 +88,7 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   add_optimizer_flags(f, flags.mutable_optim());
   add_adamw_beta_flags(f, flags.mutable_optim());
   for (const char* field : {"sample_tokens", "temperature", "top_k"}) f.option(&flags, field);
-  add_data_parallel_flags(f, flags.mutable_data_parallel(), /*zero1=*/true);
+  add_data_parallel_flags(f, flags.mutable_data_parallel());
   add_tensor_cache_flags(f, flags.mutable_cache());
   add_bf16_flag(f, flags.mutable_precision());
   add_tf32_flag(f, flags.mutable_precision());

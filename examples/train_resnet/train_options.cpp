@@ -88,7 +88,7 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
   add_run_flags(f, flags.mutable_run());
   add_lr_schedule_flags(f, flags.mutable_schedule());
   add_optimizer_flags(f, flags.mutable_optim());
-  add_data_parallel_flags(f, flags.mutable_data_parallel(), /*zero1=*/false);
+  add_data_parallel_flags(f, flags.mutable_data_parallel());
   f.flag(
       &flags, "sync_bn", "",
       "under mpirun, BatchNorm's statistics over every rank's batch (SyncBatchNorm); off: each rank's own");
@@ -116,10 +116,6 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
 
   TrainResNetConfig& c = out->config;
   c = settings_from(kDefaults, set);
-  STRATA_CHECK(!c.data_parallel().zero1() && c.data_parallel().zero_stage() == 0, ValueError,
-               "data_parallel.zero1/zero_stage: train_resnet does not shard its optimizer's state (ZeRO is "
-               "AdamW's, in "
-               "train_gpt, train_bert and train_gnn)");
   models::ResNetConfig& m = out->model;
   m = models::ResNetConfig::preset(c.model());
   if (set.has_width()) m.width = set.width();

@@ -124,24 +124,31 @@ std::pair<Accuracy, double> evaluate(models::ResNet& model,
 }
 
 // SGD with momentum (optionally Nesterov) or AdamW; no weight decay on BN parameters and biases
-// (1-d tensors), as the usual ResNet recipes.
+// (1-d tensors), as the usual ResNet recipes. Under --zero-stage its state (and with stage 2 the
+// gradients) are sharded across the ranks.
 std::unique_ptr<optim::Optimizer> make_optimizer(const examples::TrainResNetConfig& c,
-                                                 const std::vector<Tensor>& parameters) {
+                                                 const std::vector<Tensor>& parameters,
+                                                 const examples::DataParallel& ranks) {
   std::vector<Tensor> decay, no_decay;
   for (const Tensor& p : parameters) (p.dim() >= 2 ? decay : no_decay).push_back(p);
   const double lr = c.schedule().lr(), wd = c.optim().weight_decay();
+  const dist::DistributedDataParallel* sharded = ranks.zero_stage() == 2 ? ranks.ddp() : nullptr;
   if (c.optimizer() == "sgd") {
     const optim::SGDOptions so = optim::SGDOptions(lr).momentum(c.momentum()).nesterov(c.nesterov());
-    return std::make_unique<optim::SGD>(
-        std::vector<optim::ParamGroup>{optim::ParamGroup(decay, optim::SGDOptions(so).weight_decay(wd)),
-                                       optim::ParamGroup(no_decay, optim::SGDOptions(so).weight_decay(0.0))},
-        so);
+    std::vector<optim::ParamGroup> groups{
+        optim::ParamGroup(decay, optim::SGDOptions(so).weight_decay(wd)),
+        optim::ParamGroup(no_decay, optim::SGDOptions(so).weight_decay(0.0))};
+    if (ranks.zero_stage() > 0)
+      return dist::ZeroRedundancyOptimizer::sgd(std::move(groups), so, ranks.shared_group(), sharded);
+    return std::make_unique<optim::SGD>(std::move(groups), so);
   }
   const optim::AdamWOptions ao = optim::AdamWOptions(lr).betas(0.9, 0.999).eps(1e-8);
-  return std::make_unique<optim::AdamW>(
-      std::vector<optim::ParamGroup>{optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(wd)),
-                                     optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))},
-      ao);
+  std::vector<optim::ParamGroup> groups{
+      optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(wd)),
+      optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))};
+  if (ranks.zero_stage() > 0)
+    return dist::ZeroRedundancyOptimizer::adamw(std::move(groups), ao, ranks.shared_group(), sharded);
+  return std::make_unique<optim::AdamW>(std::move(groups), ao);
 }
 
 // Training accuracy over the last 20 batches (or an epoch, when shorter): what --target-accuracy
@@ -248,7 +255,8 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
   // Under mpirun: rank 0's weights everywhere, gradients averaged in buckets during backward.
   examples::DataParallel ranks(trainer_run.group, model_ptr, c.data_parallel());
   if (c.sync_bn() && ranks.group()) nn::convert_sync_batchnorm(model, ranks.shared_group());
-  const std::unique_ptr<optim::Optimizer> opt = make_optimizer(c, model.parameters());
+  const std::unique_ptr<optim::Optimizer> opt = make_optimizer(c, model.parameters(), ranks);
+  auto* zero = dynamic_cast<dist::ZeroRedundancyOptimizer*>(opt.get());
   model_state.place(*opt);
   // Warmup then cosine decay; a time-bounded run estimates the length from the step time of its
   // first steps (the schedule is rebuilt once), as train_gpt does.
@@ -260,13 +268,19 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
   int64_t first_step = 0;
   if (run.resume()) {
     io::CheckpointState st = examples::resume_ranks(ckpt_dir, record, model, ranks);
-    opt->load_state_dict(st.optimizer);
+    if (zero)
+      zero->load_consolidated_state_dict(st.optimizer);
+    else
+      opt->load_state_dict(st.optimizer);
     first_step = st.step;
     train.set_cursor(st.data);
     if (lead) std::printf("  at epoch %ld, batch %ld\n", long(st.data.epoch), long(st.data.sample));
   }
   auto save = [&](int64_t at_step) {
-    io::CheckpointState st = examples::checkpoint_state(record, at_step, train.cursor(), model, *opt);
+    // Under ZeRO every rank gives its shard of the optimizer's state; rank 0 writes.
+    io::CheckpointState st = zero ? examples::checkpoint_state(record, at_step, train.cursor(), model,
+                                                               zero->consolidated_state_dict())
+                                  : examples::checkpoint_state(record, at_step, train.cursor(), model, *opt);
     st.metadata["world_size"] = std::to_string(ranks.world());
     if (lead) io::save_checkpoint(ckpt_dir, st);
   };

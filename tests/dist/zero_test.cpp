@@ -1,6 +1,6 @@
-// ZeRO-1 on the in-process backend: sharded AdamW gives the same parameters as unsharded
-// AdamW bit for bit, holds only its shard of the state, and its consolidated state dict is
-// the unsharded one (so checkpoints move between world sizes).
+// ZeRO-1 on the in-process backend: sharded AdamW (and SGD with momentum) gives the same
+// parameters as the unsharded optimizer bit for bit, holds only its shard of the state, and its
+// consolidated state dict is the unsharded one (so checkpoints move between world sizes).
 #include <gtest/gtest.h>
 
 #include "strata/dist/zero.h"
@@ -145,4 +145,56 @@ TEST(ZeroRedundancyOptimizer, LoadRejectsMisshapedState) {
     EXPECT_NE(msg.find("size mismatch for \"state.0.exp_avg\": [5, 7]"), std::string::npos) << msg;
     EXPECT_NE(msg.find("missing \"state.0.exp_avg_sq\""), std::string::npos) << msg;
   }
+}
+
+// SGD with momentum sharded the same way (train_resnet's optimizer): the same parameters bit for
+// bit, a consolidated state that is SGD's own state_dict (momentum buffers, no "step"), and a
+// resume from it on another world size that continues as SGD does.
+TEST(ZeroRedundancyOptimizer, ShardedSgdWithMomentumEqualsUnshardedSgdAndResumes) {
+  const optim::SGDOptions so = optim::SGDOptions(0.05).momentum(0.9).nesterov(true);
+  auto sgd_groups = [&](const std::vector<Tensor>& ps) {
+    return std::vector<optim::ParamGroup>{
+        optim::ParamGroup({ps[0], ps[2]}, optim::SGDOptions(so).weight_decay(1e-2)),
+        optim::ParamGroup({ps[1], ps[3]}, optim::SGDOptions(so).weight_decay(0))};
+  };
+  std::vector<Tensor> ref = make_params();
+  optim::SGD ref_opt(sgd_groups(ref), so);
+  optim::TensorDict after3;
+  for (int s = 0; s < 5; ++s) {
+    std::vector<Tensor> g = make_grads(s);
+    for (size_t i = 0; i < ref.size(); ++i) ref[i].set_grad(g[i]);
+    ref_opt.step();
+    if (s == 2) after3 = ref_opt.state_dict();
+  }
+  std::vector<optim::TensorDict> consolidated(3);
+  std::vector<std::vector<Tensor>> at3(3);
+  run_ranks(3, [&](int r, std::shared_ptr<ProcessGroup> pg) {
+    std::vector<Tensor> ps = make_params();
+    auto opt = ZeroRedundancyOptimizer::sgd(sgd_groups(ps), so, pg);
+    for (int s = 0; s < 3; ++s) {
+      std::vector<Tensor> g = make_grads(s);
+      for (size_t i = 0; i < ps.size(); ++i) ps[i].set_grad(g[i]);
+      opt->step();
+    }
+    consolidated[size_t(r)] = opt->consolidated_state_dict();
+    for (const Tensor& p : ps) at3[size_t(r)].push_back(p.detach().clone());
+  });
+  ASSERT_EQ(consolidated[0].size(), after3.size());
+  for (const auto& [key, t] : after3) {
+    ASSERT_TRUE(consolidated[1].contains(key)) << key;
+    EXPECT_EQ(consolidated[1].at(key).to_vector<double>(), t.to_vector<double>()) << key;
+  }
+  run_ranks(2, [&](int, std::shared_ptr<ProcessGroup> pg) {
+    std::vector<Tensor> ps;
+    for (const Tensor& p : at3[0]) ps.push_back(p.clone().set_requires_grad(true));
+    auto opt = ZeroRedundancyOptimizer::sgd(sgd_groups(ps), so, pg);
+    opt->load_consolidated_state_dict(consolidated[2]);
+    for (int s = 3; s < 5; ++s) {
+      std::vector<Tensor> g = make_grads(s);
+      for (size_t i = 0; i < ps.size(); ++i) ps[i].set_grad(g[i]);
+      opt->step();
+    }
+    for (size_t i = 0; i < ps.size(); ++i)
+      ASSERT_EQ(ps[i].to_vector<float>(), ref[i].to_vector<float>()) << i;
+  });
 }

@@ -264,7 +264,7 @@ run_case bert_export_onto_init "--export-hf .*bert_hf' is the folder --init-from
 run_case gpt_export_llmc_folder "--export-llmc.*a_folder.*folder" "$gpt" --max-steps 1 --export-llmc "$w/a_folder" -o "$(o gpt_export_llmc_folder)"
 run_case gpt_top_k_negative "--top-k -3 is negative" "$gpt" --max-steps 1 --top-k -3 -o "$(o gpt_top_k_negative)"
 run_case gpt_temperature_nan "--temperature nan must be" "$gpt" --max-steps 1 --temperature nan -o "$(o gpt_temperature_nan)"
-run_case gpt_zero1_alone "--zero1 shards AdamW" "$gpt" --max-steps 1 --zero1 -o "$(o gpt_zero1_alone)"
+run_case gpt_zero1_alone "--zero1 shards the optimizer's state" "$gpt" --max-steps 1 --zero1 -o "$(o gpt_zero1_alone)"
 run_case gpt_preset_unknown "unknown preset 'bogus'" "$gpt" --max-steps 1 --preset bogus -o "$(o gpt_preset_unknown)"
 run_case gpt_seq_len_over_block "seq_len 100000 exceeds the model's block_size 64" "$gpt" --max-steps 1 --preset tiny --seq-len 100000 -o "$(o gpt_seq_len_over_block)"
 run_case bert_init_llmc "gpt2.bin' is an llm.c GPT-2 model file" "$bert" --max-steps 1 --init-from "$w/gpt2.bin" -o "$(o bert_init_llmc)"

@@ -37,6 +37,7 @@
 #include "strata/dist/process_group.h"
 #include "strata/optim/adamw.h"
 #include "strata/optim/optimizer.h"
+#include "strata/optim/sgd.h"
 
 namespace strata::dist {
 
@@ -47,15 +48,21 @@ class ZeroRedundancyOptimizer final : public optim::Optimizer {
   using LocalOptimizerFactory = std::function<std::unique_ptr<optim::Optimizer>(std::vector<optim::ParamGroup>)>;
 
   // `elementwise_state`: the local optimizer's per-element state names (AdamW: exp_avg,
-  // exp_avg_sq), gathered by consolidated_state_dict(); "step" is handled separately.
+  // exp_avg_sq; SGD: momentum_buffer), gathered by consolidated_state_dict(); `counts_steps`: its
+  // state also has a per-parameter "step" (AdamW's), handled separately.
   // `sharded_gradients`: ZeRO-2, the gradients of `ddp` (built with shard_gradients, over the
   // same group and holding every parameter given here); it must outlive the optimizer.
   ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> groups, const optim::OptimizerOptions& defaults,
                           std::shared_ptr<ProcessGroup> group, LocalOptimizerFactory make_local,
                           std::vector<std::string> elementwise_state,
-                          const DistributedDataParallel* sharded_gradients = nullptr);
+                          const DistributedDataParallel* sharded_gradients = nullptr,
+                          bool counts_steps = true);
   static std::unique_ptr<ZeroRedundancyOptimizer> adamw(
       std::vector<optim::ParamGroup> groups, const optim::AdamWOptions& defaults,
+      std::shared_ptr<ProcessGroup> group, const DistributedDataParallel* sharded_gradients = nullptr);
+  // SGD (with momentum: its buffer sharded; without: no state).
+  static std::unique_ptr<ZeroRedundancyOptimizer> sgd(
+      std::vector<optim::ParamGroup> groups, const optim::SGDOptions& defaults,
       std::shared_ptr<ProcessGroup> group, const DistributedDataParallel* sharded_gradients = nullptr);
 
   // 1 or 2.
@@ -104,6 +111,9 @@ class ZeroRedundancyOptimizer final : public optim::Optimizer {
   std::shared_ptr<ProcessGroup> group_;
   std::unique_ptr<optim::Optimizer> local_;
   std::vector<std::string> elementwise_state_;
+  bool counts_steps_ = true;
+  // The key whose presence says that parameter i has state (its "step", else its first buffer).
+  std::string state_key(size_t i) const;
   // The all-gathers stage at most this many elements per rank at a time.
   static constexpr int64_t kGatherWindow = int64_t(1) << 18;
 };
