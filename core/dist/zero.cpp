@@ -267,13 +267,28 @@ double ZeroRedundancyOptimizer::clip_grad_norm_(double max_norm) {
 optim::TensorDict ZeroRedundancyOptimizer::consolidated_state_dict() {
   NoGradGuard no_grad;
   const std::vector<Tensor> params = parameters();
+  // This rank's state per piece: the local optimizer's own tensors, or, where they live in a
+  // StateStore, its state_dict()'s copies on the CPU ("state.<piece>.<name>").
+  const bool placed = local_ && local_->state_store() != nullptr;
+  const optim::TensorDict local_copies = placed ? local_->state_dict() : optim::TensorDict();
+  auto local_state = [&](size_t k, const std::string& name) -> Tensor {
+    if (placed) {
+      const Tensor* t = local_copies.find("state." + std::to_string(k) + "." + name);
+      return t ? *t : Tensor();
+    }
+    const optim::TensorDict* st = local_ ? local_->state_of(pieces_[k].view) : nullptr;
+    return st && st->contains(name) ? st->at(name) : Tensor();
+  };
   // "step" per parameter (1 for an optimizer without steps), from the rank holding its first
   // element; 0: no state.
   Tensor steps = strata::zeros({int64_t(params.size())}, DType::f64);
   double* s = steps.data<double>();
-  for (const Piece& piece : pieces_) {
-    const optim::TensorDict* st = local_ ? local_->state_of(piece.view) : nullptr;
-    if (piece.begin == 0 && st && !st->empty()) s[piece.param] = counts_steps_ ? st->at("step").item() : 1.0;
+  for (size_t k = 0; k < pieces_.size(); ++k) {
+    if (pieces_[k].begin != 0) continue;
+    const Tensor marker = local_state(k, counts_steps_                ? "step"
+                                         : elementwise_state_.empty() ? ""
+                                                                      : elementwise_state_[0]);
+    if (marker.defined()) s[pieces_[k].param] = counts_steps_ ? marker.item() : 1.0;
   }
   group_->all_reduce(steps, ReduceOp::Sum)->wait();
 
@@ -287,8 +302,8 @@ optim::TensorDict ZeroRedundancyOptimizer::consolidated_state_dict() {
             strata::zeros({params[i].numel()}, TensorOptions(params[i].dtype()).device(params[i].device()));
     all_gather_pieces(
         [&](const Piece& piece) {
-          const optim::TensorDict* st = local_ ? local_->state_of(piece.view) : nullptr;
-          return st && st->contains(name) ? st->at(name) : Tensor();
+          const Tensor t = local_state(size_t(&piece - pieces_.data()), name);
+          return t.defined() ? t.to(piece.view.device()).view({-1}) : t;
         },
         whole);
     full.push_back(std::move(whole));

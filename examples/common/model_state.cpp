@@ -10,6 +10,7 @@
 #include "examples/common/trainer_common.pb.h"
 #include "strata/core/byte_size.h"
 #include "strata/core/error.h"
+#include "strata/dist/zero.h"
 #include "strata/memory/nvme_state_store.h"
 
 namespace strata::examples {
@@ -148,10 +149,22 @@ void ModelStatePlacer::page(const memory::planner::ModelStatePlacement& to) {
   pager_ = memory::ParamPager::create(model_, device_, std::move(s));
 }
 
-void ModelStatePlacer::place(optim::Optimizer& optimizer) {
-  optimizer_ = &optimizer;
+optim::Optimizer& state_holder(optim::Optimizer& optimizer) {
+  auto* zero = dynamic_cast<dist::ZeroRedundancyOptimizer*>(&optimizer);
+  return zero && zero->local_optimizer() ? *zero->local_optimizer() : optimizer;
+}
+
+const optim::Optimizer& state_holder(const optim::Optimizer& optimizer) {
+  return state_holder(const_cast<optim::Optimizer&>(optimizer));
+}
+
+void ModelStatePlacer::place(optim::Optimizer& outer) {
+  optimizer_ = &outer;
   const optim::StatePlacement where = placement_.optimizer_state;
   if (where == optim::StatePlacement::Device) return;
+  auto* zero = dynamic_cast<dist::ZeroRedundancyOptimizer*>(&outer);
+  if (zero && !zero->local_optimizer()) return;  // an empty shard: no state to place
+  optim::Optimizer& optimizer = state_holder(outer);
   const std::string flag = origin(optim_.has_optimizer_state(), "--optimizer-state", optim_.optimizer_state(),
                                   "optimizer state", where);
   uint64_t bytes = 0;
@@ -185,7 +198,8 @@ void ModelStatePlacer::move_to(size_t option) {
   ladder_.erase(ladder_.begin(), ladder_.begin() + long(option));
 }
 
-std::string optimizer_state_line(const optim::Optimizer& optimizer) {
+std::string optimizer_state_line(const optim::Optimizer& outer) {
+  const optim::Optimizer& optimizer = state_holder(outer);
   const optim::StateStore* store = optimizer.state_store();
   if (store == nullptr) return "";
   return "optimizer state: " + std::string(state_placement_name(store->placement())) + ", " +
@@ -194,8 +208,8 @@ std::string optimizer_state_line(const optim::Optimizer& optimizer) {
          " in " + store->describe();
 }
 
-std::string optimizer_state_traffic(const optim::Optimizer& optimizer, int64_t steps) {
-  const optim::StateStore* store = optimizer.state_store();
+std::string optimizer_state_traffic(const optim::Optimizer& outer, int64_t steps) {
+  const optim::StateStore* store = state_holder(outer).state_store();
   if (store == nullptr || store->placement() != optim::StatePlacement::Nvme) return "";
   const uint64_t moved = store->bytes_read() + store->bytes_written();
   return "optimizer state: " + format_bytes(double(store->bytes_read())) + " read, " +

@@ -76,6 +76,10 @@ class ModelStatePlacer {
 };
 
 // "optimizer state: nvme, 12.00 MiB in <file>", or "" when the state is on the device.
+// The optimizer that holds the state: `optimizer` itself, or under ZeRO its local optimizer over
+// this rank's shard (itself when the shard is empty).
+optim::Optimizer& state_holder(optim::Optimizer& optimizer);
+const optim::Optimizer& state_holder(const optim::Optimizer& optimizer);
 std::string optimizer_state_line(const optim::Optimizer& optimizer);
 // "optimizer state: 12.00 MiB read, 12.00 MiB written (1.00 MiB per step)" for state on NVMe, else "".
 std::string optimizer_state_traffic(const optim::Optimizer& optimizer, int64_t steps);

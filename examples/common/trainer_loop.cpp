@@ -305,7 +305,7 @@ void TrainLoop::finish() {
   if (lead_ && cache_->budget_exceeded())
     std::printf("warning: a step's peak went above --memory-budget %.1f MB (the plan's estimate was short)\n",
                 double(cache_->memory_budget()) / 1e6);
-  parts_.optimizer->flush_state();
+  state_holder(*parts_.optimizer).flush_state();
   const std::string traffic = optimizer_state_traffic(*parts_.optimizer, steps_run_);
   if (lead_ && !traffic.empty()) std::printf("%s\n", traffic.c_str());
   if (lead_ && pager()) std::printf("%s\n", pager_traffic(*pager(), pager_steps_).c_str());

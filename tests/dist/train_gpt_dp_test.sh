@@ -13,6 +13,8 @@
 # MODE zero2: the two ranks train on sim devices with --zero-stage 2 (gradients reduce-scattered
 #   and kept as spans, AdamW's state sharded, clipping over every rank's spans); the same
 #   equalities must hold.
+# MODE zero2_nvme: the same, each rank's shard of AdamW's state in a spill file (ZeRO-2 with
+#   ZeRO-Offload's NVMe state); the same equalities must hold.
 # MODE resume (resume_zero2): 2 ranks with ZeRO-1 (ZeRO-2) train 5 steps and checkpoint; one
 #   process resumes the checkpoint for steps 6-10 and must end bit-identical to the single-process
 #   run.
@@ -42,6 +44,12 @@ case $mode in
     "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 10 --device sim --zero-stage 2 -o "$work/dp" \
       > "$work/dp.log"
     grep -q "(ZeRO-2)" "$work/dp.log" || { echo "the ranks did not run ZeRO-2"; cat "$work/dp.log"; exit 1; }
+    ;;
+  zero2_nvme)
+    "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 10 --device sim --zero-stage 2 \
+      --optimizer-state nvme --spill-dir "$work" -o "$work/dp" > "$work/dp.log"
+    grep -q "(ZeRO-2)" "$work/dp.log" && grep -q "optimizer state: nvme" "$work/dp.log" \
+      || { echo "the ranks did not run ZeRO-2 with their shards' state on NVMe"; cat "$work/dp.log"; exit 1; }
     ;;
   resume | resume_zero2)
     zero=$([ "$mode" = resume ] && echo --zero1 || echo "--zero-stage 2")

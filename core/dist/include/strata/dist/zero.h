@@ -78,8 +78,10 @@ class ZeroRedundancyOptimizer final : public optim::Optimizer {
   // Stage 1: this rank's range [begin, end) of the flat parameter vector, and its total length.
   std::pair<int64_t, int64_t> shard_range() const { return {shard_begin_, shard_end_}; }
   int64_t total_numel() const { return total_; }
-  // The optimizer over this rank's pieces (null when the shard is empty).
+  // The optimizer over this rank's pieces (null when the shard is empty). Its state can go to a
+  // StateStore (place_state: ZeRO-Offload's host or NVMe state, per rank).
   const optim::Optimizer* local_optimizer() const { return local_.get(); }
+  optim::Optimizer* local_optimizer() { return local_.get(); }
 
   // The unsharded optimizer's state_dict(), assembled from every rank's shard. Collective.
   optim::TensorDict consolidated_state_dict();
