@@ -189,26 +189,37 @@ struct DistributedDataParallel::Reducer {
     launch_ready();
   }
 
-  void finish_shards() {
-    for (int64_t i = 0; i < int64_t(params.size()); ++i)
-      if (!marked[size_t(i)]) stage_shard(i);
-    launch_ready_shards();
+  // Waits for `count` collectives (work(k): the k-th; done(k) runs after it), sums their run
+  // times and the wait, and rethrows the first failure once every one has finished.
+  template <class WorkOf, class Done>
+  void wait_all(int64_t count, WorkOf work, Done done) {
     const auto t0 = std::chrono::steady_clock::now();
     stats = {};
     std::exception_ptr error;
-    for (int64_t k = int64_t(params.size()) - 1; k >= 0; --k) {
-      Shard& sh = shards[size_t(k)];
+    for (int64_t k = 0; k < count; ++k) {
       try {
-        sh.work->wait();
+        work(k)->wait();
       } catch (...) {
         if (!error) error = std::current_exception();
       }
-      stats.comm_seconds += sh.work->run_seconds();
-      if (sh.input.defined()) complete(k);
+      stats.comm_seconds += work(k)->run_seconds();
+      done(k);
     }
     stats.exposed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     in_progress = false;
     if (error) std::rethrow_exception(error);
+  }
+
+  void finish_shards() {
+    for (int64_t i = 0; i < int64_t(params.size()); ++i)
+      if (!marked[size_t(i)]) stage_shard(i);
+    launch_ready_shards();
+    const auto n = int64_t(params.size());  // in launch order: reverse parameter order
+    wait_all(
+        n, [&](int64_t k) { return shards[size_t(n - 1 - k)].work; },
+        [&](int64_t k) {
+          if (shards[size_t(n - 1 - k)].input.defined()) complete(n - 1 - k);
+        });
   }
 
   void finish() {
@@ -218,21 +229,11 @@ struct DistributedDataParallel::Reducer {
     for (int64_t i = 0; i < int64_t(params.size()); ++i)
       if (!marked[size_t(i)]) stage(i);
     launch_ready();
-    const auto t0 = std::chrono::steady_clock::now();
-    stats = {};
-    std::exception_ptr error;
-    for (size_t b = 0; b < buckets.size(); ++b) {
-      try {
-        buckets[b].work->wait();
-      } catch (...) {
-        if (!error) error = std::current_exception();
-      }
-      stats.comm_seconds += buckets[b].work->run_seconds();
-      events.push_back({GradSyncEvent::BucketDone, int64_t(b)});
-    }
-    stats.exposed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    in_progress = false;
-    if (error) std::rethrow_exception(error);
+    wait_all(
+        int64_t(buckets.size()), [&](int64_t b) { return buckets[size_t(b)].work; },
+        [&](int64_t b) {
+          events.push_back({GradSyncEvent::BucketDone, b});
+        });
     // The averaged gradients stay in the buckets; .grad() becomes a view of its slot.
     for (int64_t i = 0; i < int64_t(params.size()); ++i) params[size_t(i)].set_grad(slot(i));
   }

@@ -133,22 +133,19 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const examples::TrainResNetConf
   for (const Tensor& p : parameters) (p.dim() >= 2 ? decay : no_decay).push_back(p);
   const double lr = c.schedule().lr(), wd = c.optim().weight_decay();
   const dist::DistributedDataParallel* sharded = ranks.zero_stage() == 2 ? ranks.ddp() : nullptr;
-  if (c.optimizer() == "sgd") {
-    const optim::SGDOptions so = optim::SGDOptions(lr).momentum(c.momentum()).nesterov(c.nesterov());
-    std::vector<optim::ParamGroup> groups{
-        optim::ParamGroup(decay, optim::SGDOptions(so).weight_decay(wd)),
-        optim::ParamGroup(no_decay, optim::SGDOptions(so).weight_decay(0.0))};
-    if (ranks.zero_stage() > 0)
-      return dist::ZeroRedundancyOptimizer::sgd(std::move(groups), so, ranks.shared_group(), sharded);
-    return std::make_unique<optim::SGD>(std::move(groups), so);
-  }
-  const optim::AdamWOptions ao = optim::AdamWOptions(lr).betas(0.9, 0.999).eps(1e-8);
-  std::vector<optim::ParamGroup> groups{
-      optim::ParamGroup(decay, optim::AdamWOptions(ao).weight_decay(wd)),
-      optim::ParamGroup(no_decay, optim::AdamWOptions(ao).weight_decay(0.0))};
-  if (ranks.zero_stage() > 0)
-    return dist::ZeroRedundancyOptimizer::adamw(std::move(groups), ao, ranks.shared_group(), sharded);
-  return std::make_unique<optim::AdamW>(std::move(groups), ao);
+  auto build = [&]<class Plain>(const auto& options, auto make_zero) -> std::unique_ptr<optim::Optimizer> {
+    using Options = std::decay_t<decltype(options)>;
+    std::vector<optim::ParamGroup> groups{optim::ParamGroup(decay, Options(options).weight_decay(wd)),
+                                          optim::ParamGroup(no_decay, Options(options).weight_decay(0.0))};
+    if (ranks.zero_stage() > 0) return make_zero(std::move(groups), options, ranks.shared_group(), sharded);
+    return std::make_unique<Plain>(std::move(groups), options);
+  };
+  if (c.optimizer() == "sgd")
+    return build.template operator()<optim::SGD>(
+        optim::SGDOptions(lr).momentum(c.momentum()).nesterov(c.nesterov()),
+        dist::ZeroRedundancyOptimizer::sgd);
+  return build.template operator()<optim::AdamW>(optim::AdamWOptions(lr).betas(0.9, 0.999).eps(1e-8),
+                                                 dist::ZeroRedundancyOptimizer::adamw);
 }
 
 // Training accuracy over the last 20 batches (or an epoch, when shorter): what --target-accuracy

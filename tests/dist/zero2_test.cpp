@@ -15,11 +15,7 @@
 
 using namespace strata;
 using namespace strata::dist;
-using strata::dist::testing::Data;
-using strata::dist::testing::make_data;
-using strata::dist::testing::make_mlp;
-using strata::dist::testing::Mlp;
-using strata::dist::testing::run_ranks;
+using namespace strata::dist::testing;
 
 namespace {
 
