@@ -84,22 +84,30 @@ std::string DataParallel::timing() const {
       100.0 * dist::GradSyncStats{.comm_seconds = comm_, .exposed_seconds = exposed_}.hidden_fraction());
 }
 
-io::CheckpointState TrainerAdamW::checkpoint(const RunRecord& run, int64_t step, const io::DataCursor& data,
-                                             const nn::Module& model, int world) const {
+io::CheckpointState checkpoint_ranks(const RunRecord& run, int64_t step, const io::DataCursor& data,
+                                     const nn::Module& model, optim::Optimizer& opt, int world) {
+  auto* zero = dynamic_cast<dist::ZeroRedundancyOptimizer*>(&opt);
   io::CheckpointState st = zero ? checkpoint_state(run, step, data, model, zero->consolidated_state_dict())
-                                : checkpoint_state(run, step, data, model, *opt);
+                                : checkpoint_state(run, step, data, model, opt);
   st.metadata["world_size"] = std::to_string(world);
   st.metadata["zero1"] = zero && zero->stage() == 1 ? "true" : "false";
   st.metadata["zero_stage"] = std::to_string(zero ? zero->stage() : 0);
   return st;
 }
 
-void TrainerAdamW::load(const nn::StateDict& st) const {
-  if (zero)
+void load_optimizer_state(optim::Optimizer& opt, const nn::StateDict& st) {
+  if (auto* zero = dynamic_cast<dist::ZeroRedundancyOptimizer*>(&opt))
     zero->load_consolidated_state_dict(st);
   else
-    opt->load_state_dict(st);
+    opt.load_state_dict(st);
 }
+
+io::CheckpointState TrainerAdamW::checkpoint(const RunRecord& run, int64_t step, const io::DataCursor& data,
+                                             const nn::Module& model, int world) const {
+  return checkpoint_ranks(run, step, data, model, *opt, world);
+}
+
+void TrainerAdamW::load(const nn::StateDict& st) const { load_optimizer_state(*opt, st); }
 
 TrainerAdamW make_trainer_adamw(const std::vector<Tensor>& parameters, const LrScheduleConfig& schedule,
                                 const OptimizerConfig& settings, double eps, const DataParallelConfig& c,

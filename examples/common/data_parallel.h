@@ -74,6 +74,14 @@ class DataParallel {
   double comm_ = 0, exposed_ = 0;  // seconds over the steps after the first
 };
 
+// What a checkpoint at `step` holds (checkpoint_state), with the world size and ZeRO stage in its
+// metadata; under ZeRO the optimizer's unsharded state is gathered from every rank, so every rank
+// calls it (rank 0 writes it).
+io::CheckpointState checkpoint_ranks(const RunRecord& run, int64_t step, const io::DataCursor& data,
+                                     const nn::Module& model, optim::Optimizer& opt, int world);
+// Loads a checkpoint's optimizer state into `opt` (under ZeRO: this rank's shard of it).
+void load_optimizer_state(optim::Optimizer& opt, const nn::StateDict& st);
+
 // AdamW over the trainers' groups (adamw_groups.h), or with --zero-stage 1 or 2 AdamW whose state
 // (and with 2, whose gradients) are sharded across the ranks. Its checkpointed state is the
 // unsharded optimizer's either way.

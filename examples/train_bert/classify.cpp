@@ -99,6 +99,14 @@ void load_pooler(models::BertForSequenceClassification& model, const std::string
 
 }  // namespace
 
+// Each example's ids: WordPiece's (with `tok`) or its bytes.
+void encode_examples(std::vector<Example>* examples, const io::WordPieceTokenizer* tok) {
+  for (Example& e : *examples) {
+    if (tok) e.ids = tok->encode(e.text);
+    for (size_t i = 0; !tok && i < e.text.size(); ++i) e.ids.push_back(static_cast<unsigned char>(e.text[i]));
+  }
+}
+
 int train_classifier(BertTrainOptions& o, const TrainerStart& start, TrainerRun& trainer_run) {
   const TrainBertConfig& c = o.config;
   const RunConfig& run = c.run();
@@ -123,12 +131,7 @@ int train_classifier(BertTrainOptions& o, const TrainerStart& start, TrainerRun&
   if (tok) sp = {.pad = tok->pad_id(), .cls = tok->cls_id(), .sep = tok->sep_id(), .mask = tok->mask_id()};
   STRATA_CHECK(tok || m.vocab_size > sp.sep, ValueError,
                "the byte-level vocabulary needs vocab_size >= 260, got ", m.vocab_size);
-  for (auto* set : {&train, &held})
-    for (Example& e : *set) {
-      if (tok) e.ids = tok->encode(e.text);
-      for (size_t i = 0; !tok && i < e.text.size(); ++i)
-        e.ids.push_back(static_cast<unsigned char>(e.text[i]));
-    }
+  for (auto* set : {&train, &held}) encode_examples(set, tok);
 
   manual_seed(run.seed());
   auto model_ptr = std::make_shared<models::BertForSequenceClassification>(m);
@@ -199,7 +202,7 @@ int train_classifier(BertTrainOptions& o, const TrainerStart& start, TrainerRun&
   const io::CheckpointState st = opt.checkpoint(
       {o.describe(), io::files_identity("classification data " + c.classify_data(), {c.classify_data()})},
       loop.step(), {}, model, ranks.world());
-  if (!ranks.lead()) return 0;  // every rank takes part in a ZeRO-1 checkpoint; rank 0 alone goes on
+  if (!ranks.lead()) return 0;  // every rank takes part in a ZeRO checkpoint; rank 0 alone goes on
   NoGradGuard ng;
   model.eval();
   int64_t held_right = 0;

@@ -81,6 +81,31 @@ double random_mrr(int64_t n) {
 
 }  // namespace
 
+void print_scores(const char* prefix, const SplitScores& s) {
+  std::printf("%svalid: %s\n%stest:  %s\n", prefix, s.valid.str().c_str(), prefix, s.test.str().c_str());
+}
+
+// Rank 0's start-up lines: the run, the data and what chance would score, the ranks, and the
+// encoder graph with each layer's materialization plan (`graph`: null without an encoder).
+void print_link_run(const GnnTrainOptions& o, const KgLinkPredictor& model, const io::KnowledgeGraph& kg,
+                    const Graph* graph, const DataParallel& ranks, int64_t batches_per_epoch) {
+  const auto N = long(kg.entities.size());
+  std::printf(
+      "%s\n  %ld parameters; data: %s: %ld entities, %ld relations, %ld train, %ld valid, %ld test triples "
+      "(%ld repeated, %ld naming entities or relations unseen in training: left out)\n"
+      "  %ld batches/epoch; filtered ranking against all %ld entities, ties at their mean rank (PyKEEN's "
+      "realistic rank); random scores would give MRR about %.3f\n",
+      o.describe().c_str(), long(model.num_parameters()), kg.name.c_str(), N, long(kg.relations.size()),
+      long(kg.train.size(0)), long(kg.valid.size(0)), long(kg.test.size(0)), long(kg.duplicate_triples),
+      long(kg.unseen_triples), long(batches_per_epoch), N, random_mrr(int64_t(N)));
+  if (ranks.group()) std::printf("  %s\n", ranks.describe().c_str());
+  if (graph == nullptr) return;
+  std::printf("  encoder graph: %ld edges, %ld relations (each training relation and its reverse)\n",
+              long(graph->num_edges()), long(graph->num_relations()));
+  const std::vector<nn::MaterializationPlan> plans = model.plans(*graph);
+  for (size_t l = 0; l < plans.size(); ++l) std::printf("  convs.%zu: %s\n", l, plans[l].str().c_str());
+}
+
 int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
   const TrainGnnConfig& c = o.config;
   const RunConfig& run = c.run();
@@ -136,36 +161,18 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
         st.data.sample > 0 ? st.data.sample : st.step;  // a checkpoint before the count: a batch a step
   }
   auto save = [&](int64_t at_step) {
-    // opt.checkpoint() is collective with ZeRO-1: every rank calls save().
+    // opt.checkpoint() is collective under ZeRO: every rank calls save().
     const io::CheckpointState st = opt.checkpoint(
         record, at_step, io::DataCursor{consumed / batches_per_epoch, 0, consumed}, model, ranks.world());
     if (lead) io::save_checkpoint(ckpt_dir, st);
   };
 
-  if (lead)
-    std::printf(
-        "%s\n  %ld parameters; data: %s: %ld entities, %ld relations, %ld train, %ld valid, %ld test triples "
-        "(%ld repeated, %ld naming entities or relations unseen in training: left out)\n"
-        "  %ld batches/epoch; filtered ranking against all %ld entities, ties at their mean rank (PyKEEN's "
-        "realistic rank); random scores would give MRR about %.3f\n",
-        o.describe().c_str(), long(model.num_parameters()), kg.name.c_str(), long(N), long(R), long(n_train),
-        long(kg.valid.size(0)), long(kg.test.size(0)), long(kg.duplicate_triples), long(kg.unseen_triples),
-        long(batches_per_epoch), long(N), random_mrr(N));
-  if (lead && ranks.group()) std::printf("  %s\n", ranks.describe().c_str());
-  if (lead && encoded) {
-    std::printf("  encoder graph: %ld edges, %ld relations (each training relation and its reverse)\n",
-                long(graph.num_edges()), long(graph.num_relations()));
-    const std::vector<nn::MaterializationPlan> plans = model.plans(graph);
-    for (size_t l = 0; l < plans.size(); ++l) std::printf("  convs.%zu: %s\n", l, plans[l].str().c_str());
-  }
+  if (lead) print_link_run(o, model, kg, encoded ? &graph : nullptr, ranks, batches_per_epoch);
 
   TrainLoop loop(loop_parts(c, start, placed, sched, o.cache, trainer_run, first_step));
   std::vector<int64_t> order;
   int64_t order_epoch = -1, best_step = -1;
   SplitScores best;
-  auto report = [](const char* prefix, const SplitScores& s) {
-    std::printf("%svalid: %s\n%stest:  %s\n", prefix, s.valid.str().c_str(), prefix, s.test.str().c_str());
-  };
   while (loop.keep_going()) {
     int64_t epoch = 0;
     loop.run_step([&] {
@@ -197,7 +204,7 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
     if (lead && loop.eval_due() && loop.step() < run.max_steps()) {
       const SplitScores sc = evaluate(model, graph, kg, known, device);
       std::printf("eval at step %ld (epoch %ld, %.1f s):\n", long(loop.step()), long(epoch), loop.elapsed());
-      report("  ", sc);
+      print_scores("  ", sc);
       if (best_step < 0 || sc.valid.mrr > best.valid.mrr) best = sc, best_step = loop.step();
     }
     std::fflush(stdout);
@@ -211,7 +218,7 @@ int train_link_prediction(const GnnTrainOptions& o, TrainerRun& trainer_run) {
   const SplitScores final_scores = evaluate(model, graph, kg, known, device);
   if (best_step < 0 || final_scores.valid.mrr > best.valid.mrr) best = final_scores, best_step = step;
   std::printf("final: step %ld, train loss %.4f, %.1f s\n", long(step), loop.last_loss(), train_seconds);
-  report("final ", final_scores);
+  print_scores("final ", final_scores);
   std::printf("best valid MRR %.3f at step %ld; test there: %s\n", best.valid.mrr, long(best_step),
               best.test.str().c_str());
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());

@@ -253,7 +253,6 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
   examples::DataParallel ranks(trainer_run.group, model_ptr, c.data_parallel());
   if (c.sync_bn() && ranks.group()) nn::convert_sync_batchnorm(model, ranks.shared_group());
   const std::unique_ptr<optim::Optimizer> opt = make_optimizer(c, model.parameters(), ranks);
-  auto* zero = dynamic_cast<dist::ZeroRedundancyOptimizer*>(opt.get());
   model_state.place(*opt);
   // Warmup then cosine decay; a time-bounded run estimates the length from the step time of its
   // first steps (the schedule is rebuilt once), as train_gpt does.
@@ -265,23 +264,16 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
   int64_t first_step = 0;
   if (run.resume()) {
     io::CheckpointState st = examples::resume_ranks(ckpt_dir, record, model, ranks);
-    if (zero)
-      zero->load_consolidated_state_dict(st.optimizer);
-    else
-      opt->load_state_dict(st.optimizer);
+    examples::load_optimizer_state(*opt, st.optimizer);
     first_step = st.step;
     train.set_cursor(st.data);
     if (lead) std::printf("  at epoch %ld, batch %ld\n", long(st.data.epoch), long(st.data.sample));
   }
-  auto save = [&](int64_t at_step) {
-    // Under ZeRO every rank gives its shard of the optimizer's state; rank 0 writes.
-    io::CheckpointState st = zero ? examples::checkpoint_state(record, at_step, train.cursor(), model,
-                                                               zero->consolidated_state_dict())
-                                  : examples::checkpoint_state(record, at_step, train.cursor(), model, *opt);
-    st.metadata["world_size"] = std::to_string(ranks.world());
+  auto save = [&](int64_t at_step) {  // every rank: under ZeRO each gives its shard of the state
+    const io::CheckpointState st =
+        examples::checkpoint_ranks(record, at_step, train.cursor(), model, *opt, ranks.world());
     if (lead) io::save_checkpoint(ckpt_dir, st);
   };
-
   if (lead) print_run(o, model, data, train, ranks);
 
   examples::TrainLoopParts parts =
