@@ -1,4 +1,4 @@
-// DataParallel: a trainer's ranks under mpirun (process group, gradient averaging, ZeRO-1 AdamW,
+// DataParallel: a trainer's ranks under mpirun (process group, gradient averaging, ZeRO stages 1-2,
 // checkpoints).
 #pragma once
 

@@ -283,7 +283,7 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
     if (loader) loader->set_cursor(st.data);
   }
   auto save = [&](int64_t at_step) {
-    // opt.checkpoint() is collective with ZeRO-1: every rank calls save().
+    // opt.checkpoint() is collective under ZeRO: every rank calls save().
     const io::DataCursor cursor = loader ? loader->cursor() : io::DataCursor{at_step, 0, 0};
     const io::CheckpointState st = opt.checkpoint(record, at_step, cursor, model, ranks.world());
     if (lead) io::save_checkpoint(ckpt_dir, st);

@@ -208,7 +208,7 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   const int64_t first_step =
       run.resume() ? examples::resume_ranks(ckpt_dir, record, model, opt, train, ranks) : 0;
   auto save = [&](int64_t at_step) {
-    // opt.checkpoint() is collective with ZeRO-1: every rank calls save().
+    // opt.checkpoint() is collective under ZeRO: every rank calls save().
     const io::CheckpointState st = opt.checkpoint(record, at_step, train.cursor(), model, ranks.world());
     if (lead) io::save_checkpoint(ckpt_dir, st);
   };
