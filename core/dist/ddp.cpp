@@ -67,19 +67,21 @@ struct DistributedDataParallel::Reducer {
   // A parameter that one rank owns whole (at most `alignment` elements) is all-reduced in place
   // instead: no padded copy, and the ranks that do not own it let go of it when the sum is done.
   struct Shard {
-    Tensor out;  // [chunk] (owned whole: [len]): this rank's chunk of the average; its first len elements are
-                 // the span
-    Tensor input;  // [world * chunk] (owned whole: [numel]): the local gradient, held until its collective
-                   // completes
+    // This rank's chunk of the average, [chunk] (owned whole: [len]); its first len elements are
+    // the span.
+    Tensor out;
+    // The local gradient, [world * chunk] (owned whole: [numel]), held until its collective is done.
+    Tensor input;
     WorkPtr work;
     bool whole = false;
   };
   bool sharded = false;
   int64_t alignment = 1;
   std::vector<Shard> shards;
-  int64_t next_shard = 0, drained = 0;  // launch position in reverse parameter order, and release position
-  size_t in_flight = 0,
-         in_flight_cap = 0;  // bytes of gradients launched and not yet released, and their bound
+  // The launch position in reverse parameter order, and the release position behind it.
+  int64_t next_shard = 0, drained = 0;
+  // Bytes of gradients launched and not yet released, and their bound.
+  size_t in_flight = 0, in_flight_cap = 0;
 
   Tensor slot(int64_t i) {
     const Tensor& p = params[size_t(i)];
@@ -229,11 +231,9 @@ struct DistributedDataParallel::Reducer {
     for (int64_t i = 0; i < int64_t(params.size()); ++i)
       if (!marked[size_t(i)]) stage(i);
     launch_ready();
+    auto done = [&](int64_t b) { events.push_back({GradSyncEvent::BucketDone, b}); };
     wait_all(
-        int64_t(buckets.size()), [&](int64_t b) { return buckets[size_t(b)].work; },
-        [&](int64_t b) {
-          events.push_back({GradSyncEvent::BucketDone, b});
-        });
+        int64_t(buckets.size()), [&](int64_t b) { return buckets[size_t(b)].work; }, done);
     // The averaged gradients stay in the buckets; .grad() becomes a view of its slot.
     for (int64_t i = 0; i < int64_t(params.size()); ++i) params[size_t(i)].set_grad(slot(i));
   }

@@ -34,7 +34,7 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> 
     STRATA_CHECK(
         ddp_->shards_gradients(), ValueError,
         "ZeroRedundancyOptimizer: stage 2 needs a DistributedDataParallel built with shard_gradients");
-    STRATA_CHECK(&const_cast<DistributedDataParallel*>(ddp_)->group() == group_.get(), ValueError,
+    STRATA_CHECK(&ddp_->group() == group_.get(), ValueError,
                  "ZeroRedundancyOptimizer: the DistributedDataParallel reduces over another process group");
     for (size_t i = 0; i < ddp_->parameters().size(); ++i) in_ddp[ddp_->parameters()[i].impl()] = int64_t(i);
   }
@@ -50,8 +50,8 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> 
       STRATA_CHECK(at != in_ddp.end(), ValueError, "ZeroRedundancyOptimizer: parameter ", p.str(),
                    " is not one the DistributedDataParallel reduces");
       ddp_index_.push_back(at->second);
-      total_ += shard_span(p.numel(), rank, W, ddp_->shard_alignment())
-                    .chunk;  // stage 2: offsets within one rank's chunks
+      // Stage 2: offsets within one rank's chunks, laid end to end.
+      total_ += shard_span(p.numel(), rank, W, ddp_->shard_alignment()).chunk;
     } else {
       total_ += p.numel();
     }
@@ -300,12 +300,12 @@ optim::TensorDict ZeroRedundancyOptimizer::consolidated_state_dict() {
       if (s[i] > 0)
         whole[i] =
             strata::zeros({params[i].numel()}, TensorOptions(params[i].dtype()).device(params[i].device()));
-    all_gather_pieces(
-        [&](const Piece& piece) {
-          const Tensor t = local_state(size_t(&piece - pieces_.data()), name);
-          return t.defined() ? t.to(piece.view.device()).view({-1}) : t;
-        },
-        whole);
+    std::vector<Tensor> from(pieces_.size());  // each piece's, flat, on the parameters' device
+    for (size_t k = 0; k < pieces_.size(); ++k) {
+      const Tensor t = local_state(k, name);
+      if (t.defined()) from[k] = t.to(pieces_[k].view.device()).view({-1});
+    }
+    all_gather_pieces([&](const Piece& piece) { return from[size_t(&piece - pieces_.data())]; }, whole);
     full.push_back(std::move(whole));
   }
   for (size_t i = 0; i < params.size(); ++i) {

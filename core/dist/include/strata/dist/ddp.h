@@ -85,6 +85,7 @@ class DistributedDataParallel {
 
   nn::Module& module() { return *module_; }
   ProcessGroup& group() { return *group_; }
+  const ProcessGroup& group() const { return *group_; }
 
   // While off, backward only accumulates gradients locally (gradient accumulation); the
   // backward after it is switched back on all-reduces the accumulated sums.
