@@ -314,7 +314,8 @@ const std::vector<Tensor>& DistributedDataParallel::parameters() const { return 
 bool DistributedDataParallel::shards_gradients() const { return reducer_->sharded; }
 
 Tensor DistributedDataParallel::gradient_shard(int64_t i) const {
-  return reducer_->shards[size_t(i)].out.narrow(0, 0, gradient_span(i).len);
+  const ShardSpan span = gradient_span(i);  // checks that gradients are sharded and that i is one
+  return reducer_->shards[size_t(i)].out.narrow(0, 0, span.len);
 }
 
 ShardSpan DistributedDataParallel::gradient_span(int64_t i) const {
