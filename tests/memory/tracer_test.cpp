@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "strata/memory/planner/hardware.h"
 #include "strata/memory/planner/simulator.h"
@@ -89,7 +91,16 @@ TEST(StepTracer, KeepAllReplayPredictsTheMeasuredActivationPeak) {
   Tensor x = ops::randn({1024, 64});
   StepTrace t = trace_chain(x, w);
   for (auto& p : w) p.set_grad(Tensor());
-  // The same step again, untraced, with the allocator's peaks reset at its start.
+  // The same step again, untraced, with the allocator's peaks reset at its start. The stats are the
+  // process's: in a run of the whole suite in one process, an earlier test's background worker
+  // (a tensor cache's I/O thread) may still hold a saved storage for a moment, so the step starts
+  // once none is held.
+  const auto saved_now = [] {
+    return cpu_allocator().stats().snapshot().current_of(MemoryCategory::SavedActivation);
+  };
+  for (int i = 0; i < 500 && saved_now() != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(saved_now(), 0) << "saved activations still held before the step";
   cpu_allocator().stats().reset_peaks();
   chain(x, w).backward();
   const int64_t measured = cpu_allocator().stats().snapshot().peak_of(MemoryCategory::SavedActivation);
