@@ -110,19 +110,11 @@ io::CheckpointState TrainerAdamW::checkpoint(const RunRecord& run, int64_t step,
 void TrainerAdamW::load(const nn::StateDict& st) const { load_optimizer_state(*opt, st); }
 
 TrainerAdamW make_trainer_adamw(const std::vector<Tensor>& parameters, const LrScheduleConfig& schedule,
-                                const OptimizerConfig& settings, double eps, const DataParallelConfig& c,
-                                const DataParallel& ranks) {
+                                const OptimizerConfig& settings, double eps, const DataParallel& ranks) {
   auto [groups, defaults] = adamw_groups(parameters, schedule, settings, eps);
-  TrainerAdamW o;
-  if (ranks.zero_stage() == 0) {
-    o.opt = std::make_unique<optim::AdamW>(std::move(groups), defaults);
-    return o;
-  }
-  auto z = dist::ZeroRedundancyOptimizer::adamw(std::move(groups), defaults, ranks.shared_group(),
-                                                ranks.zero_stage() == 2 ? ranks.ddp() : nullptr);
-  o.zero = z.get();
-  o.opt = std::move(z);
-  return o;
+  if (ranks.zero_stage() == 0) return {std::make_unique<optim::AdamW>(std::move(groups), defaults)};
+  return {dist::ZeroRedundancyOptimizer::adamw(std::move(groups), defaults, ranks.shared_group(),
+                                               ranks.zero_stage() == 2 ? ranks.ddp() : nullptr)};
 }
 
 io::CheckpointState resume_ranks(const std::string& dir, const RunRecord& run, nn::Module& model,

@@ -87,7 +87,6 @@ void load_optimizer_state(optim::Optimizer& opt, const nn::StateDict& st);
 // unsharded optimizer's either way.
 struct TrainerAdamW {
   std::unique_ptr<optim::Optimizer> opt;
-  dist::ZeroRedundancyOptimizer* zero = nullptr;
 
   // What a checkpoint at `step` holds, with the world size and ZeRO stage in its metadata;
   // collective under ZeRO: every rank calls it.
@@ -97,8 +96,7 @@ struct TrainerAdamW {
 };
 
 TrainerAdamW make_trainer_adamw(const std::vector<Tensor>& parameters, const LrScheduleConfig& schedule,
-                                const OptimizerConfig& settings, double eps, const DataParallelConfig& c,
-                                const DataParallel& ranks);
+                                const OptimizerConfig& settings, double eps, const DataParallel& ranks);
 
 // --resume: the checkpoint in `dir`'s weights into `model` (restore_checkpoint); returns the checkpoint
 // for its optimizer state, step and data cursor. The cursor counts batches of the global order, so it

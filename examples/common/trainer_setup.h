@@ -52,7 +52,7 @@ PlacedModel place_with_adamw(const Config& c, const TrainerStart& start, const T
   p.model_state = std::make_unique<ModelStatePlacer>(c, start.dev.device, *model, start.group != nullptr);
   model->to(start.dev.device);
   p.ranks = std::make_unique<DataParallel>(trainer_run.group, model, c.data_parallel());
-  p.opt = make_trainer_adamw(model->parameters(), c.schedule(), c.optim(), eps, c.data_parallel(), *p.ranks);
+  p.opt = make_trainer_adamw(model->parameters(), c.schedule(), c.optim(), eps, *p.ranks);
   p.model_state->place(*p.opt.opt);
   p.parameters = model->parameters();
   return p;
