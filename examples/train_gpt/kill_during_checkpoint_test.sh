@@ -37,6 +37,10 @@ while :; do
     echo "piece $piece could not resume:"; cat "$work/piece_$piece.log"; exit 1
   fi
   [ $rc -eq 0 ] && break
+  # A kill that lands after the last step's checkpoint is written leaves a finished run: the
+  # resume that follows refuses to train no step, which ends the run as well.
+  if [ "$mode" = --resume ] && [ $rc -eq 1 ] &&
+     grep -q "is not past the checkpoint's step $steps" "$work/piece_$piece.log"; then break; fi
   [ $rc -eq 137 ] || { echo "piece $piece failed (exit $rc):"; cat "$work/piece_$piece.log"; exit 1; }
   [ $piece -lt 500 ] || { echo "no end after 500 pieces"; exit 1; }
 done
