@@ -1,6 +1,5 @@
 #include "strata/memory/plan.h"
 
-#include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 
 #include "memory/plan.pb.h"
 #include "memory/read_file.h"
+#include "memory/text_message.h"
 #include "strata/core/error.h"
 #include "strata/core/output_path.h"
 
@@ -36,15 +36,6 @@ CacheAction from_proto(int a, const std::string& origin, const std::string& what
   throw ValueError(
       detail::concat("plan ", origin, ": ", what, " has action ", a, " (KEEP, RECOMPUTE, HOST or NVME)"));
 }
-
-class ErrorCollector final : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, int column, const std::string& message) override {
-    if (first.empty())
-      first = "line " + std::to_string(line + 1) + ", column " + std::to_string(column + 1) + ": " + message;
-  }
-  std::string first;
-};
 
 class PlanPolicy final : public CachePolicy {
  public:
@@ -106,10 +97,8 @@ std::string plan_to_text(const Plan& plan) {
 
 Plan plan_from_text(const std::string& text, const std::string& origin) {
   proto::Plan p;
-  google::protobuf::TextFormat::Parser parser;
-  ErrorCollector errors;
-  parser.RecordErrorsTo(&errors);
-  STRATA_CHECK(parser.ParseFromString(text, &p), ValueError, "plan ", origin, ": ", errors.first);
+  std::string error;
+  STRATA_CHECK(parse_text_message(text, &p, &error), ValueError, "plan ", origin, ": ", error);
   Plan plan;
   for (const auto& b : p.blocks()) {
     const std::string what = "block '" + b.block() + "'";

@@ -44,4 +44,14 @@ void add_data_parallel_flags(ConfigFlags& f, DataParallelConfig* data_parallel);
 void add_tensor_cache_flags(ConfigFlags& f, TensorCacheConfig* cache, const std::string& unit = "block",
                             const std::string& policy_note = "");
 
+// The groups every trainer's config has: add_run_flags, add_lr_schedule_flags,
+// add_optimizer_flags and add_data_parallel_flags, in that order.
+template <class TrainerConfig>
+void add_training_flags(ConfigFlags& f, TrainerConfig* flags) {
+  add_run_flags(f, flags->mutable_run());
+  add_lr_schedule_flags(f, flags->mutable_schedule());
+  add_optimizer_flags(f, flags->mutable_optim());
+  add_data_parallel_flags(f, flags->mutable_data_parallel());
+}
+
 }  // namespace strata::examples

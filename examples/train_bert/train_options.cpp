@@ -133,11 +133,8 @@ bool parse_bert_train_options(int argc, char** argv, BertTrainOptions* out) {
   f.option(&flags, "mask_prob", "", "share of tokens predicted (80% [MASK], 10% random, 10% unchanged)");
   f.option(&flags, "short_seq_prob", "", "share of samples cut shorter and padded");
   f.option(&flags, "two_segments", "", "[CLS] A [SEP] B [SEP] with segment ids");
-  add_run_flags(f, flags.mutable_run());
-  add_lr_schedule_flags(f, flags.mutable_schedule());
-  add_optimizer_flags(f, flags.mutable_optim());
+  add_training_flags(f, &flags);
   add_adamw_beta_flags(f, flags.mutable_optim());
-  add_data_parallel_flags(f, flags.mutable_data_parallel());
   add_bf16_flag(f, flags.mutable_precision());
   app.get_option("--bf16")->description("bf16 mixed precision (bf16 GEMMs, f32 master weights)");
   add_tensor_cache_flags(f, flags.mutable_cache(), "layer",

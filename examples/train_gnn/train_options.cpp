@@ -352,10 +352,7 @@ bool parse_gnn_train_options(int argc, char** argv, GnnTrainOptions* out) {
   f.option(&flags, "feature_budget", "",
            "--feature-store file: the most bytes of the file held in memory, e.g. 64M (default: no limit, "
            "mapped); a larger file is read through a row cache of this size");
-  add_run_flags(f, flags.mutable_run());
-  add_lr_schedule_flags(f, flags.mutable_schedule());
-  add_optimizer_flags(f, flags.mutable_optim());
-  add_data_parallel_flags(f, flags.mutable_data_parallel());
+  add_training_flags(f, &flags);
   f.option(&flags, "target_accuracy", "", "stop once the validation accuracy reaches this fraction");
   f.option(&flags, "random_labels", "",
            "uniform random labels in this many classes instead of the data's (timing and memory runs)");

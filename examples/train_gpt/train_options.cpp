@@ -83,12 +83,9 @@ bool parse_train_options(int argc, char** argv, TrainOptions* out) {
   for (const char* field : {"n_layer", "n_head", "n_embd", "block_size", "vocab_size", "dropout"})
     f.option(&flags, field);
   add_text_data_flags(f, flags.mutable_data());
-  add_run_flags(f, flags.mutable_run());
-  add_lr_schedule_flags(f, flags.mutable_schedule());
-  add_optimizer_flags(f, flags.mutable_optim());
+  add_training_flags(f, &flags);
   add_adamw_beta_flags(f, flags.mutable_optim());
   for (const char* field : {"sample_tokens", "temperature", "top_k"}) f.option(&flags, field);
-  add_data_parallel_flags(f, flags.mutable_data_parallel());
   add_tensor_cache_flags(f, flags.mutable_cache());
   add_bf16_flag(f, flags.mutable_precision());
   add_tf32_flag(f, flags.mutable_precision());

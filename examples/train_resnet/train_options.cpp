@@ -85,10 +85,7 @@ bool parse_resnet_train_options(int argc, char** argv, ResNetTrainOptions* out) 
   f.option(&flags, "optimizer", "", "sgd or adamw");
   f.option(&flags, "momentum");
   f.option(&flags, "nesterov");
-  add_run_flags(f, flags.mutable_run());
-  add_lr_schedule_flags(f, flags.mutable_schedule());
-  add_optimizer_flags(f, flags.mutable_optim());
-  add_data_parallel_flags(f, flags.mutable_data_parallel());
+  add_training_flags(f, &flags);
   f.flag(
       &flags, "sync_bn", "",
       "under mpirun, BatchNorm's statistics over every rank's batch (SyncBatchNorm); off: each rank's own");

@@ -75,11 +75,7 @@ GraphBatchLoader::GraphBatchLoader(std::shared_ptr<const GraphDataset> dataset, 
     : dataset_(std::move(dataset)), o_(std::move(options)) {
   STRATA_CHECK(dataset_ != nullptr, ValueError, "GraphBatchLoader: no dataset");
   STRATA_CHECK(o_.batch > 0, ValueError, "GraphBatchLoader: batch ", o_.batch, " must be positive");
-  const BatchPipelineOptions pipeline{.num_workers = o_.num_workers,
-                                      .prefetch = o_.prefetch,
-                                      .prefetch_bytes = o_.prefetch_bytes,
-                                      .rank = o_.rank,
-                                      .world_size = o_.world_size};
+  const BatchPipelineOptions pipeline = pipeline_options_of(o_);
   BatchPipeline::check("GraphBatchLoader", pipeline);
   const GraphDataset& d = *dataset_;
   const Graph& g = d.graph;

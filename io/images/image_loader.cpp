@@ -38,11 +38,7 @@ ImageLoader::ImageLoader(std::shared_ptr<const ImageDataset> dataset, ImageLoade
     : dataset_(std::move(dataset)), o_(std::move(options)) {
   STRATA_CHECK(dataset_ != nullptr, ValueError, "ImageLoader: no dataset");
   STRATA_CHECK(o_.batch > 0, ValueError, "ImageLoader: batch ", o_.batch, " must be positive");
-  const BatchPipelineOptions pipeline{.num_workers = o_.num_workers,
-                                      .prefetch = o_.prefetch,
-                                      .prefetch_bytes = o_.prefetch_bytes,
-                                      .rank = o_.rank,
-                                      .world_size = o_.world_size};
+  const BatchPipelineOptions pipeline = pipeline_options_of(o_);
   BatchPipeline::check("ImageLoader", pipeline);
   const int64_t n = dataset_->size();
   STRATA_CHECK(n > 0, ValueError, "ImageLoader: the dataset is empty (", dataset_->describe(), ")");

@@ -1,6 +1,5 @@
 #include "strata/memory/planner/hardware.h"
 
-#include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
@@ -8,21 +7,13 @@
 
 #include "memory/planner/hardware.pb.h"
 #include "memory/read_file.h"
+#include "memory/text_message.h"
 #include "strata/core/error.h"
 #include "strata/core/output_path.h"
 
 namespace strata::memory::planner {
 
 namespace {
-
-class ErrorCollector final : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, int column, const std::string& message) override {
-    if (first.empty())
-      first = "line " + std::to_string(line + 1) + ", column " + std::to_string(column + 1) + ": " + message;
-  }
-  std::string first;
-};
 
 // Every Sourced field, by name, in both representations.
 #define STRATA_HW_FIGURES(X)                                                                          \
@@ -106,11 +97,9 @@ const OpEfficiency& HardwareProfile::efficiency(std::string_view kind) const {
 
 HardwareProfile hardware_profile_from_text(const std::string& text, const std::string& origin) {
   proto::HardwareProfile p;
-  google::protobuf::TextFormat::Parser parser;
-  ErrorCollector errors;
-  parser.RecordErrorsTo(&errors);
-  STRATA_CHECK(parser.ParseFromString(text, &p), ValueError, origin, " is not a valid hardware profile: ",
-               errors.first);
+  std::string error;
+  STRATA_CHECK(parse_text_message(text, &p, &error), ValueError, origin,
+               " is not a valid hardware profile: ", error);
   HardwareProfile h;
   h.name = p.name();
   h.description = p.description();

@@ -9,11 +9,7 @@
 
 namespace strata::ops {
 
-using detail::as_rows;
-using detail::iota;
-using detail::make_node;
-using detail::OpNode;
-using detail::set_outputs;
+using namespace detail;  // the op-node plumbing: make_node, OpNode, set_outputs, as_rows, iota
 
 namespace {
 

@@ -1,15 +1,17 @@
 // The trainers' greedy budget planner: hand-computed profiles, and a measured budget held for
 // real on a GPT step.
+#include "strata/memory/planner/budget_planner.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "support/spill_room.h"
-#include "strata/memory/planner/budget_planner.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
+#include "support/spill_room.h"
+#include "support/token_batch.h"
 
 using namespace strata;
 using namespace strata::memory;
@@ -17,16 +19,25 @@ using strata::memory::planner::BudgetInputs;
 using strata::memory::planner::BudgetPlan;
 using strata::memory::planner::plan_for_budget;
 
-// Hand-made profile: 4 blocks keeping 100 bytes each (inputs 10), 50 bytes saved outside blocks,
-// 1000 bytes of everything else. Keep-all: 1000 + 50 + 400 = 1450.
-TEST(BudgetPlanner, GreedySolverOnAHandComputedProfile) {
-  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+namespace {
+
+// Hand-made profile: 4 blocks h.0 .. h.3 keeping 100 bytes each (inputs 10), 50 bytes saved
+// outside blocks, 1000 bytes of everything else, no margin. Keep-all: 1000 + 50 + 400 = 1450.
+BudgetInputs four_blocks() {
   BudgetInputs in;
   in.profile.groups.push_back({"", 0, 50, 0, 0, false});
   for (int i = 0; i < 4; ++i) in.profile.groups.push_back({"h." + std::to_string(i), 1, 10, 10, 100, true});
   in.activation_peak = 150;
   in.step_peak = 1150;  // other = 1000
   in.margin = 0;
+  return in;
+}
+
+}  // namespace
+
+TEST(BudgetPlanner, GreedySolverOnAHandComputedProfile) {
+  STRATA_SKIP_WITHOUT_SPILL_ROOM();
+  BudgetInputs in = four_blocks();
   // Recompute only: blocks 0, 1 -> 1000 + 50 + 100 + 100 + 10 + 10 + max 100 = 1370.
   BudgetPlan b = plan_for_budget(in, 1380);
   EXPECT_TRUE(b.feasible) << b.explanation;
@@ -52,12 +63,7 @@ TEST(BudgetPlanner, GreedySolverOnAHandComputedProfile) {
 // while their bytes fit the arena (less 1% for the 4 KiB rounding of each store) and recomputes
 // the rest, instead of planning stores the arena would refuse.
 TEST(BudgetPlanner, NvmeBlocksFitTheArenaAndTheRestAreRecomputed) {
-  BudgetInputs in;
-  in.profile.groups.push_back({"", 0, 50, 0, 0, false});
-  for (int i = 0; i < 4; ++i) in.profile.groups.push_back({"h." + std::to_string(i), 1, 10, 10, 100, true});
-  in.activation_peak = 150;
-  in.step_peak = 1150;
-  in.margin = 0;
+  BudgetInputs in = four_blocks();
   in.nvme = true;
   in.prefetch_blocks = 0;  // a window of one block: 1000 + 50 + kept + the largest moved block
   // Unbounded: blocks 0..2 to NVMe -> 1000 + 50 + 100 (h.3) + 100 = 1250.
@@ -93,11 +99,7 @@ TEST(BudgetPlanner, AMeasuredBudgetIsHeldForReal) {
   c.n_layer = 4;
   manual_seed(3);
   models::GPT model(c);
-  Tensor x = Tensor::empty({4, 64}, DType::i64), y = Tensor::empty({4, 64}, DType::i64);
-  for (int64_t i = 0; i < 256; ++i) {
-    x.data<int64_t>()[i] = (i * 7) % 256;
-    y.data<int64_t>()[i] = (i * 11 + 1) % 256;
-  }
+  const auto [x, y] = strata::testing::token_batch(4, 64, {.x_mul = 7, .y_mul = 11});
   TensorCacheOptions o;
   o.min_bytes = 0;
   auto cache = TensorCache::create(o, parse_cache_policy("keep"));

@@ -7,9 +7,10 @@
 #include <cstring>
 #include <filesystem>
 
-#include "support/spill_room.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
+#include "support/spill_room.h"
+#include "support/token_batch.h"
 
 using namespace strata;
 using namespace strata::memory;
@@ -30,11 +31,7 @@ Outcome step(const std::shared_ptr<TensorCache>& cache) {
   models::GPTConfig c = models::GPTConfig::preset("tiny");
   c.dropout = 0.1;
   models::GPT model(c);
-  Tensor x = Tensor::empty({2, 24}, DType::i64), y = Tensor::empty({2, 24}, DType::i64);
-  for (int64_t i = 0; i < 48; ++i) {
-    x.data<int64_t>()[i] = (i * 13) % 256;
-    y.data<int64_t>()[i] = (i * 29 + 3) % 256;
-  }
+  const auto [x, y] = strata::testing::token_batch(2, 24, {.x_mul = 13, .y_mul = 29, .y_add = 3});
   Outcome o;
   std::optional<autograd::SavePolicyGuard> guard;
   if (cache) {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "strata/strata.h"
+#include "support/block_chain.h"
 #include "support/random_parameters.h"
 #include "support/spill_room.h"
 
@@ -33,18 +34,6 @@ size_t count_threads() {
     if (name.rfind("iou-", 0) != 0) ++n;
   }
   return n;
-}
-
-// Four blocks of matmul + activation on a [rows, 48] input.
-Tensor chain(const Tensor& x, const std::vector<Tensor>& w) {
-  Tensor h = x;
-  for (size_t i = 0; i < w.size(); ++i) {
-    autograd::ScopeGuard block(std::string("b").append(std::to_string(i)), /*is_block=*/true);
-    h = ops::matmul(h, w[i]);
-    h = i % 2 ? ops::gelu(h, "tanh") : ops::tanh(h);
-    h = ops::dropout(h, 0.1);
-  }
-  return ops::sum(ops::mul(h, h));
 }
 
 }  // namespace
@@ -75,7 +64,7 @@ TEST(CacheLeaks, TwoHundredStepsOfRandomSizesLeaveNothingBehind) {
     Tensor x = ops::randn({rows, 48});
     autograd::SavePolicyGuard guard(cache);
     cache->begin_step();
-    Tensor loss = chain(x, w);
+    Tensor loss = strata::testing::block_chain(x, w);
     for (auto& p : w) p.set_grad(Tensor());
     loss.backward();
     CacheStats s = cache->end_step();

@@ -17,6 +17,7 @@
 #include "strata/models/gnn.h"
 #include "strata/models/gpt.h"
 #include "strata/strata.h"
+#include "support/token_batch.h"
 
 namespace strata::test {
 
@@ -72,12 +73,7 @@ inline models::BertConfig parity_bert_config() {
 namespace parity_detail {
 
 inline std::pair<Tensor, Tensor> gpt_batch(int step) {
-  Tensor x = Tensor::empty({2, 32}, DType::i64), y = Tensor::empty({2, 32}, DType::i64);
-  for (int64_t i = 0; i < 64; ++i) {
-    x.data<int64_t>()[i] = (i * 31 + step * 7) % 256;
-    y.data<int64_t>()[i] = (i * 17 + step * 5 + 1) % 256;
-  }
-  return {x, y};
+  return strata::testing::token_batch(2, 32, {.x_add = step * 7, .y_add = step * 5 + 1});
 }
 
 // Padded MLM batches (short samples, two segments) from fixed windows.

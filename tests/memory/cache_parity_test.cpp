@@ -75,7 +75,9 @@ TEST_P(CacheParity, HostEverythingIsBitIdentical) {
   expect_identical(model.reference(), r, "host");
   EXPECT_EQ(r.stats.at(0).host.bytes_written, c.bytes_inside + c.bytes_outside);
   for (const CacheStats& s : r.stats) {
-    if (model.same_saves_every_step) EXPECT_EQ(s.host.bytes_written, c.bytes_inside + c.bytes_outside);
+    if (model.same_saves_every_step) {
+      EXPECT_EQ(s.host.bytes_written, c.bytes_inside + c.bytes_outside);
+    }
     EXPECT_EQ(s.host.bytes_read + s.host.bytes_reused, s.host.bytes_written);
     EXPECT_EQ(s.nvme.bytes_written, 0u);
     EXPECT_EQ(s.fallbacks, 0u);

@@ -7,6 +7,7 @@
 
 #include "memory/cache_parity_models.h"
 #include "strata/strata.h"
+#include "support/token_batch.h"
 
 using namespace strata;
 using namespace strata::memory;
@@ -121,8 +122,7 @@ TEST(TensorCache, ASlowDriveMakesForwardWaitInsteadOfExceedingTheActivationLimit
     manual_seed(1234);
     models::GPT model(config());
     optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-2).weight_decay(0.1));
-    Tensor x = Tensor::empty({2, 32}, DType::i64), y = Tensor::empty({2, 32}, DType::i64);
-    for (int64_t i = 0; i < 64; ++i) x.data<int64_t>()[i] = (i * 31) % 256, y.data<int64_t>()[i] = (i * 17 + 1) % 256;
+    const auto [x, y] = strata::testing::token_batch(2, 32);
     Run r;
     for (int step = 0; step < 2; ++step) {
       autograd::SavePolicyGuard guard(cache);

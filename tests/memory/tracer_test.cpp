@@ -14,6 +14,7 @@
 #include "strata/models/gpt.h"
 #include "strata/nn/meta_init.h"
 #include "strata/strata.h"
+#include "support/block_chain.h"
 #include "support/random_parameters.h"
 #include "support/test_hardware.h"
 
@@ -23,18 +24,9 @@ using namespace strata::memory::planner;
 
 namespace {
 
-// Four blocks of matmul + activation + dropout on a [rows, 64] input; odd blocks square their
-// GELU's output (a product saves it: a tensor GELU can make again from its own saved input).
+// Four blocks on a [rows, 64] input; odd blocks square their GELU's output.
 Tensor chain(const Tensor& x, const std::vector<Tensor>& w) {
-  Tensor h = x;
-  for (size_t i = 0; i < w.size(); ++i) {
-    autograd::ScopeGuard block(std::string("b").append(std::to_string(i)), /*is_block=*/true);
-    h = ops::matmul(h, w[i]);
-    h = i % 2 ? ops::gelu(h, "tanh") : ops::tanh(h);
-    if (i % 2) h = ops::mul(h, h);
-    h = ops::dropout(h, 0.1);
-  }
-  return ops::sum(ops::mul(h, h));
+  return strata::testing::block_chain(x, w, /*square_odd_blocks=*/true);
 }
 
 std::vector<Tensor> weights() { return strata::testing::random_parameters(4, {64, 64}, 0.2); }

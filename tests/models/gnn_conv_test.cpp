@@ -9,6 +9,7 @@
 #include "strata/models/layers/graph/sage_conv.h"
 #include "strata/strata.h"
 #include "support/fixture_file.h"
+#include "support/pyg_layer_golden.h"
 #include "support/tensor_compare.h"
 
 using namespace strata;
@@ -24,27 +25,10 @@ Graph fixture_graph() {
   return Graph::from_edges(11, ops::select(ei, 0, 0).contiguous(), ops::select(ei, 0, 1).contiguous());
 }
 
-// Loads the case's parameters into `layer` (f64), runs forward(x), and checks the output, the loss
-// and every gradient against PyG's.
+// One case against PyG's goldens (support/pyg_layer_golden.h).
 template <class Layer, class Forward>
 void check_case(const std::string& name, Layer& layer, Forward forward) {
-  SCOPED_TRACE(name);
-  layer.to(DType::f64);
-  nn::StateDict params;
-  for (const std::string& p : fixture().names(name + ".param."))
-    params.insert(p, fixture().tensor(name + ".param." + p));
-  layer.load_state_dict(params);  // strict: the names are PyG's
-  Tensor x = fixture().tensor("x").set_requires_grad(true);
-  Tensor out = forward(x);
-  strata::testing::expect_close(out, fixture().tensor(name + ".out"), 1e-10, 1e-10, "output");
-  const std::string seed = fixture().names(name + ".seed").empty() ? "seed" : name + ".seed";
-  Tensor loss = ops::sum(ops::mul(out, fixture().tensor(seed)));
-  EXPECT_NEAR(loss.item(), fixture().tensor(name + ".loss").item(), 1e-9);
-  loss.backward();
-  strata::testing::expect_close(x.grad(), fixture().tensor(name + ".grad.x"), 1e-10, 1e-10, "grad of x");
-  for (const auto& [pname, p] : layer.named_parameters())
-    strata::testing::expect_close(p.grad(), fixture().tensor(name + ".grad." + pname), 1e-10, 1e-10,
-                                  "grad of " + pname);
+  strata::testing::check_layer_golden(fixture(), name, layer, forward);
 }
 
 }  // namespace

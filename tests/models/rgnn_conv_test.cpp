@@ -11,6 +11,7 @@
 #include "strata/strata.h"
 #include "support/device_present.h"
 #include "support/fixture_file.h"
+#include "support/pyg_layer_golden.h"
 #include "support/tensor_compare.h"
 
 using namespace strata;
@@ -31,28 +32,10 @@ Graph relational_graph() {
                                  fixture().tensor("edge_type", DType::i64));
 }
 
-// Loads the case's parameters into `layer` (f64, PyG's names, strict), runs forward(x) and checks
-// the output, the loss and every gradient against PyG's.
+// One case against PyG's goldens on `dev` (support/pyg_layer_golden.h).
 template <class Layer, class Forward>
 void check_case(const std::string& name, Layer& layer, Forward forward, Device dev) {
-  SCOPED_TRACE(name + " on " + dev.str());
-  layer.to(DType::f64);
-  nn::StateDict params;
-  for (const std::string& p : fixture().names(name + ".param."))
-    params.insert(p, fixture().tensor(name + ".param." + p));
-  layer.load_state_dict(params);
-  layer.to(dev);
-  Tensor x = fixture().tensor("x").to(dev).set_requires_grad(true);
-  Tensor out = forward(x);
-  strata::testing::expect_close(out, fixture().tensor(name + ".out"), 1e-10, 1e-10, "output");
-  const std::string seed = fixture().names(name + ".seed").empty() ? "seed" : name + ".seed";
-  Tensor loss = ops::sum(ops::mul(out, fixture().tensor(seed).to(dev)));
-  EXPECT_NEAR(loss.item(), fixture().tensor(name + ".loss").item(), 1e-9);
-  loss.backward();
-  strata::testing::expect_close(x.grad(), fixture().tensor(name + ".grad.x"), 1e-10, 1e-10, "grad of x");
-  for (const auto& [pname, p] : layer.named_parameters())
-    strata::testing::expect_close(p.grad(), fixture().tensor(name + ".grad." + pname), 1e-10, 1e-10,
-                                  "grad of " + pname);
+  strata::testing::check_layer_golden(fixture(), name, layer, forward, dev);
 }
 
 const nn::Materialization kEvery[] = {nn::Materialization::kEdgeWise, nn::Materialization::kCompact,

@@ -85,8 +85,6 @@ def main():
     ap.add_argument("--B", type=int, default=8)
     ap.add_argument("--T", type=int, default=128)
     ap.add_argument("--head", choices=("all", "masked"), default="all")
-    ap.add_argument("--info-only", action="store_true")
-    ap.add_argument("--tag", default="")
     a = ap.parse_args()
 
     info, g = setup_run(a)

@@ -106,8 +106,6 @@ def main():
     ap.add_argument("--B", type=int, default=4)
     ap.add_argument("--T", type=int, default=256)
     ap.add_argument("--bf16", action="store_true", help="torch.autocast(cpu, bfloat16) around forward + loss")
-    ap.add_argument("--info-only", action="store_true", help="print the setup line and exit")
-    ap.add_argument("--tag", default="")
     a = ap.parse_args()
     if a.Vp is None:
         a.Vp = (a.V + 127) // 128 * 128

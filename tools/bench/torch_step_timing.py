@@ -28,10 +28,12 @@ def blas_info():
 
 
 def add_step_flags(ap):
-    """--threads, then the untimed (--warmup) and timed (--steps) step counts."""
+    """--threads, the untimed (--warmup) and timed (--steps) step counts, --info-only and the result's --tag."""
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--info-only", action="store_true", help="print the setup line and exit")
+    ap.add_argument("--tag", default="", help="a label the RESULT line carries")
 
 
 def setup_run(a):

@@ -31,6 +31,16 @@ struct BatchPipelineOptions {
   int rank = 0, world_size = 1;  // data parallel: rank r takes global batches r, r+W, ...
 };
 
+// The pipeline's part of a loader's options: any options struct with the five fields above.
+template <class LoaderOptions>
+BatchPipelineOptions pipeline_options_of(const LoaderOptions& o) {
+  return {.num_workers = o.num_workers,
+          .prefetch = o.prefetch,
+          .prefetch_bytes = o.prefetch_bytes,
+          .rank = o.rank,
+          .world_size = o.world_size};
+}
+
 class BatchPipeline {
  public:
   // Global batch `index` of `epoch`, made on a worker thread; what it throws reaches next().
