@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 #include "ops/cpu/cpu_backend.h"
 #include "strata/core/error.h"
@@ -14,21 +15,25 @@ namespace strata::cpu {
 
 namespace {
 
+// Calls fn(A{}) where `first`, else fn(B{}).
+template <class A, class B, class Fn>
+void dispatch_either(bool first, Fn&& fn) {
+  if (first)
+    fn(A{});
+  else
+    fn(B{});
+}
+
 // Calls fn(I{}) with I = int32_t or int64_t for an index tensor's dtype.
 template <class Fn>
 void dispatch_index(const Tensor& t, Fn&& fn) {
-  if (t.dtype() == DType::i32)
-    fn(int32_t{});
-  else
-    fn(int64_t{});
+  dispatch_either<int32_t, int64_t>(t.dtype() == DType::i32, std::forward<Fn>(fn));
 }
 
+// Calls fn(T{}) with T = double or float for a float tensor's dtype.
 template <class Fn>
 void dispatch_float(const Tensor& t, Fn&& fn) {
-  if (t.dtype() == DType::f64)
-    fn(double{});
-  else
-    fn(float{});
+  dispatch_either<double, float>(t.dtype() == DType::f64, std::forward<Fn>(fn));
 }
 
 void check_index(const char* op, const Tensor& t, const char* what) {

@@ -17,11 +17,6 @@ const ParityModel& bert() {
   return m;
 }
 models::BertConfig config() { return parity_bert_config(); }
-TrainResult train(std::shared_ptr<autograd::SavePolicy> policy, int steps, TensorCache* cache) {
-  return bert().train(std::move(policy), steps, cache, nullptr);
-}
-TensorCacheOptions options() { return bert().options(); }
-const TrainResult& reference() { return bert().reference(); }
 
 }  // namespace
 
@@ -29,15 +24,8 @@ const TrainResult& reference() { return bert().reference(); }
 // and made again from GELU's input in backward.
 TEST(BertTensorCache, OpLevelRecomputeOfGeluOutputsIsBitIdentical) {
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
-  auto cache = TensorCache::create(options(), parse_cache_policy("rules:bert.encoder.layer.?.output.dense=recompute", 0));
-  TrainResult run = train(cache, 3, cache.get());
-  expect_identical(reference(), run, "op-level recompute");
-  for (const CacheStats& s : run.stats) {
-    EXPECT_EQ(s.op_recompute_drops, size_t(config().num_hidden_layers));
-    EXPECT_EQ(s.op_recomputes, size_t(config().num_hidden_layers));
-    EXPECT_EQ(s.segments, 0u);
-    EXPECT_TRUE(s.warnings.empty()) << s.warnings.front();
-  }
+  expect_op_level_recompute(bert(), "rules:bert.encoder.layer.?.output.dense=recompute", 3,
+                            size_t(config().num_hidden_layers), "op-level recompute");
 }
 
 // Post-LN: each layer after the first starts from the previous layer's output LayerNorm, whose
@@ -48,13 +36,6 @@ TEST(BertTensorCache, OpLevelRecomputeOfTheLayerInputFromThePreviousLayersNormIs
   Plan plan;
   for (int64_t i = 1; i < config().num_hidden_layers; ++i)
     plan.tensors["bert.encoder.layer." + std::to_string(i) + ".attention.self#0:LinearBackward"] = CacheAction::Recompute;
-  auto cache = TensorCache::create(options(), make_plan_policy(plan));
-  TrainResult run = train(cache, 3, cache.get());
-  expect_identical(reference(), run, "layer inputs recomputed");
-  for (const CacheStats& s : run.stats) {
-    EXPECT_EQ(s.op_recompute_drops, size_t(config().num_hidden_layers - 1));
-    EXPECT_EQ(s.op_recomputes, size_t(config().num_hidden_layers - 1));
-    EXPECT_EQ(s.segments, 0u);
-    EXPECT_TRUE(s.warnings.empty()) << s.warnings.front();
-  }
+  expect_op_level_recompute(bert(), make_plan_policy(plan), 3, size_t(config().num_hidden_layers - 1),
+                            "layer inputs recomputed");
 }

@@ -58,6 +58,29 @@ struct ParityModel {
   }
 };
 
+// Trains `steps` steps of `m` under `policy`, which recomputes op outputs: the reference's bits
+// (`what` names the run), and in every step `per_step` outputs dropped and made again, no
+// recompute segment and no warning. Returns the run.
+inline TrainResult expect_op_level_recompute(const ParityModel& m,
+                                             std::shared_ptr<memory::CachePolicy> policy, int steps,
+                                             size_t per_step, const std::string& what) {
+  auto cache = memory::TensorCache::create(m.options(), std::move(policy));
+  TrainResult run = m.train(cache, steps, cache.get(), nullptr);
+  expect_identical(m.reference(), run, what);
+  for (const memory::CacheStats& s : run.stats) {
+    EXPECT_EQ(s.op_recompute_drops, per_step);
+    EXPECT_EQ(s.op_recomputes, per_step);
+    EXPECT_EQ(s.segments, 0u);
+    EXPECT_TRUE(s.warnings.empty()) << s.warnings.front();
+  }
+  return run;
+}
+// The same for a policy spec (memory::parse_cache_policy, nothing kept unsaved).
+inline TrainResult expect_op_level_recompute(const ParityModel& m, const std::string& spec, int steps,
+                                             size_t per_step, const std::string& what) {
+  return expect_op_level_recompute(m, memory::parse_cache_policy(spec, 0), steps, per_step, what);
+}
+
 inline models::GPTConfig parity_gpt_config() {
   models::GPTConfig c = models::GPTConfig::preset("tiny");
   c.dropout = 0.1;

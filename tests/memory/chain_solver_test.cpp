@@ -16,6 +16,37 @@ constexpr uint64_t MiB = uint64_t(1) << 20;
 
 ChainBlock block(const std::string& path, std::vector<BlockOption> options) { return ChainBlock{path, std::move(options)}; }
 
+// A random chain of 1 to 6 blocks, each with 1 to `max_options` options (the first free, sizes
+// not multiples of the unit), a base, and a budget between 0.2x and 1.3x of keep-all + 50 MiB
+// over it. Where `max_group` > 0, every option past the first joins prefix group 0..max_group.
+ChainProblem random_chain(std::mt19937& rng, int max_options, int max_group) {
+  std::uniform_int_distribution<int> nblocks(1, 6), nopts(1, max_options), mib(0, 120), centis(0, 300),
+      group(0, max_group);
+  ChainProblem p;
+  const int L = nblocks(rng);
+  uint64_t keep_all = 0;
+  for (int j = 0; j < L; ++j) {
+    ChainBlock b;
+    b.path = std::string("b").append(std::to_string(j));
+    const int K = nopts(rng);
+    for (int k = 0; k < K; ++k) {
+      BlockOption o;
+      o.name = std::string("o").append(std::to_string(k));
+      o.held_bytes = uint64_t(mib(rng)) * MiB + uint64_t(mib(rng)) * 1000;
+      o.peak_bytes = o.held_bytes + uint64_t(mib(rng)) * MiB;
+      o.extra_seconds = k == 0 ? 0.0 : centis(rng) / 100.0;
+      if (max_group > 0) o.prefix_group = k == 0 ? 0 : group(rng);
+      b.options.push_back(o);
+    }
+    keep_all += b.options[0].held_bytes;
+    p.blocks.push_back(b);
+  }
+  p.base_bytes = uint64_t(mib(rng)) * MiB;
+  p.budget_bytes = p.base_bytes + uint64_t(std::uniform_real_distribution<double>(0.2, 1.3)(rng) *
+                                           double(keep_all + 50 * MiB));
+  return p;
+}
+
 }  // namespace
 
 TEST(ChainSolver, HandCheckedThreeBlocks) {
@@ -26,29 +57,25 @@ TEST(ChainSolver, HandCheckedThreeBlocks) {
   ChainProblem p;
   p.blocks = {b("h.0"), b("h.1"), b("h.2")};
   p.base_bytes = 50 * MiB;
-  p.budget_bytes = 350 * MiB;  // keep-all: 50 + 300 = 350 fits
   p.unit_bytes = MiB;
-  ChainSolution s = solve_chain(p);
-  ASSERT_TRUE(s.feasible);
-  EXPECT_EQ(s.choice, (std::vector<int>{0, 0, 0}));
-  EXPECT_EQ(s.extra_seconds, 0.0);
-  EXPECT_EQ(s.predicted_peak, 350 * MiB);
+  // Solves for a budget of `budget` MiB: feasible, with this choice, extra time and peak (MiB).
+  auto expect_solution = [&](uint64_t budget, const std::vector<int>& choice, double extra, uint64_t peak) {
+    SCOPED_TRACE(budget);
+    p.budget_bytes = budget * MiB;
+    const ChainSolution s = solve_chain(p);
+    ASSERT_TRUE(s.feasible);
+    EXPECT_EQ(s.choice, choice);
+    EXPECT_EQ(s.extra_seconds, extra);
+    EXPECT_EQ(s.predicted_peak, peak * MiB);
+  };
+  expect_solution(350, {0, 0, 0}, 0.0, 350);  // keep-all: 50 + 300 = 350 fits
   // 260: keep-all no longer fits. Recomputing h.0 gives 50 + 10 + 100 + 100 = 260 (block 2's
   // backward: 50 + 110 + 100 = 260): one recompute is enough, and it must be the first block
   // (recomputing h.2 instead peaks at 50 + 200 + 110 = 360).
-  p.budget_bytes = 260 * MiB;
-  s = solve_chain(p);
-  ASSERT_TRUE(s.feasible);
-  EXPECT_EQ(s.choice, (std::vector<int>{1, 0, 0}));
-  EXPECT_EQ(s.extra_seconds, 1.0);
-  EXPECT_EQ(s.predicted_peak, 260 * MiB);
+  expect_solution(260, {1, 0, 0}, 1.0, 260);
   // 170: h.0 and h.1 recompute, h.2 keeps (its backward: 50 + 10 + 10 + 100 = 170); recomputing
   // all three would peak higher (50 + 20 + 110 = 180).
-  p.budget_bytes = 170 * MiB;
-  s = solve_chain(p);
-  ASSERT_TRUE(s.feasible);
-  EXPECT_EQ(s.choice, (std::vector<int>{1, 1, 0}));
-  EXPECT_EQ(s.extra_seconds, 2.0);
+  expect_solution(170, {1, 1, 0}, 2.0, 170);
   // 165: block 2's backward needs 50 + held(h.0) + held(h.1) + 100, at least 170: nothing fits.
   p.budget_bytes = 165 * MiB;
   EXPECT_FALSE(solve_chain(p).feasible);
@@ -59,29 +86,10 @@ TEST(ChainSolver, HandCheckedThreeBlocks) {
 
 TEST(ChainSolver, MatchesBruteForceOnRandomChains) {
   std::mt19937 rng(7);
-  std::uniform_int_distribution<int> nblocks(1, 6), nopts(1, 4), mib(0, 120), centis(0, 300);
   int feasible = 0, infeasible = 0;
   for (int trial = 0; trial < 400; ++trial) {
-    ChainProblem p;
-    const int L = nblocks(rng);
-    uint64_t keep_all = 0;
-    for (int j = 0; j < L; ++j) {
-      ChainBlock b;
-      b.path = std::string("b").append(std::to_string(j));
-      const int K = nopts(rng);
-      for (int k = 0; k < K; ++k) {
-        BlockOption o;
-        o.name = std::string("o").append(std::to_string(k));
-        o.held_bytes = uint64_t(mib(rng)) * MiB + uint64_t(mib(rng)) * 1000;  // not unit multiples
-        o.peak_bytes = o.held_bytes + uint64_t(mib(rng)) * MiB;
-        o.extra_seconds = k == 0 ? 0.0 : centis(rng) / 100.0;
-        b.options.push_back(o);
-      }
-      keep_all += b.options[0].held_bytes;
-      p.blocks.push_back(b);
-    }
-    p.base_bytes = uint64_t(mib(rng)) * MiB;
-    p.budget_bytes = p.base_bytes + uint64_t(std::uniform_real_distribution<double>(0.2, 1.3)(rng) * double(keep_all + 50 * MiB));
+    const ChainProblem p = random_chain(rng, 4, 0);
+    const int L = int(p.blocks.size());
     ChainSolution dp = solve_chain(p), bf = brute_force_chain(p);
     ASSERT_EQ(dp.feasible, bf.feasible) << "trial " << trial;
     if (!dp.feasible) {
@@ -151,30 +159,10 @@ TEST(ChainSolver, PrefixGroupsAreOnlyChosenAfterBlocksOfTheSameGroup) {
 
 TEST(ChainSolver, PrefixGroupsMatchBruteForceOnRandomChains) {
   std::mt19937 rng(19);
-  std::uniform_int_distribution<int> nblocks(1, 6), nopts(1, 5), mib(0, 120), centis(0, 300), group(0, 2);
   int feasible = 0, with_groups = 0;
   for (int trial = 0; trial < 400; ++trial) {
-    ChainProblem p;
-    const int L = nblocks(rng);
-    uint64_t keep_all = 0;
-    for (int j = 0; j < L; ++j) {
-      ChainBlock b;
-      b.path = std::string("b").append(std::to_string(j));
-      const int K = nopts(rng);
-      for (int k = 0; k < K; ++k) {
-        BlockOption o;
-        o.name = std::string("o").append(std::to_string(k));
-        o.held_bytes = uint64_t(mib(rng)) * MiB + uint64_t(mib(rng)) * 1000;
-        o.peak_bytes = o.held_bytes + uint64_t(mib(rng)) * MiB;
-        o.extra_seconds = k == 0 ? 0.0 : centis(rng) / 100.0;
-        o.prefix_group = k == 0 ? 0 : group(rng);
-        b.options.push_back(o);
-      }
-      keep_all += b.options[0].held_bytes;
-      p.blocks.push_back(b);
-    }
-    p.base_bytes = uint64_t(mib(rng)) * MiB;
-    p.budget_bytes = p.base_bytes + uint64_t(std::uniform_real_distribution<double>(0.2, 1.3)(rng) * double(keep_all + 50 * MiB));
+    const ChainProblem p = random_chain(rng, 5, 2);
+    const int L = int(p.blocks.size());
     ChainSolution dp = solve_chain(p), bf = brute_force_chain(p);
     ASSERT_EQ(dp.feasible, bf.feasible) << "trial " << trial;
     if (!dp.feasible) continue;

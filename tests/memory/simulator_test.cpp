@@ -56,6 +56,19 @@ StepTrace chain() {
 // A CPU: memcpy 1 GB/s (host tier: 0.1 s per tensor); one drive writing 0.5 GB/s, reading 1 GB/s.
 HardwareProfile cpu(double nvme_write = 0.5e9) { return strata::testing::test_cpu(1e9, 1e9, nvme_write); }
 
+// chain()'s keep-all plan with its first tensor (T0) sent to `action`.
+SimPlan first_tensor_to(const StepTrace& t, CacheAction action) {
+  SimPlan p = SimPlan::keep_all(t);
+  p.tensors[0] = action;
+  return p;
+}
+
+// chain() on cpu() with its first tensor sent to `action`.
+SimResult simulate_first_tensor(CacheAction action) {
+  const StepTrace t = chain();
+  return simulate(t, first_tensor_to(t, action), cpu());
+}
+
 using Curve = std::vector<std::pair<double, uint64_t>>;
 
 void expect_curve(const SimResult& r, const Curve& want) {
@@ -79,10 +92,7 @@ TEST(Simulator, KeepAllHoldsBothTensorsUntilTheirBackward) {
 }
 
 TEST(Simulator, HostTierStoresAfterTheProducerAndPrefetchesOneBlockAhead) {
-  StepTrace t = chain();
-  SimPlan p = SimPlan::keep_all(t);
-  p.tensors[0] = CacheAction::Host;
-  SimResult r = simulate(t, p, cpu());
+  SimResult r = simulate_first_tensor(CacheAction::Host);
   // T0 stored 1.0 -> 1.1 (then freed); loaded when backward enters block 1 (t=2), 2.0 -> 2.1.
   EXPECT_DOUBLE_EQ(r.step_seconds, 4.0);
   EXPECT_DOUBLE_EQ(r.stall_seconds, 0.0);
@@ -96,8 +106,7 @@ TEST(Simulator, HostTierStoresAfterTheProducerAndPrefetchesOneBlockAhead) {
 
 TEST(Simulator, NvmeLoadIssuedAtFirstUseStalls) {
   StepTrace t = chain();
-  SimPlan p = SimPlan::keep_all(t);
-  p.tensors[0] = CacheAction::Nvme;
+  SimPlan p = first_tensor_to(t, CacheAction::Nvme);
   p.prefetch_at = {3, -1};  // no prefetch: loaded when op 3 needs it
   SimResult r = simulate(t, p, cpu());
   // Stored 1.0 -> 1.2 (0.5 GB/s); read at t=3, 3.0 -> 3.1 (1 GB/s): op 3 runs 3.1 -> 4.1.
@@ -111,8 +120,7 @@ TEST(Simulator, NvmeLoadIssuedAtFirstUseStalls) {
 
 TEST(Simulator, AStoreStillRunningWhenBackwardNeedsItIsForwarded) {
   StepTrace t = chain();
-  SimPlan p = SimPlan::keep_all(t);
-  p.tensors[0] = CacheAction::Nvme;
+  SimPlan p = first_tensor_to(t, CacheAction::Nvme);
   // 0.04 GB/s: the store would end at 3.5, after op 3 starts (t=3): T0 is still in memory.
   SimResult r = simulate(t, p, cpu(0.04e9));
   EXPECT_DOUBLE_EQ(r.step_seconds, 4.0);
@@ -123,8 +131,7 @@ TEST(Simulator, AStoreStillRunningWhenBackwardNeedsItIsForwarded) {
 
 TEST(Simulator, OpLevelRecomputeDropsAfterForwardAndRemakesBeforeUse) {
   StepTrace t = chain();
-  SimPlan p = SimPlan::keep_all(t);
-  p.tensors[0] = CacheAction::Recompute;
+  SimPlan p = first_tensor_to(t, CacheAction::Recompute);
   SimResult r = simulate(t, p, cpu());
   EXPECT_DOUBLE_EQ(r.recompute_seconds, 0.5);
   EXPECT_DOUBLE_EQ(r.step_seconds, 4.5);
@@ -158,8 +165,7 @@ TEST(Simulator, OnAGpuNvmeSharesTheHostLink) {
   d.read_bytes_per_second = {4e9, "test"};
   d.write_bytes_per_second = {4e9, "test"};
   g.drives.push_back(d);
-  SimPlan p = SimPlan::keep_all(t);
-  p.tensors[0] = CacheAction::Host;
+  SimPlan p = first_tensor_to(t, CacheAction::Host);
   p.tensors[1] = CacheAction::Nvme;
   SimResult r = simulate(t, p, g);
   // T0 to host 1.0 -> 1.1 on the link; T1 to NVMe waits for the link, 1.1 -> 1.2 (link-bound).
@@ -220,8 +226,7 @@ TEST(Simulator, DeeperPrefetchLoadsEarlier) {
   x.block = 0;
   t.tensors = {x};
   t.blocks = {{"b0", 0, 0, 5, 5}, {"b1", 1, 1, 4, 4}, {"b2", 2, 2, 3, 3}};
-  SimPlan p = SimPlan::keep_all(t);
-  p.tensors[0] = CacheAction::Nvme;
+  SimPlan p = first_tensor_to(t, CacheAction::Nvme);
   HardwareProfile hw = cpu(1e9);
   // One block ahead: loaded when backward enters block 1 (t=4).
   expect_curve(simulate(t, p, hw), {{0, MB100}, {1.1, 0}, {4, MB100}, {6, 0}});
@@ -237,8 +242,7 @@ TEST(Simulator, DeeperPrefetchLoadsEarlier) {
 
 TEST(Simulator, OnACpuTheIoThreadsCopiesAndChecksumsBoundTransfersAndTakeComputeTime) {
   StepTrace t = chain();
-  SimPlan p = SimPlan::keep_all(t);
-  p.tensors[0] = CacheAction::Nvme;
+  SimPlan p = first_tensor_to(t, CacheAction::Nvme);
   HardwareProfile h = cpu(/*nvme_write=*/1e9);
   h.io_cpu_bytes_per_second = {0.5e9, "test"};  // slower than the drive: it bounds both directions
   h.io_compute_steal = {0.5, "test"};

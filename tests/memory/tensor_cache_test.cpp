@@ -46,15 +46,8 @@ TEST(TensorCache, TheHostTierUsesTheBatchTheLoopStillHoldsInsteadOfASecondCopy) 
 // made again from GELU's saved input when c_proj's backward needs it.
 TEST(TensorCache, OpLevelRecomputeOfGeluOutputsIsBitIdentical) {
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
-  auto cache = TensorCache::create(options(), parse_cache_policy("rules:transformer.h.*.mlp.c_proj=recompute", 0));
-  TrainResult run = train(cache, 5, cache.get());
-  expect_identical(reference(), run, "op-level recompute");
-  for (const CacheStats& s : run.stats) {
-    EXPECT_EQ(s.op_recompute_drops, size_t(config().n_layer));
-    EXPECT_EQ(s.op_recomputes, size_t(config().n_layer));
-    EXPECT_EQ(s.segments, 0u);
-    EXPECT_TRUE(s.warnings.empty()) << s.warnings.front();
-  }
+  TrainResult run = expect_op_level_recompute(gpt(), "rules:transformer.h.*.mlp.c_proj=recompute", 5,
+                                              size_t(config().n_layer), "op-level recompute");
   EXPECT_LT(run.activation_peak, reference().activation_peak);
 }
 
@@ -62,15 +55,9 @@ TEST(TensorCache, OpLevelRecomputeOfGeluOutputsIsBitIdentical) {
 // layer-norm input in backward: the same kernel, the same bits.
 TEST(TensorCache, OpLevelRecomputeOfLayerNormOutputsIsBitIdentical) {
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
-  auto cache = TensorCache::create(options(), parse_cache_policy("rules:transformer.h.*.attn.c_attn=recompute;transformer.h.*.mlp.c_fc=recompute", 0));
-  TrainResult run = train(cache, 5, cache.get());
-  expect_identical(reference(), run, "layer-norm recompute");
-  for (const CacheStats& s : run.stats) {
-    EXPECT_EQ(s.op_recompute_drops, size_t(2 * config().n_layer));
-    EXPECT_EQ(s.op_recomputes, size_t(2 * config().n_layer));
-    EXPECT_EQ(s.segments, 0u);
-    EXPECT_TRUE(s.warnings.empty()) << s.warnings.front();
-  }
+  TrainResult run = expect_op_level_recompute(
+      gpt(), "rules:transformer.h.*.attn.c_attn=recompute;transformer.h.*.mlp.c_fc=recompute", 5,
+      size_t(2 * config().n_layer), "layer-norm recompute");
   EXPECT_LT(run.activation_peak, reference().activation_peak);
 }
 
@@ -78,14 +65,8 @@ TEST(TensorCache, OpLevelRecomputeOfLayerNormOutputsIsBitIdentical) {
 // and weight: the same operands and kernel, the same bits.
 TEST(TensorCache, OpLevelRecomputeOfLinearOutputsIsBitIdentical) {
   STRATA_SKIP_WITHOUT_SPILL_ROOM();
-  auto cache = TensorCache::create(options(), parse_cache_policy("rules:transformer.h.*.mlp@GeluTanhBackward=recompute", 0));
-  TrainResult run = train(cache, 5, cache.get());
-  expect_identical(reference(), run, "linear recompute");
-  for (const CacheStats& s : run.stats) {
-    EXPECT_EQ(s.op_recompute_drops, size_t(config().n_layer));
-    EXPECT_EQ(s.op_recomputes, size_t(config().n_layer));
-    EXPECT_TRUE(s.warnings.empty()) << s.warnings.front();
-  }
+  TrainResult run = expect_op_level_recompute(gpt(), "rules:transformer.h.*.mlp@GeluTanhBackward=recompute",
+                                              5, size_t(config().n_layer), "linear recompute");
   EXPECT_LT(run.activation_peak, reference().activation_peak);
 }
 

@@ -21,8 +21,8 @@ const strata::testing::FixtureFile& fixture() {
 }
 
 Graph fixture_graph() {
-  Tensor ei = fixture().tensor("edge_index", DType::i64);
-  return Graph::from_edges(11, ops::select(ei, 0, 0).contiguous(), ops::select(ei, 0, 1).contiguous());
+  const auto [src, dst] = strata::testing::edge_index_rows(fixture());
+  return Graph::from_edges(11, src, dst);
 }
 
 // One case against PyG's goldens (support/pyg_layer_golden.h).

@@ -24,12 +24,10 @@ const strata::testing::FixtureFile& fixture() {
 
 // PyG's edge_index + edge_type as a typed graph of one node type and 4 relations.
 Graph relational_graph() {
-  Tensor ei = fixture().tensor("edge_index", DType::i64);
+  const auto [src, dst] = strata::testing::edge_index_rows(fixture());
   std::vector<Relation> rels;
   for (int r = 0; r < 4; ++r) rels.push_back({0, "r" + std::to_string(r), 0});
-  return Graph::from_typed_edges({"node"}, {13}, rels, ops::select(ei, 0, 0).contiguous(),
-                                 ops::select(ei, 0, 1).contiguous(),
-                                 fixture().tensor("edge_type", DType::i64));
+  return Graph::from_typed_edges({"node"}, {13}, rels, src, dst, fixture().tensor("edge_type", DType::i64));
 }
 
 // One case against PyG's goldens on `dev` (support/pyg_layer_golden.h).

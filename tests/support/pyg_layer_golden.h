@@ -5,12 +5,19 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "strata/strata.h"
 #include "support/fixture_file.h"
 #include "support/tensor_compare.h"
 
 namespace strata::testing {
+
+// The fixture's PyG edge_index [2, E] as its source and destination rows.
+inline std::pair<Tensor, Tensor> edge_index_rows(const FixtureFile& fixture) {
+  Tensor ei = fixture.tensor("edge_index", DType::i64);
+  return {ops::select(ei, 0, 0).contiguous(), ops::select(ei, 0, 1).contiguous()};
+}
 
 // Loads the case's parameters into `layer` (f64, PyG's names, strict), moves it to `dev`, runs
 // forward(x) on the fixture's x and checks the output, the loss sum(out * seed) and every gradient

@@ -25,7 +25,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_step_timing import add_step_flags, print_result, setup_run, timed_steps  # noqa: E402
+from torch_step_timing import add_size_flags, add_step_flags, print_result, setup_run, timed_steps  # noqa: E402
 
 EPS = 1e-12
 
@@ -77,13 +77,7 @@ class BertMLM(nn.Module):
 def main():
     ap = argparse.ArgumentParser()
     add_step_flags(ap)
-    ap.add_argument("--L", type=int, default=12)
-    ap.add_argument("--C", type=int, default=768)
-    ap.add_argument("--NH", type=int, default=12)
-    ap.add_argument("--I", type=int, default=3072)
-    ap.add_argument("--V", type=int, default=30522)
-    ap.add_argument("--B", type=int, default=8)
-    ap.add_argument("--T", type=int, default=128)
+    add_size_flags(ap, L=12, C=768, NH=12, I=3072, V=30522, B=8, T=128)
     ap.add_argument("--head", choices=("all", "masked"), default="all")
     a = ap.parse_args()
 

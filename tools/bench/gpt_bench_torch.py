@@ -20,7 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_step_timing import add_step_flags, print_result, setup_run, timed_steps  # noqa: E402
+from torch_step_timing import add_size_flags, add_step_flags, print_result, setup_run, timed_steps  # noqa: E402
 
 
 class CausalSelfAttention(nn.Module):
@@ -97,14 +97,8 @@ class GPT(nn.Module):
 def main():
     ap = argparse.ArgumentParser()
     add_step_flags(ap)
-    ap.add_argument("--L", type=int, default=12)
-    ap.add_argument("--C", type=int, default=768)
-    ap.add_argument("--NH", type=int, default=12)
-    ap.add_argument("--V", type=int, default=50257)
+    add_size_flags(ap, L=12, C=768, NH=12, V=50257, maxT=1024, B=4, T=256)
     ap.add_argument("--Vp", type=int, default=None, help="padded vocab (default V rounded up to 128)")
-    ap.add_argument("--maxT", type=int, default=1024)
-    ap.add_argument("--B", type=int, default=4)
-    ap.add_argument("--T", type=int, default=256)
     ap.add_argument("--bf16", action="store_true", help="torch.autocast(cpu, bfloat16) around forward + loss")
     a = ap.parse_args()
     if a.Vp is None:

@@ -36,6 +36,12 @@ def add_step_flags(ap):
     ap.add_argument("--tag", default="", help="a label the RESULT line carries")
 
 
+def add_size_flags(ap, **sizes):
+    """One integer flag per size, e.g. add_size_flags(ap, L=12, C=768) adds --L and --C with those defaults."""
+    for name, default in sizes.items():
+        ap.add_argument("--" + name, type=int, default=default)
+
+
 def setup_run(a):
     """Runs torch on a.threads threads and prints the `INFO {json}` setup line (and exits there with a.info_only);
     seeds the model's initialisation with 0. Returns (the INFO dict, the batch's generator, seeded with 1234)."""
