@@ -17,6 +17,19 @@ namespace {
 Tensor ids(std::vector<int64_t> v) { return ops::from_vector(v, {int64_t(v.size())}); }
 
 // 6 nodes: duplicates (0->1 twice), a self loop (3->3), node 5 isolated, node 4 only a source.
+// E random edges over N nodes whose destinations fall in the first `busy` nodes (hub rows), from
+// a 64-bit LCG seeded with `seed`; the destination takes the state's bits from `dst_shift` up.
+Graph skewed_graph(int64_t N, int64_t E, int64_t busy, uint64_t seed, int dst_shift) {
+  std::vector<int64_t> s(static_cast<size_t>(E)), d(static_cast<size_t>(E));
+  uint64_t st = seed;
+  for (size_t e = 0; e < size_t(E); ++e) {
+    st = st * 6364136223846793005ull + 1442695040888963407ull;
+    s[e] = int64_t((st >> 33) % uint64_t(N));
+    d[e] = int64_t((st >> dst_shift) % uint64_t(busy));
+  }
+  return Graph::from_edges(N, ids(s), ids(d));
+}
+
 Graph graph() { return Graph::from_edges(6, ids({0, 0, 2, 3, 4, 1, 4, 2}), ids({1, 1, 1, 3, 0, 2, 2, 0})); }
 
 Tensor values(Shape s, uint64_t seed, DType dt = DType::f64) {
@@ -121,14 +134,7 @@ TEST(GraphOps, TypedGraphsAggregateOverEveryRelation) {
 TEST(GraphOps, SameBitsForAnyThreadCountAndOnSim) {
   // A graph big enough for the kernels to run in parallel.
   const int64_t N = 3000, E = 40000, F = 16;
-  std::vector<int64_t> s(E), d(E);
-  uint64_t st = 12345;
-  for (int64_t e = 0; e < E; ++e) {
-    st = st * 6364136223846793005ull + 1442695040888963407ull;
-    s[size_t(e)] = int64_t((st >> 33) % uint64_t(N));
-    d[size_t(e)] = int64_t((st >> 13) % uint64_t(N / 10));  // skewed: 300 busy destinations
-  }
-  Graph g = Graph::from_edges(N, ids(s), ids(d));
+  Graph g = skewed_graph(N, E, N / 10, 12345, 13);  // skewed: 300 busy destinations
   Tensor x = values({N, F}, 12, DType::f32).set_requires_grad(true), w = values({E}, 13, DType::f32);
   auto run = [&](int threads, Device dev) {
     omp_set_num_threads(threads);
@@ -194,14 +200,7 @@ TEST(GraphOpsCuda, KernelsMatchTheCpu) {
 
 TEST(GraphOps, MaxAggregationRecordsTheWinningEdgeAndIsThreadCountIndependent) {
   const int64_t N = 2000, E = 30000, F = 8;
-  std::vector<int64_t> s(E), d(E);
-  uint64_t st = 777;
-  for (int64_t e = 0; e < E; ++e) {
-    st = st * 6364136223846793005ull + 1442695040888963407ull;
-    s[size_t(e)] = int64_t((st >> 33) % uint64_t(N));
-    d[size_t(e)] = int64_t((st >> 17) % uint64_t(N / 8));
-  }
-  Graph g = Graph::from_edges(N, ids(s), ids(d));
+  Graph g = skewed_graph(N, E, N / 8, 777, 17);
   // Few distinct values: many ties, which the first edge in CSC order must win every time.
   std::vector<float> xv(size_t(N * F));
   for (size_t i = 0; i < xv.size(); ++i) xv[i] = float((i * 7919) % 5) - 2.0f;
