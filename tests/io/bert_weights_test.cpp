@@ -7,6 +7,7 @@
 #include "strata/io/weights/safetensors.h"
 #include "strata/models/bert.h"
 #include "strata/strata.h"
+#include "support/error_of.h"
 
 using namespace strata;
 
@@ -16,6 +17,26 @@ std::string temp_file(const std::string& name) {
   auto d = std::filesystem::temp_directory_path() / ("strata_bert_w_" + std::to_string(::getpid()));
   std::filesystem::create_directories(d);
   return (d / name).string();
+}
+
+// `sd` with `name` replaced by `with`, or left out where `with` is undefined.
+nn::StateDict edited(const nn::StateDict& sd, const std::string& name, const Tensor& with = Tensor()) {
+  nn::StateDict out;
+  for (const auto& [n, t] : sd)
+    if (n != name)
+      out.insert(n, t);
+    else if (with.defined())
+      out.insert(n, with);
+  return out;
+}
+
+// The IoError that loading `sd`, written as a safetensors file, throws (and a failure when it loads).
+std::string load_error(const nn::StateDict& sd) {
+  const std::string path = temp_file("bad.safetensors");
+  io::write_safetensors(path, sd);
+  const std::string message = strata::testing::error_of<IoError>([&] { io::load_hf_bert_safetensors(path); });
+  std::filesystem::remove(path);
+  return message;
 }
 
 bool same(const Tensor& a, const Tensor& b) {
@@ -76,67 +97,30 @@ TEST(BertWeights, BertModelFileGetsThePrefixAndAFreshHead) {
 TEST(BertWeights, BadFilesAreRefusedNamingTheKey) {
   manual_seed(5);
   models::BertForMaskedLM a(models::BertConfig::preset("tiny"));
-  const std::string path = temp_file("bad.safetensors");
-  nn::StateDict untied = a.state_dict();
-  nn::StateDict sd;
-  for (const auto& [name, t] : untied)
-    sd.insert(name, name == "cls.predictions.decoder.weight" ? ops::add(t, 1.0) : t);
-  io::write_safetensors(path, sd);
-  try {
-    io::load_hf_bert_safetensors(path);
-    FAIL() << "an untied decoder was accepted";
-  } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("cls.predictions.decoder.weight"), std::string::npos) << e.what();
-  }
-  nn::StateDict missing;
-  for (const auto& [name, t] : untied)
-    if (name != "bert.encoder.layer.1.intermediate.dense.bias") missing.insert(name, t);
-  io::write_safetensors(path, missing);
-  try {
-    io::load_hf_bert_safetensors(path);
-    FAIL() << "a missing tensor was accepted";
-  } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("layer.1.intermediate.dense.bias"), std::string::npos) << e.what();
-  }
-  std::filesystem::remove(path);
+  const nn::StateDict sd = a.state_dict();
+  const std::string decoder = "cls.predictions.decoder.weight";
+  std::string m = load_error(edited(sd, decoder, ops::add(sd.at(decoder), 1.0)));  // untied
+  EXPECT_NE(m.find("cls.predictions.decoder.weight"), std::string::npos) << m;
+  m = load_error(edited(sd, "bert.encoder.layer.1.intermediate.dense.bias"));
+  EXPECT_NE(m.find("layer.1.intermediate.dense.bias"), std::string::npos) << m;
 }
 
 // A layer missing the tensor the layer count used to key on is reported as missing that tensor.
 TEST(BertWeights, AMissingQueryWeightIsReportedAsMissingNotAsUnexpectedBias) {
   manual_seed(6);
   models::BertForMaskedLM a(models::BertConfig::preset("tiny"));
-  nn::StateDict sd;
-  for (const auto& [name, t] : a.state_dict())
-    if (name != "bert.encoder.layer.1.attention.self.query.weight") sd.insert(name, t);
-  const std::string path = temp_file("no_query.safetensors");
-  io::write_safetensors(path, sd);
-  try {
-    io::load_hf_bert_safetensors(path);
-    FAIL() << "a missing tensor was accepted";
-  } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("missing 'bert.encoder.layer.1.attention.self.query.weight'"),
-              std::string::npos)
-        << e.what();
-  }
-  std::filesystem::remove(path);
+  const std::string m =
+      load_error(edited(a.state_dict(), "bert.encoder.layer.1.attention.self.query.weight"));
+  EXPECT_NE(m.find("missing 'bert.encoder.layer.1.attention.self.query.weight'"), std::string::npos) << m;
 }
 
 // Weights are floats: an I32 tensor is refused naming it and its dtype, not converted by value.
 TEST(BertWeights, IntegerWeightsAreRefusedNamingTensorAndDtype) {
   manual_seed(7);
   models::BertForMaskedLM a(models::BertConfig::preset("tiny"));
-  nn::StateDict sd;
-  for (const auto& [name, t] : a.state_dict())
-    sd.insert(name,
-              name == "bert.embeddings.word_embeddings.weight" ? ops::full(t.shape(), 1e9, DType::i32) : t);
-  const std::string path = temp_file("int.safetensors");
-  io::write_safetensors(path, sd);
-  try {
-    io::load_hf_bert_safetensors(path);
-    FAIL() << "I32 embeddings were accepted";
-  } catch (const IoError& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("'bert.embeddings.word_embeddings.weight' has dtype i32"), std::string::npos) << m;
-  }
-  std::filesystem::remove(path);
+  const nn::StateDict sd = a.state_dict();
+  const std::string embeddings = "bert.embeddings.word_embeddings.weight";
+  const std::string m =
+      load_error(edited(sd, embeddings, ops::full(sd.at(embeddings).shape(), 1e9, DType::i32)));
+  EXPECT_NE(m.find("'bert.embeddings.word_embeddings.weight' has dtype i32"), std::string::npos) << m;
 }

@@ -500,30 +500,24 @@ TEST(GraphFormats, OgbRawPrefersNpyFiles) {
 TEST(GraphFormats, OgbRawErrorsNameFileAndLine) {
   TempDir dir;
   std::string root = dir.file("ogbn_bad");
-  write_ogb(root);
-  write_file(root + "/raw/edge.csv.gz", gzip_stored("0,1\n1,7\n3,0\n"));
-  std::string msg = io_error([&] { load_ogb_raw(root); });
-  EXPECT_NE(msg.find(root + "/raw/edge.csv.gz:2: node id 7 out of range [0, 4)"), std::string::npos) << msg;
-
-  write_ogb(root);
-  write_file(root + "/raw/node-feat.csv", "0.5,1\n1.5\n");
-  msg = io_error([&] { load_ogb_raw(root); });
-  EXPECT_NE(msg.find(root + "/raw/node-feat.csv:2: expected 2 fields"), std::string::npos) << msg;
-
-  write_ogb(root);
-  write_file(root + "/raw/num-edge-list.csv", "4\n");
-  msg = io_error([&] { load_ogb_raw(root); });
-  EXPECT_NE(msg.find("edge count 4 but"), std::string::npos) << msg;
-
-  write_ogb(root);
-  write_file(root + "/split/time/test.csv", "1\n4\n");
-  msg = io_error([&] { load_ogb_raw(root); });
-  EXPECT_NE(msg.find(root + "/split/time/test.csv:2: node index 4 out of range"), std::string::npos) << msg;
-
-  write_ogb(root);
-  write_file(root + "/split/random/train.csv", "0\n");
-  msg = io_error([&] { load_ogb_raw(root); });
-  EXPECT_NE(msg.find("several splits (random time)"), std::string::npos) << msg;
+  // One file of a good dataset replaced at a time, and the message that names what is wrong.
+  const struct {
+    std::string file, content, message;
+  } cases[] = {
+      {"/raw/edge.csv.gz", gzip_stored("0,1\n1,7\n3,0\n"),
+       root + "/raw/edge.csv.gz:2: node id 7 out of range [0, 4)"},
+      {"/raw/node-feat.csv", "0.5,1\n1.5\n", root + "/raw/node-feat.csv:2: expected 2 fields"},
+      {"/raw/num-edge-list.csv", "4\n", "edge count 4 but"},
+      {"/split/time/test.csv", "1\n4\n", root + "/split/time/test.csv:2: node index 4 out of range"},
+      {"/split/random/train.csv", "0\n", "several splits (random time)"},
+  };
+  std::string msg;
+  for (const auto& c : cases) {
+    write_ogb(root);
+    write_file(root + c.file, c.content);
+    msg = io_error([&] { load_ogb_raw(root); });
+    EXPECT_NE(msg.find(c.message), std::string::npos) << c.file << ": " << msg;
+  }
 
   write_file(root + "/raw/num-node-list.csv.gz", gzip_stored("100000000000\n"));
   msg = io_error([&] { load_ogb_raw(root, {.split = "time"}); });
