@@ -28,6 +28,17 @@ namespace {
 
 using Triple = std::tuple<std::string, std::string, std::string>;
 
+// A scorer over 5 entities that gives each query's entity e one answer, answer(e), score 1 and
+// every other entity 0.
+QueryScorer one_answer_scorer(int64_t (*answer)(int64_t)) {
+  return [answer](const Tensor& entity, const Tensor&) {
+    const std::vector<int64_t> e = entity.to_vector<int64_t>();
+    std::vector<float> s(5 * e.size(), 0.0f);
+    for (size_t i = 0; i < e.size(); ++i) s[5 * i + size_t(answer(e[i]))] = 1.0f;
+    return ops::from_vector(s, {entity.size(0), 5});
+  };
+}
+
 void write_split(const std::filesystem::path& dir, const char* name, const std::vector<Triple>& triples) {
   std::ofstream f(dir / name);
   for (const auto& [h, r, t] : triples) f << h << '\t' << r << '\t' << t << '\n';
@@ -106,20 +117,9 @@ TEST(KgRanking, HeadQueriesAreScoredFromTheTailEntity) {
   const KnownTriples known({kg.train, kg.valid, kg.test});
   // Each scorer puts its true answer first: tails for (h, r, ?), heads for (?, r, t), which it
   // receives as (t, r).
-  const QueryScorer tails = [&](const Tensor& h, const Tensor& r) {
-    std::vector<float> s(size_t(5 * h.size(0)), 0.0f);
-    const std::vector<int64_t> hv = h.to_vector<int64_t>();
-    for (size_t i = 0; i < hv.size(); ++i)
-      s[5 * i + (hv[i] == 0 ? 4 : 0)] = 1.0f;  // (A, likes) -> E, (C, knows) -> A
-    return ops::from_vector(s, {h.size(0), 5});
-  };
-  const QueryScorer heads = [&](const Tensor& t, const Tensor& r) {
-    std::vector<float> s(size_t(5 * t.size(0)), 0.0f);
-    const std::vector<int64_t> tv = t.to_vector<int64_t>();
-    for (size_t i = 0; i < tv.size(); ++i)
-      s[5 * i + (tv[i] == 4 ? 0 : 2)] = 1.0f;  // (likes, E) -> A, (knows, A) -> C
-    return ops::from_vector(s, {t.size(0), 5});
-  };
+  // (A, likes) -> E, (C, knows) -> A; (likes, E) -> A, (knows, A) -> C.
+  const QueryScorer tails = one_answer_scorer([](int64_t h) -> int64_t { return h == 0 ? 4 : 0; });
+  const QueryScorer heads = one_answer_scorer([](int64_t t) -> int64_t { return t == 4 ? 0 : 2; });
   const RankingMetrics m = rank_triples(kg.test, known, 8, kCPU, tails, heads);
   EXPECT_DOUBLE_EQ(m.mrr, 1.0);
   EXPECT_DOUBLE_EQ(m.hits1, 1.0);

@@ -218,25 +218,20 @@ TEST(WordPieceModel, HostileBytesEndInTokensOrNothing) {
 
 TEST(WordPieceVocab, BadFilesNameTheFileAndTheLine) {
   ScratchDir d;
-  const std::string empty = d.write("empty.txt", "");
-  EXPECT_NE(message_of([&] {
-              WordPieceTokenizer::from_vocab_file(empty);
-            }).find(empty + "' line 1: the vocabulary is empty"),
-            std::string::npos);
-  const std::string dup = d.write("dup.txt", "[UNK]\na\n##b\na\n");
-  EXPECT_NE(message_of([&] {
-              WordPieceTokenizer::from_vocab_file(dup);
-            }).find(dup + "' line 4: token 'a' repeats line 2"),
-            std::string::npos);
-  const std::string blank = d.write("blank.txt", "[UNK]\n\na\n");
-  EXPECT_NE(
-      message_of([&] { WordPieceTokenizer::from_vocab_file(blank); }).find(blank + "' line 2: empty token"),
-      std::string::npos);
-  const std::string no_unk = d.write("no_unk.txt", "[PAD]\na\nb");
-  EXPECT_NE(message_of([&] {
-              WordPieceTokenizer::from_vocab_file(no_unk);
-            }).find(no_unk + "': none of its 3 lines"),
-            std::string::npos);
+  // Each file's content and what the message says after the file's name.
+  const struct {
+    const char *name, *content, *message;
+  } cases[] = {
+      {"empty.txt", "", "' line 1: the vocabulary is empty"},
+      {"dup.txt", "[UNK]\na\n##b\na\n", "' line 4: token 'a' repeats line 2"},
+      {"blank.txt", "[UNK]\n\na\n", "' line 2: empty token"},
+      {"no_unk.txt", "[PAD]\na\nb", "': none of its 3 lines"},
+  };
+  for (const auto& c : cases) {
+    const std::string path = d.write(c.name, c.content);
+    const std::string m = message_of([&] { WordPieceTokenizer::from_vocab_file(path); });
+    EXPECT_NE(m.find(path + c.message), std::string::npos) << m;
+  }
   EXPECT_NE(
       message_of([&] { WordPieceTokenizer::from_vocab_file(d.dir / "absent.txt"); }).find("cannot open"),
       std::string::npos);
