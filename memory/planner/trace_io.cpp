@@ -18,81 +18,75 @@ bool is_text(const std::string& path) {
   return path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
 }
 
+// Each record's fields that its message holds under the same name (an op's phase is the
+// message's `backward` flag), read and written from this one list.
+#define STRATA_TRACE_FIELDS(X) X(model) X(source) X(resident_bytes)
+#define STRATA_TRACE_OP_FIELDS(X) X(kind) X(scope) X(block) X(seconds) X(flops) X(bytes) X(temp_bytes)
+#define STRATA_TRACE_TENSOR_FIELDS(X)                                                          \
+  X(key)                                                                                       \
+  X(bytes) X(producer) X(last_forward_use) X(first_backward_use) X(last_backward_use) X(block) \
+      X(op_recomputable) X(recompute_seconds) X(block_input)
+#define STRATA_TRACE_BLOCK_FIELDS(X) \
+  X(path) X(first_forward_op) X(last_forward_op) X(first_backward_op) X(last_backward_op)
+// Record x into message q, and back.
+#define STRATA_TO_PROTO(f) q->set_##f(x.f);
+#define STRATA_FROM_PROTO(f) x.f = q.f();
+
 proto::StepTrace to_proto(const StepTrace& t) {
   proto::StepTrace p;
-  p.set_model(t.model);
-  p.set_source(t.source);
-  p.set_resident_bytes(t.resident_bytes);
-  for (const TraceOp& o : t.ops) {
+  {
+    const StepTrace& x = t;
+    proto::StepTrace* q = &p;
+    STRATA_TRACE_FIELDS(STRATA_TO_PROTO)
+  }
+  for (const TraceOp& x : t.ops) {
     auto* q = p.add_ops();
-    q->set_kind(o.kind);
-    q->set_scope(o.scope);
-    q->set_block(o.block);
-    q->set_backward(o.phase == TracePhase::Backward);
-    q->set_seconds(o.seconds);
-    q->set_flops(o.flops);
-    q->set_bytes(o.bytes);
-    q->set_temp_bytes(o.temp_bytes);
+    STRATA_TRACE_OP_FIELDS(STRATA_TO_PROTO)
+    q->set_backward(x.phase == TracePhase::Backward);
   }
   for (const TraceTensor& x : t.tensors) {
     auto* q = p.add_tensors();
-    q->set_key(x.key);
-    q->set_bytes(x.bytes);
-    q->set_producer(x.producer);
-    q->set_last_forward_use(x.last_forward_use);
-    q->set_first_backward_use(x.first_backward_use);
-    q->set_last_backward_use(x.last_backward_use);
-    q->set_block(x.block);
-    q->set_op_recomputable(x.op_recomputable);
-    q->set_recompute_seconds(x.recompute_seconds);
-    q->set_block_input(x.block_input);
+    STRATA_TRACE_TENSOR_FIELDS(STRATA_TO_PROTO)
   }
-  for (const TraceBlock& b : t.blocks) {
+  for (const TraceBlock& x : t.blocks) {
     auto* q = p.add_blocks();
-    q->set_path(b.path);
-    q->set_first_forward_op(b.first_forward_op);
-    q->set_last_forward_op(b.last_forward_op);
-    q->set_first_backward_op(b.first_backward_op);
-    q->set_last_backward_op(b.last_backward_op);
+    STRATA_TRACE_BLOCK_FIELDS(STRATA_TO_PROTO)
   }
   return p;
 }
 
 StepTrace from_proto(const proto::StepTrace& p) {
   StepTrace t;
-  t.model = p.model();
-  t.source = p.source();
-  t.resident_bytes = p.resident_bytes();
+  {
+    StepTrace& x = t;
+    const proto::StepTrace& q = p;
+    STRATA_TRACE_FIELDS(STRATA_FROM_PROTO)
+  }
   for (const auto& q : p.ops()) {
-    TraceOp o;
-    o.kind = q.kind();
-    o.scope = q.scope();
-    o.block = q.block();
-    o.phase = q.backward() ? TracePhase::Backward : TracePhase::Forward;
-    o.seconds = q.seconds();
-    o.flops = q.flops();
-    o.bytes = q.bytes();
-    o.temp_bytes = q.temp_bytes();
-    t.ops.push_back(std::move(o));
+    TraceOp x;
+    STRATA_TRACE_OP_FIELDS(STRATA_FROM_PROTO)
+    x.phase = q.backward() ? TracePhase::Backward : TracePhase::Forward;
+    t.ops.push_back(std::move(x));
   }
   for (const auto& q : p.tensors()) {
     TraceTensor x;
-    x.key = q.key();
-    x.bytes = q.bytes();
-    x.producer = q.producer();
-    x.last_forward_use = q.last_forward_use();
-    x.first_backward_use = q.first_backward_use();
-    x.last_backward_use = q.last_backward_use();
-    x.block = q.block();
-    x.op_recomputable = q.op_recomputable();
-    x.recompute_seconds = q.recompute_seconds();
-    x.block_input = q.block_input();
+    STRATA_TRACE_TENSOR_FIELDS(STRATA_FROM_PROTO)
     t.tensors.push_back(std::move(x));
   }
-  for (const auto& q : p.blocks())
-    t.blocks.push_back({q.path(), q.first_forward_op(), q.last_forward_op(), q.first_backward_op(), q.last_backward_op()});
+  for (const auto& q : p.blocks()) {
+    TraceBlock x;
+    STRATA_TRACE_BLOCK_FIELDS(STRATA_FROM_PROTO)
+    t.blocks.push_back(std::move(x));
+  }
   return t;
 }
+
+#undef STRATA_FROM_PROTO
+#undef STRATA_TO_PROTO
+#undef STRATA_TRACE_BLOCK_FIELDS
+#undef STRATA_TRACE_TENSOR_FIELDS
+#undef STRATA_TRACE_OP_FIELDS
+#undef STRATA_TRACE_FIELDS
 
 }  // namespace
 
