@@ -116,19 +116,26 @@ Splits make_splits(const io::GraphDataset& data, Device device) {
   return s;
 }
 
-// --fanouts: sampled minibatches made on loader threads. With --feature-store file|pinned the loader
-// threads gather each batch's input rows from the store onto the device, instead of from the
-// dataset's tensor (which the loader then does not see). Neither without --fanouts.
-struct Minibatches {
+// The training batches, from one pipeline. Without --fanouts: the whole graph, one batch of every
+// training node per epoch, made when the step asks (no blocks: the step runs on the whole graph,
+// typed or not). With --fanouts: sampled minibatches made on loader threads; with --feature-store
+// file|pinned those threads gather each batch's input rows from the store onto the device, instead
+// of from the dataset's tensor (which the loader then does not see).
+struct Batches {
   std::unique_ptr<io::FeatureStore> store;
   std::unique_ptr<io::GraphBatchLoader> loader;
+  bool sampled() const { return !loader->options().full_graph; }
 };
 
-Minibatches make_minibatches(const GnnTrainOptions& o, const std::shared_ptr<io::GraphDataset>& data,
-                             const Tensor& train_nodes, Device device, const dist::ProcessGroup* pg) {
-  Minibatches m;
-  if (o.fanouts.empty()) return m;
+Batches make_batches(const GnnTrainOptions& o, const std::shared_ptr<io::GraphDataset>& data,
+                     const Tensor& train_nodes, Device device, const dist::ProcessGroup* pg) {
+  Batches m;
   const examples::TrainGnnConfig& c = o.config;
+  if (o.fanouts.empty()) {
+    m.loader = std::make_unique<io::GraphBatchLoader>(
+        data, train_nodes, io::GraphLoaderOptions{.fanouts = {}, .full_graph = true, .num_workers = 0});
+    return m;
+  }
   m.store = examples::open_feature_store(c, o.feature_budget_bytes, *data, device);
   io::GraphLoaderOptions lo{.batch = c.run().batch_size(),
                             .fanouts = o.fanouts,
@@ -200,7 +207,7 @@ struct EvalHistory {
 // What the run prints before the first step: the model, the data and its split, the minibatches,
 // a relational model's plans, the device.
 void print_run(const GnnTrainOptions& o, const models::GNN& model, const io::GraphDataset& data,
-               const Splits& splits, const Minibatches& m, double load_seconds, const Graph& graph,
+               const Splits& splits, const Batches& m, double load_seconds, const Graph& graph,
                const examples::DataParallel& ranks) {
   const examples::TrainGnnConfig& c = o.config;
   std::string features = detail::concat(data.features.defined() ? data.features.size(1) : 0, " features");
@@ -218,7 +225,7 @@ void print_run(const GnnTrainOptions& o, const models::GNN& model, const io::Gra
       o.describe().c_str(), long(model.num_parameters()), data.name.c_str(), long(data.graph.num_nodes()),
       long(data.graph.num_edges()), features.c_str(), long(data.num_classes), load_seconds,
       long(splits.train.nodes.numel()), long(splits.val.nodes.numel()), long(splits.test.nodes.numel()));
-  if (m.loader)
+  if (m.sampled())
     std::printf("  %ld minibatches/epoch, %ld sampler thread(s), %ld prefetched\n",
                 long(m.loader->batches_per_epoch()), long(c.workers()), long(c.prefetch()));
   if (m.store)
@@ -272,24 +279,23 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
   schedule.timed_steps = 4;
   examples::LrSchedule sched(schedule);
 
-  const Minibatches minibatches = make_minibatches(o, data, splits.train_nodes, device, pg);
-  io::GraphBatchLoader* loader = minibatches.loader.get();
+  const Batches batches = make_batches(o, data, splits.train_nodes, device, pg);
+  io::GraphBatchLoader& loader = *batches.loader;
 
   int64_t first_step = 0;
   if (run.resume()) {
     const io::CheckpointState st = examples::resume_ranks(ckpt_dir, record, model, ranks);
     opt.load(st.optimizer);
     first_step = st.step;
-    if (loader) loader->set_cursor(st.data);
+    loader.set_cursor(st.data);
   }
   auto save = [&](int64_t at_step) {
     // opt.checkpoint() is collective under ZeRO: every rank calls save().
-    const io::DataCursor cursor = loader ? loader->cursor() : io::DataCursor{at_step, 0, 0};
-    const io::CheckpointState st = opt.checkpoint(record, at_step, cursor, model, ranks.world());
+    const io::CheckpointState st = opt.checkpoint(record, at_step, loader.cursor(), model, ranks.world());
     if (lead) io::save_checkpoint(ckpt_dir, st);
   };
 
-  if (lead) print_run(o, model, *data, splits, minibatches, load_seconds, graph, ranks);
+  if (lead) print_run(o, model, *data, splits, batches, load_seconds, graph, ranks);
 
   examples::TrainLoop loop(examples::loop_parts(c, start, placed, sched, o.cache, trainer_run, first_step));
   int64_t epoch = 0;
@@ -297,16 +303,15 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
   bool reached = false;
   while (loop.keep_going()) {
     loop.run_step([&] {
-      if (!loader) {
-        epoch = loop.step();
-        return ops::cross_entropy(ops::gather_rows(features.logits(model, graph), splits.train.nodes),
-                                  splits.train.labels);
-      }
-      const io::GraphMiniBatch batch = loader->next();
+      const io::GraphMiniBatch batch = loader.next();
       epoch = batch.epoch;
+      const Tensor labels = batch.labels.to(device);
+      if (batch.blocks.empty())  // the whole graph: every node's logits, the seeds' rows
+        return ops::cross_entropy(ops::gather_rows(features.logits(model, graph), batch.seeds.to(device)),
+                                  labels);
       std::vector<nn::GraphBlock> blocks;
       for (const io::SampledBlock& b : batch.blocks) blocks.emplace_back(b.graph.to(device), b.num_dst);
-      return ops::cross_entropy(model.forward(blocks, batch.features.to(device)), batch.labels.to(device));
+      return ops::cross_entropy(model.forward(blocks, batch.features.to(device)), labels);
     });
     const bool eval_now =
         lead && (loop.eval_due() || (run.eval_every() > 0 && loop.step() == run.max_steps()));
@@ -350,9 +355,10 @@ int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
   if (c.target_accuracy() > 0 && !reached)
     std::printf("target %.1f%% validation accuracy not reached\n", 100 * c.target_accuracy());
   std::printf("checkpoint: %s\n", ckpt_dir.c_str());
-  loop.print_timing(
-      nullptr, 0,
-      loader ? examples::field("; the sampler kept the trainer waiting %g s", loader->wait_seconds()) : "");
+  loop.print_timing(nullptr, 0,
+                    batches.sampled() ? examples::field("; the sampler kept the trainer waiting %g s",
+                                                        loader.wait_seconds())
+                                      : "");
   return 0;
 }
 

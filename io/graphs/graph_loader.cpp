@@ -86,7 +86,7 @@ GraphBatchLoader::GraphBatchLoader(std::shared_ptr<const GraphDataset> dataset, 
                  "GraphBatchLoader: full-graph mode has one batch per epoch, so it "
                  "cannot be split across ",
                  o_.world_size, " ranks; sample minibatches for data parallel");
-    full_blocks_ = full_graph_blocks(g, int64_t(o_.fanouts.size()));
+    if (!o_.fanouts.empty()) full_blocks_ = full_graph_blocks(g, int64_t(o_.fanouts.size()));
   } else {
     sampler_ = std::make_unique<NeighborSampler>(g, o_.fanouts, o_.seed);
   }

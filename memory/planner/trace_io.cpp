@@ -22,10 +22,17 @@ bool is_text(const std::string& path) {
 // message's `backward` flag), read and written from this one list.
 #define STRATA_TRACE_FIELDS(X) X(model) X(source) X(resident_bytes)
 #define STRATA_TRACE_OP_FIELDS(X) X(kind) X(scope) X(block) X(seconds) X(flops) X(bytes) X(temp_bytes)
-#define STRATA_TRACE_TENSOR_FIELDS(X)                                                          \
-  X(key)                                                                                       \
-  X(bytes) X(producer) X(last_forward_use) X(first_backward_use) X(last_backward_use) X(block) \
-      X(op_recomputable) X(recompute_seconds) X(block_input)
+#define STRATA_TRACE_TENSOR_FIELDS(X) \
+  X(key)                              \
+  X(bytes)                            \
+  X(producer)                         \
+  X(last_forward_use)                 \
+  X(first_backward_use)               \
+  X(last_backward_use)                \
+  X(block)                            \
+  X(op_recomputable)                  \
+  X(recompute_seconds)                \
+  X(block_input)
 #define STRATA_TRACE_BLOCK_FIELDS(X) \
   X(path) X(first_forward_op) X(last_forward_op) X(first_backward_op) X(last_backward_op)
 // Record x into message q, and back.
@@ -96,7 +103,8 @@ void save_trace(const StepTrace& trace, const std::string& path) {
   if (is_text(path))
     google::protobuf::TextFormat::PrintToString(p, &bytes);
   else
-    STRATA_CHECK(p.SerializeToString(&bytes), IoError, "save_trace: cannot serialize the trace of '", trace.model, "'");
+    STRATA_CHECK(p.SerializeToString(&bytes), IoError, "save_trace: cannot serialize the trace of '",
+                 trace.model, "'");
   write_file_atomically(path, bytes, "save_trace");
 }
 

@@ -275,6 +275,31 @@ TEST(GraphBatchLoader, FullGraphModeGivesTheWholeGraphOncePerEpoch) {
   EXPECT_THROW(GraphBatchLoader(data, seeds, {.full_graph = true, .world_size = 2}), ValueError);
 }
 
+// Without fanouts a full-graph batch has no blocks, so a typed graph (which has none) is one
+// batch too: the seeds in the order given, their labels, one batch per epoch.
+TEST(GraphBatchLoader, FullGraphModeWithoutFanoutsTakesATypedGraph) {
+  auto typed = std::make_shared<GraphDataset>();
+  typed->name = "typed";
+  typed->graph = Graph::from_typed_edges(
+      {"a", "b"}, {3, 2}, {{0, "ab", 1}, {1, "ba", 0}}, from_vector(std::vector<int64_t>{0, 3, 2}, {3}),
+      from_vector(std::vector<int64_t>{4, 1, 3}, {3}), from_vector(std::vector<int64_t>{0, 1, 0}, {3}));
+  typed->labels = from_vector(std::vector<int64_t>{5, 6, 7, 8, 9}, {5});
+  EXPECT_THROW(GraphBatchLoader(typed, from_vector(std::vector<int64_t>{2, 0}, {2}), {.full_graph = true}),
+               Error)
+      << "whole-graph blocks need a homogeneous graph";
+  GraphBatchLoader loader(typed, from_vector(std::vector<int64_t>{2, 0}, {2}),
+                          {.fanouts = {}, .full_graph = true, .num_workers = 0});
+  ASSERT_EQ(loader.batches_per_epoch(), 1);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    const GraphMiniBatch b = loader.next();
+    EXPECT_EQ(b.epoch, epoch);
+    EXPECT_TRUE(b.blocks.empty());
+    EXPECT_EQ(ints(b.seeds), (std::vector<int64_t>{2, 0}));
+    EXPECT_EQ(ints(b.labels), (std::vector<int64_t>{7, 5}));
+  }
+  EXPECT_EQ(loader.cursor().epoch, 2);
+}
+
 TEST(GraphBatchLoader, BadDatasetsAndSeedsAreRefusedAtConstruction) {
   const auto data = dataset();
   EXPECT_THROW(GraphBatchLoader(data, from_vector(std::vector<int64_t>{1, 2, 1}, {3}), {}), ValueError);

@@ -39,6 +39,8 @@ struct GraphLoaderOptions {
   std::vector<int64_t> fanouts{10, 10};
   // One batch per epoch: fanouts.size() whole-graph blocks (full_graph_blocks), every seed in
   // the order given, the dataset's whole feature tensor. batch, shuffle and drop_last are unused.
+  // With no fanouts the batch has no blocks: its consumer runs on the dataset's graph, which may
+  // then be typed (a relational model's).
   bool full_graph = false;
   bool shuffle = true;     // a new permutation of the seeds every epoch
   bool drop_last = false;  // else the epoch's last batch holds the remainder
