@@ -180,6 +180,17 @@ void TrainLoop::finish_update(TrainStep& s) {
   ++steps_run_;
 }
 
+void TrainLoop::end_text_step(double tokens_per_step, double flops_per_token, const std::string& loss_label,
+                              const std::string& val_tag, const std::function<double()>& evaluate,
+                              std::optional<double>* last_val, const std::function<void(int64_t)>& save) {
+  const std::string rate = throughput("train/tokens_per_s", "tok/s", tokens_per_step, flops_per_token);
+  const bool eval_now = evaluate && eval_due();
+  if (eval_now) report(val_tag, *(*last_val = evaluate()));
+  if (log_due(eval_now))
+    print_step_line({loss_label + field(" %.4f", last_loss()), "val " + measured_or_dash(*last_val), rate});
+  if (checkpoint_due()) save(step());
+}
+
 void TrainLoop::finish_step() {
   secs_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start_).count();
   if (steps_run_ > 1) timed_seconds_ += secs_;

@@ -143,6 +143,14 @@ class TrainLoop {
   // Whether the step just ended is an --eval-every step.
   bool eval_due() const;
 
+  // The end of a language model's step (train_gpt, train_bert): its tokens/s, the held-out loss
+  // when an evaluation is due (`evaluate`; none where it is empty), reported as `val_tag` and kept
+  // in *last_val, the step line ("<loss_label> 1.2345 | val 1.3456 | 1234 tok/s ...") and the
+  // --ckpt-every checkpoint (`save`, given the step).
+  void end_text_step(double tokens_per_step, double flops_per_token, const std::string& loss_label,
+                     const std::string& val_tag, const std::function<double()>& evaluate,
+                     std::optional<double>* last_val, const std::function<void(int64_t)>& save);
+
   // After the loop: the cache's warning when a step went above --memory-budget, --profile's table.
   void finish();
   // "timing: X ms/step, Y <unit> over steps 2-N<extra>" (without a rate where `unit` is null), when

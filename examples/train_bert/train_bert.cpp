@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <optional>
 
 #include "examples/common/checkpointing.h"
@@ -168,8 +169,10 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
   examples::TrainLoop loop(examples::loop_parts(c, start, placed, sched, o.cache, trainer_run, first_step));
   const double flops_per_token = models::transformer_training_flops_per_token(
       model.num_parameters(), o.model.num_hidden_layers, o.model.hidden_size, c.data().seq_len());
-  std::optional<double> last_val;  // the held-out loss of the latest evaluation
-  int64_t masked_total = 0;        // this rank's
+  std::optional<double> last_val;    // the held-out loss of the latest evaluation
+  std::function<double()> held_out;  // none without held-out data
+  if (mlm.val) held_out = [&] { return evaluate(model, *mlm.val, run.eval_batches(), device); };
+  int64_t masked_total = 0;  // this rank's
   while (loop.keep_going()) {
     loop.run_step([&] {
       const io::MlmBatch b = train.next();
@@ -178,20 +181,13 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
       if (c.precision().bf16()) amp.emplace(DType::bf16);
       return step_loss(model, b, device);
     });
-    const std::string rate =
-        loop.throughput("train/tokens_per_s", "tok/s", double(tokens_per_step), flops_per_token);
-    const bool eval_now = mlm.val && loop.eval_due();
-    if (eval_now)
-      loop.report("val/mlm_loss", *(last_val = evaluate(model, *mlm.val, run.eval_batches(), device)));
-    if (loop.log_due(eval_now))
-      loop.print_step_line({examples::field("mlm loss %.4f", loop.last_loss()),
-                            "val " + examples::measured_or_dash(last_val), rate});
-    if (loop.checkpoint_due()) save(loop.step());
+    loop.end_text_step(double(tokens_per_step), flops_per_token, "mlm loss", "val/mlm_loss", held_out,
+                       &last_val, save);
   }
   loop.finish();
   const int64_t step = loop.step();
   if (mlm.val) {
-    last_val = evaluate(model, *mlm.val, run.eval_batches(), device);
+    last_val = held_out();
     std::printf(
         "final: step %ld, train mlm loss %.4f, held-out mlm loss %.4f nats/%s, unigram entropy %.4f: %s, "
         "%.0f s\n",

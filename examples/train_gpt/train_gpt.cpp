@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <optional>
 
 #include "examples/common/checkpointing.h"
@@ -218,7 +219,9 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   examples::TrainLoop loop(examples::loop_parts(c, start, placed, sched, o.cache, trainer_run, first_step));
   const double flops_per_token = models::transformer_training_flops_per_token(
       model.num_parameters(), o.model.n_layer, o.model.n_embd, c.data().seq_len());
-  std::optional<double> last_val;  // the held-out loss of the latest evaluation
+  std::optional<double> last_val;    // the held-out loss of the latest evaluation
+  std::function<double()> held_out;  // none without held-out data
+  if (data.val) held_out = [&] { return evaluate(model, *data.val, run.eval_batches(), device); };
   while (loop.keep_going()) {
     ops::AllowTf32Guard tf32(c.precision().tf32());  // forward and backward
     loop.run_step([&] {
@@ -228,20 +231,13 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
       if (c.precision().bf16()) amp.emplace(DType::bf16);
       return model.loss(x.to(device), y.to(device));
     });
-    const std::string rate =
-        loop.throughput("train/tokens_per_s", "tok/s", double(tokens_per_step), flops_per_token);
-    const bool eval_now = data.val && loop.eval_due();
-    if (eval_now)
-      loop.report("val/loss", *(last_val = evaluate(model, *data.val, run.eval_batches(), device)));
-    if (loop.log_due(eval_now))
-      loop.print_step_line({examples::field("loss %.4f", loop.last_loss()),
-                            "val " + examples::measured_or_dash(last_val), rate});
-    if (loop.checkpoint_due()) save(loop.step());
+    loop.end_text_step(double(tokens_per_step), flops_per_token, "loss", "val/loss", held_out, &last_val,
+                       save);
   }
   loop.finish();
   const int64_t step = loop.step();
   if (data.val) {
-    last_val = evaluate(model, *data.val, run.eval_batches(), device);
+    last_val = held_out();
     std::printf("final: step %ld, train loss %.4f, held-out loss %.4f%s, %.0f s\n", long(step),
                 loop.last_loss(), *last_val, data.byte_level ? " nats/byte" : "", loop.elapsed());
   }
