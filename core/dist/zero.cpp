@@ -293,13 +293,13 @@ optim::TensorDict ZeroRedundancyOptimizer::consolidated_state_dict() {
   group_->all_reduce(steps, ReduceOp::Sum)->wait();
 
   optim::TensorDict out;
+  // The whole state is put together on the CPU, window by window: a device that holds one shard of
+  // it (a state sharded to fit) need not hold it all for a checkpoint.
   std::vector<std::vector<Tensor>> full;  // per elementwise state name, per parameter (with state)
   for (const std::string& name : elementwise_state_) {
     std::vector<Tensor> whole(params.size());
     for (size_t i = 0; i < params.size(); ++i)
-      if (s[i] > 0)
-        whole[i] =
-            strata::zeros({params[i].numel()}, TensorOptions(params[i].dtype()).device(params[i].device()));
+      if (s[i] > 0) whole[i] = strata::zeros({params[i].numel()}, TensorOptions(params[i].dtype()));
     std::vector<Tensor> from(pieces_.size());  // each piece's, flat, on the parameters' device
     for (size_t k = 0; k < pieces_.size(); ++k) {
       const Tensor t = local_state(k, name);

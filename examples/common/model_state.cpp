@@ -1,5 +1,6 @@
 #include "examples/common/model_state.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -75,16 +76,19 @@ uint64_t host_memory_available() {
 ModelStatePlacer::ModelStatePlacer(const OptimizerConfig& optim, const TensorCacheConfig& cache,
                                    Device device, const nn::Module& model, bool data_parallel,
                                    double optimizer_state_per_weight_byte)
-    : optim_(optim), cache_(cache), device_(device), model_(model) {
+    : optim_(optim), cache_(cache), device_(device), model_(model), data_parallel_(data_parallel) {
   state_ = memory::planner::model_state_of(model, optimizer_state_per_weight_byte);
   for (const Tensor& p : model.parameters())
     largest_param_elements_ = std::max(largest_param_elements_, p.numel());
   const uint64_t budget =
       cache.has_memory_budget() ? memory::parse_byte_size(cache.memory_budget(), "--memory-budget") : 0;
-  const bool budget_places = budget > 0 && !data_parallel;
+  // Under mpirun the budget moves the optimizer's state only: paging a block's weights and gradients
+  // would have to follow the ranks' collectives.
+  const bool budget_places = budget > 0;
   memory::planner::WholeStepOptions w;
-  w.weights = pinned(optim.has_weights(), optim.weights(), "--weights", budget_places);
-  w.gradients = pinned(optim.has_gradients(), optim.gradients(), "--gradients", budget_places);
+  w.weights = pinned(optim.has_weights(), optim.weights(), "--weights", budget_places && !data_parallel);
+  w.gradients =
+      pinned(optim.has_gradients(), optim.gradients(), "--gradients", budget_places && !data_parallel);
   w.optimizer_state =
       pinned(optim.has_optimizer_state(), optim.optimizer_state(), "--optimizer-state", budget_places);
   // Host memory is a tier of its own beside a GPU or sim device; a flag that asks for a tier anyway
@@ -105,15 +109,21 @@ ModelStatePlacer::ModelStatePlacer(const OptimizerConfig& optim, const TensorCac
   tiers.host_update = true;
   std::vector<memory::planner::ModelStatePlacement> ladder =
       memory::planner::placement_ladder(state_, w, tiers);
+  ladder_ = budget_places ? ladder : std::vector<memory::planner::ModelStatePlacement>{ladder.front()};
+  // Under mpirun the rungs differ in the optimizer's state only, whose size under ZeRO is known
+  // once the optimizer is: place() picks the start then.
+  budget_ = budget;
+  if (!data_parallel) start_within_budget();
+  placement_ = ladder_.front();
+  page(placement_);
+}
+
+void ModelStatePlacer::start_within_budget() {
   // The run starts with the first placement whose model state fits the budget (less the margin the
   // budget's plan keeps) on its own.
   size_t start = 0;
-  if (budget_places)
-    while (start + 1 < ladder.size() && double(device_bytes(ladder[start])) > 0.95 * double(budget)) ++start;
-  ladder_.assign(ladder.begin() + long(start),
-                 budget_places ? ladder.end() : ladder.begin() + long(start) + 1);
-  placement_ = ladder_.front();
-  page(placement_);
+  while (start + 1 < ladder_.size() && double(device_bytes(ladder_[start])) > 0.95 * double(budget_)) ++start;
+  ladder_.erase(ladder_.begin(), ladder_.begin() + long(start));
 }
 
 uint64_t ModelStatePlacer::device_bytes(const memory::planner::ModelStatePlacement& p) const {
@@ -159,10 +169,22 @@ const optim::Optimizer& state_holder(const optim::Optimizer& optimizer) {
 }
 
 void ModelStatePlacer::place(optim::Optimizer& outer) {
+  auto* zero = dynamic_cast<dist::ZeroRedundancyOptimizer*>(&outer);
+  if (optimizer_ == nullptr && zero) {
+    // A sharded optimizer holds the state of this rank's shard only: the budget counts that.
+    uint64_t local = 0;
+    if (zero->local_optimizer())
+      for (const Tensor& p : zero->local_optimizer()->parameters()) local += p.nbytes();
+    state_.optimizer_state_per_weight_byte *=
+        double(local) / double(std::max<uint64_t>(state_.weight_bytes(), 1));
+  }
+  if (optimizer_ == nullptr && budget_ > 0 && data_parallel_) {
+    start_within_budget();
+    placement_.optimizer_state = ladder_.front().optimizer_state;
+  }
   optimizer_ = &outer;
   const optim::StatePlacement where = placement_.optimizer_state;
   if (where == optim::StatePlacement::Device) return;
-  auto* zero = dynamic_cast<dist::ZeroRedundancyOptimizer*>(&outer);
   if (zero && !zero->local_optimizer()) return;  // an empty shard: no state to place
   optim::Optimizer& optimizer = state_holder(outer);
   const std::string flag = origin(optim_.has_optimizer_state(), "--optimizer-state", optim_.optimizer_state(),

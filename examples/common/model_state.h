@@ -22,7 +22,9 @@ class OptimizerConfig;
 class TensorCacheConfig;
 
 // Where a trainer's model state lives. A kind its flag names lives there; under --memory-budget
-// (and not under mpirun) a kind without a flag is the budget's to place: the run starts with the
+// a kind without a flag is the budget's to place (under mpirun the optimizer's state only, each
+// rank counting its own shard's under ZeRO, every rank taking the placement that moves the most
+// any of them needs): the run starts with the
 // first placement of planner::placement_ladder whose model state fits the budget on its own, the
 // planning step measures what the activations need beside it, and the plan may move more of it off
 // the device (optimizer state first, then gradients, then weights; to host memory where the device
@@ -59,6 +61,8 @@ class ModelStatePlacer {
 
  private:
   void page(const memory::planner::ModelStatePlacement& to);
+  // Drops the ladder's first rungs while their model state alone is above the budget's share.
+  void start_within_budget();
   // The model state `p` keeps on the device through a step; on a CPU device also the host memory
   // of each NVMe store (its staging buffers and chunk slots), which is the device's memory there.
   uint64_t device_bytes(const memory::planner::ModelStatePlacement& p) const;
@@ -67,6 +71,8 @@ class ModelStatePlacer {
   const TensorCacheConfig& cache_;
   Device device_;
   const nn::Module& model_;
+  bool data_parallel_ = false;
+  uint64_t budget_ = 0;  // --memory-budget in bytes (0: none)
   memory::planner::ModelState state_;
   int64_t largest_param_elements_ = 0;
   std::vector<memory::planner::ModelStatePlacement> ladder_;  // from the current placement outwards

@@ -20,6 +20,14 @@ namespace strata::examples {
 
 namespace {
 
+// The placement that moves the most model state that any rank's plan chose (the options run from
+// the least moved to the most): every rank places the same, so rank 0's lines speak for all.
+size_t most_moved_by_any_rank(dist::ProcessGroup& group, size_t mine, size_t options) {
+  for (size_t k = options; k-- > 1;)
+    if (group.all_reduce_scalar(mine >= k ? 1.0 : 0.0) > 0) return k;
+  return 0;
+}
+
 // Test hook: STRATA_TEST_KILL_RANK=r and STRATA_TEST_KILL_STEP=s SIGKILL rank r once s steps have
 // run, so ctest can check that the other ranks fail naming it instead of hanging.
 void maybe_kill_self(int rank, int64_t step) {
@@ -162,9 +170,12 @@ void TrainLoop::finish_update(TrainStep& s) {
   }
   s.profile_.step_done();
   s.cache_guard_.reset();
-  const memory::BudgetOutcome plan = cache_->end_step();
+  memory::BudgetOutcome plan = cache_->end_step();
   STRATA_CHECK(plan.feasible, ValueError, "--memory-budget: ", plan.explanation);
   if (lead_ && plan.made) std::printf("  plan: %s\n", plan.explanation.c_str());
+  if (plan.made && parts_.model_state && group())
+    plan.model_state =
+        most_moved_by_any_rank(*group(), plan.model_state, parts_.model_state->options().size());
   if (plan.made && plan.model_state > 0) {
     // The old pager's policy goes before the pager does; the new one sees every scope from here on.
     pager_guard_.reset();

@@ -15,6 +15,10 @@
 #   equalities must hold.
 # MODE zero2_nvme: the same, each rank's shard of AdamW's state in a spill file (ZeRO-2 with
 #   ZeRO-Offload's NVMe state); the same equalities must hold.
+# MODE zero1_budget: the two ranks train with --zero-stage 1 on sim devices of 26 MiB, where
+#   keeping everything runs out of memory, under --memory-budget 26M: the budget's plan moves each
+#   rank's shard of AdamW's state to host memory (and recomputes activations); the same equalities
+#   must hold.
 # MODE resume (resume_zero2): 2 ranks with ZeRO-1 (ZeRO-2) train 5 steps and checkpoint; one
 #   process resumes the checkpoint for steps 6-10 and must end bit-identical to the single-process
 #   run.
@@ -26,6 +30,9 @@ rm -rf "$work"
 mkdir -p "$work"
 export OMP_NUM_THREADS=1
 model=(--preset tiny --seq-len 32)
+if [ "$mode" = zero1_budget ]; then  # model state big enough for the budget to move
+  model=(--preset small --n-layer 2 --seq-len 64)
+fi
 if [ "$mode" = nvme ]; then  # a model whose activations are big enough to reach the arena
   model=(--preset small --n-layer 2 --seq-len 64 --cache-policy nvme --cache-min 0 --spill-dir "$work"
          --spill-arena 64M)
@@ -50,6 +57,17 @@ case $mode in
       --optimizer-state nvme --spill-dir "$work" -o "$work/dp" > "$work/dp.log"
     grep -q "(ZeRO-2)" "$work/dp.log" && grep -q "optimizer state: nvme" "$work/dp.log" \
       || { echo "the ranks did not run ZeRO-2 with their shards' state on NVMe"; cat "$work/dp.log"; exit 1; }
+    ;;
+  zero1_budget)
+    sim=(--device sim --sim-memory 26M --zero-stage 1)
+    if "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 2 "${sim[@]}" -o "$work/keep" > "$work/keep.log" 2>&1; then
+      echo "keeping everything fit the 26 MiB sim devices"; exit 1
+    fi
+    grep -q "out of memory" "$work/keep.log" || { echo "no out-of-memory error"; cat "$work/keep.log"; exit 1; }
+    "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 10 "${sim[@]}" --memory-budget 26M -o "$work/dp" \
+      > "$work/dp.log"
+    grep -q "model state: weights device, gradients device, optimizer state host" "$work/dp.log" \
+      || { echo "the budget did not move the shards' state to host memory"; cat "$work/dp.log"; exit 1; }
     ;;
   resume | resume_zero2)
     zero=$([ "$mode" = resume ] && echo --zero1 || echo "--zero-stage 2")

@@ -83,7 +83,8 @@ class ZeroRedundancyOptimizer final : public optim::Optimizer {
   const optim::Optimizer* local_optimizer() const { return local_.get(); }
   optim::Optimizer* local_optimizer() { return local_.get(); }
 
-  // The unsharded optimizer's state_dict(), assembled from every rank's shard. Collective.
+  // The unsharded optimizer's state_dict(), assembled from every rank's shard on the CPU (through
+  // one window of staging on the device). Collective.
   optim::TensorDict consolidated_state_dict();
   // Takes this rank's shard of an unsharded state dict (consolidated or from a plain
   // optimizer). Throws ValueError naming missing or mis-shaped entries.
