@@ -19,13 +19,16 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> 
                                                  LocalOptimizerFactory make_local,
                                                  std::vector<std::string> elementwise_state,
                                                  const DistributedDataParallel* sharded_gradients,
-                                                 bool counts_steps)
+                                                 bool counts_steps, ShardedParameters* sharded_parameters)
     : Optimizer(std::move(groups), defaults, "ZeroRedundancyOptimizer"),
       ddp_(sharded_gradients),
+      params_(sharded_parameters),
       group_(std::move(group)),
       elementwise_state_(std::move(elementwise_state)),
       counts_steps_(counts_steps) {
   STRATA_CHECK(group_ != nullptr, ValueError, "ZeroRedundancyOptimizer: needs a process group");
+  STRATA_CHECK(!params_ || ddp_, ValueError,
+               "ZeroRedundancyOptimizer: stage 3 (sharded parameters) needs stage 2's sharded gradients");
   const std::vector<Tensor> params = parameters();
   const Tensor& first = params.front();
   const int W = group_->size(), rank = group_->rank();
@@ -81,7 +84,11 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> 
       }
       if (lo < hi) {
         Piece piece{index, lo, hi - lo, Tensor()};
-        piece.view = Tensor::from_storage(p.storage(), {piece.len}, {1}, p.storage_offset() + piece.begin, p.dtype());
+        if (params_)  // stage 3: the span lives on its own; the parameter's storage comes and goes
+          piece.view = params_->shard(size_t(ddp_index_[size_t(index)]));
+        else
+          piece.view = Tensor::from_storage(p.storage(), {piece.len}, {1}, p.storage_offset() + piece.begin,
+                                            p.dtype());
         views.push_back(piece.view);
         pieces_.push_back(std::move(piece));
       }
@@ -143,18 +150,21 @@ void ZeroRedundancyOptimizer::all_gather_pieces(const std::function<Tensor(const
 
 std::unique_ptr<ZeroRedundancyOptimizer> ZeroRedundancyOptimizer::adamw(
     std::vector<optim::ParamGroup> groups, const optim::AdamWOptions& defaults,
-    std::shared_ptr<ProcessGroup> group, const DistributedDataParallel* sharded_gradients) {
+    std::shared_ptr<ProcessGroup> group, const DistributedDataParallel* sharded_gradients,
+    ShardedParameters* sharded_parameters) {
   return std::make_unique<ZeroRedundancyOptimizer>(
       std::move(groups), defaults, std::move(group),
       [defaults](std::vector<optim::ParamGroup> local) {
         return std::make_unique<optim::AdamW>(std::move(local), defaults);
       },
-      std::vector<std::string>{"exp_avg", "exp_avg_sq"}, sharded_gradients);
+      std::vector<std::string>{"exp_avg", "exp_avg_sq"}, sharded_gradients, /*counts_steps=*/true,
+      sharded_parameters);
 }
 
 std::unique_ptr<ZeroRedundancyOptimizer> ZeroRedundancyOptimizer::sgd(
     std::vector<optim::ParamGroup> groups, const optim::SGDOptions& defaults,
-    std::shared_ptr<ProcessGroup> group, const DistributedDataParallel* sharded_gradients) {
+    std::shared_ptr<ProcessGroup> group, const DistributedDataParallel* sharded_gradients,
+    ShardedParameters* sharded_parameters) {
   std::vector<std::string> buffers;
   for (const optim::ParamGroup& g : groups)
     if (static_cast<const optim::SGDOptions&>(g.options()).momentum() != 0.0) buffers = {"momentum_buffer"};
@@ -163,7 +173,7 @@ std::unique_ptr<ZeroRedundancyOptimizer> ZeroRedundancyOptimizer::sgd(
       [defaults](std::vector<optim::ParamGroup> local) {
         return std::make_unique<optim::SGD>(std::move(local), defaults);
       },
-      std::move(buffers), sharded_gradients, /*counts_steps=*/false);
+      std::move(buffers), sharded_gradients, /*counts_steps=*/false, sharded_parameters);
 }
 
 std::string ZeroRedundancyOptimizer::state_key(size_t i) const {
@@ -195,6 +205,10 @@ void ZeroRedundancyOptimizer::step() {
     }
     local_->step();
     for (Piece& piece : pieces_) piece.view.set_grad(Tensor());
+  }
+  if (params_) {  // the spans are the parameters now: any whole copy gathered before is stale
+    params_->release_all();
+    return;
   }
   // All-gather: every rank contributes its updated pieces.
   std::vector<Tensor> flat;

@@ -137,7 +137,9 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const examples::TrainResNetConf
     using Options = std::decay_t<decltype(options)>;
     std::vector<optim::ParamGroup> groups{optim::ParamGroup(decay, Options(options).weight_decay(wd)),
                                           optim::ParamGroup(no_decay, Options(options).weight_decay(0.0))};
-    if (ranks.zero_stage() > 0) return make_zero(std::move(groups), options, ranks.shared_group(), sharded);
+    if (ranks.zero_stage() > 0)
+      return make_zero(std::move(groups), options, ranks.shared_group(), sharded,
+                       /*sharded_parameters=*/nullptr);
     return std::make_unique<Plain>(std::move(groups), options);
   };
   if (c.optimizer() == "sgd")

@@ -35,6 +35,7 @@
 
 #include "strata/dist/ddp.h"
 #include "strata/dist/process_group.h"
+#include "strata/dist/sharded_parameters.h"
 #include "strata/optim/adamw.h"
 #include "strata/optim/optimizer.h"
 #include "strata/optim/sgd.h"
@@ -52,27 +53,32 @@ class ZeroRedundancyOptimizer final : public optim::Optimizer {
   // state also has a per-parameter "step" (AdamW's), handled separately.
   // `sharded_gradients`: ZeRO-2, the gradients of `ddp` (built with shard_gradients, over the
   // same group and holding every parameter given here); it must outlive the optimizer.
+  // `sharded_parameters`: ZeRO-3, the same DDP's parameters kept as spans (ShardedParameters, made
+  // from `sharded_gradients`): the pieces are its spans, and step() drops the gathered parameters
+  // instead of all-gathering them; it must outlive the optimizer.
   ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> groups, const optim::OptimizerOptions& defaults,
                           std::shared_ptr<ProcessGroup> group, LocalOptimizerFactory make_local,
                           std::vector<std::string> elementwise_state,
                           const DistributedDataParallel* sharded_gradients = nullptr,
-                          bool counts_steps = true);
+                          bool counts_steps = true, ShardedParameters* sharded_parameters = nullptr);
   static std::unique_ptr<ZeroRedundancyOptimizer> adamw(
       std::vector<optim::ParamGroup> groups, const optim::AdamWOptions& defaults,
-      std::shared_ptr<ProcessGroup> group, const DistributedDataParallel* sharded_gradients = nullptr);
+      std::shared_ptr<ProcessGroup> group, const DistributedDataParallel* sharded_gradients = nullptr,
+      ShardedParameters* sharded_parameters = nullptr);
   // SGD (with momentum: its buffer sharded; without: no state).
   static std::unique_ptr<ZeroRedundancyOptimizer> sgd(
       std::vector<optim::ParamGroup> groups, const optim::SGDOptions& defaults,
-      std::shared_ptr<ProcessGroup> group, const DistributedDataParallel* sharded_gradients = nullptr);
+      std::shared_ptr<ProcessGroup> group, const DistributedDataParallel* sharded_gradients = nullptr,
+      ShardedParameters* sharded_parameters = nullptr);
 
-  // 1 or 2.
-  int stage() const { return ddp_ ? 2 : 1; }
+  // 1, 2 or 3.
+  int stage() const { return params_ ? 3 : ddp_ ? 2 : 1; }
   // ZeRO-2: torch.nn.utils.clip_grad_norm_ over the gradient spans of every rank (the 2-norm of
   // all of them; a collective); returns the total norm. Stage 1 clips the full gradients.
   double clip_grad_norm_(double max_norm);
 
   // Updates this rank's shard from the (already averaged) gradients, then all-gathers the
-  // parameters. Collective: every rank calls it.
+  // parameters (stage 3: drops the gathered ones instead). Collective: every rank calls it.
   void step() override;
 
   // Stage 1: this rank's range [begin, end) of the flat parameter vector, and its total length.
@@ -108,7 +114,8 @@ class ZeroRedundancyOptimizer final : public optim::Optimizer {
 
   std::vector<int64_t> offset_;  // per parameter: see unflatten
   const DistributedDataParallel* ddp_ = nullptr;
-  std::vector<int64_t> ddp_index_;  // stage 2, per parameter: its index among ddp_->parameters()
+  ShardedParameters* params_ = nullptr;  // stage 3
+  std::vector<int64_t> ddp_index_;       // stage 2, per parameter: its index among ddp_->parameters()
   std::vector<int> local_group_;   // per outer group: index among the local optimizer's groups, or -1
   int64_t total_ = 0, shard_ = 0, shard_begin_ = 0, shard_end_ = 0;
   std::shared_ptr<ProcessGroup> group_;
