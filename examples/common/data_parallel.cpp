@@ -12,8 +12,8 @@
 namespace strata::examples {
 
 int zero_stage(const DataParallelConfig& c) {
-  STRATA_CHECK(c.zero_stage() >= 0 && c.zero_stage() <= 2, ValueError, "--zero-stage: ", c.zero_stage(),
-               " is not a ZeRO stage here (0, 1 or 2)");
+  STRATA_CHECK(c.zero_stage() >= 0 && c.zero_stage() <= 3, ValueError, "--zero-stage: ", c.zero_stage(),
+               " is not a ZeRO stage (0, 1, 2 or 3)");
   STRATA_CHECK(!c.zero1() || !c.has_zero_stage() || c.zero_stage() == 1, ValueError,
                "--zero1 is --zero-stage 1, and --zero-stage ", c.zero_stage(),
                " is given too: pass one of them");
@@ -25,7 +25,9 @@ std::shared_ptr<dist::ProcessGroup> join_ranks(const DataParallelConfig& c, cons
   const int stage = zero_stage(c);
   const std::string flag = c.zero1() ? "--zero1" : "--zero-stage " + std::to_string(stage);
   STRATA_CHECK(stage == 0 || env.launched(), ValueError, flag, " shards the optimizer's state",
-               stage == 2 ? " and the gradients" : "",
+               stage == 2   ? " and the gradients"
+               : stage == 3 ? ", the gradients and the parameters"
+                            : "",
                " across ranks, and this run has one process: start it under "
                "mpirun with 2 or more ranks, or drop ",
                flag);
@@ -46,7 +48,28 @@ DataParallel::DataParallel(std::shared_ptr<dist::ProcessGroup> group, std::share
     ddp_ = std::make_unique<dist::DistributedDataParallel>(
         std::move(model), group_,
         dist::DistributedDataParallelOptions{.bucket_cap_mb = bucket_mb_,
-                                             .shard_gradients = zero_stage_ == 2});
+                                             .shard_gradients = zero_stage_ >= 2});
+  if (ddp_ && zero_stage_ == 3) {
+    for (const Tensor& p : ddp_->parameters())
+      STRATA_CHECK(
+          p.storage()->pager() == nullptr, ValueError,
+          "--zero-stage 3 keeps each rank's share of the weights and gathers them per layer; --weights "
+          "and --gradients must then stay on the device");
+    sharded_ = std::make_shared<dist::ShardedParameters>(*ddp_);
+  }
+}
+
+void DataParallel::with_whole_parameters(const std::function<void()>& fn) const {
+  if (!sharded_) return fn();
+  sharded_->gather_all();
+  fn();
+  sharded_->release_all();
+}
+
+void refuse_zero_stage_3(const DataParallelConfig& c, const char* trainer) {
+  STRATA_CHECK(zero_stage(c) != 3, ValueError, trainer,
+               ": --zero-stage 3 is train_gpt's for now (its evaluation and checkpoints gather the sharded "
+               "weights on every rank); use --zero-stage 2");
 }
 
 void DataParallel::micro_batch(int64_t micro, int64_t accum) {
@@ -65,6 +88,11 @@ double DataParallel::finish(double loss) {
 
 std::string DataParallel::describe() const {
   if (!group_) return "";
+  if (zero_stage_ == 3)
+    return field(
+        "data parallel: %d ranks (%s), parameters sharded and gathered per layer, gradients reduce-scattered "
+        "per parameter, the optimizer's state sharded (ZeRO-3), collective timeout %.0f s",
+        world(), group_->backend_name(), timeout_s_);
   if (zero_stage_ == 2)
     return field(
         "data parallel: %d ranks (%s), gradients reduce-scattered per parameter and sharded with the "
@@ -80,7 +108,7 @@ std::string DataParallel::timing() const {
   const double n = double(std::max<int64_t>(finished_ - 1, 1));
   return field(
       "; %s %.1f ms/step, %.1f ms of it exposed after backward (%.0f%% hidden)",
-      zero_stage_ == 2 ? "reduce-scatter" : "all-reduce", 1e3 * comm_ / n, 1e3 * exposed_ / n,
+      zero_stage_ >= 2 ? "reduce-scatter" : "all-reduce", 1e3 * comm_ / n, 1e3 * exposed_ / n,
       100.0 * dist::GradSyncStats{.comm_seconds = comm_, .exposed_seconds = exposed_}.hidden_fraction());
 }
 
@@ -114,12 +142,15 @@ TrainerAdamW make_trainer_adamw(const std::vector<Tensor>& parameters, const LrS
   auto [groups, defaults] = adamw_groups(parameters, schedule, settings, eps);
   if (ranks.zero_stage() == 0) return {std::make_unique<optim::AdamW>(std::move(groups), defaults)};
   return {dist::ZeroRedundancyOptimizer::adamw(std::move(groups), defaults, ranks.shared_group(),
-                                               ranks.zero_stage() == 2 ? ranks.ddp() : nullptr)};
+                                               ranks.zero_stage() >= 2 ? ranks.ddp() : nullptr,
+                                               ranks.sharded_parameters())};
 }
 
 io::CheckpointState resume_ranks(const std::string& dir, const RunRecord& run, nn::Module& model,
                                  const DataParallel& ranks) {
   io::CheckpointState st = restore_checkpoint(dir, model, run);
+  // ZeRO-3: loading gathered every weight and wrote it; each rank keeps its span of what it read.
+  if (dist::ShardedParameters* sharded = ranks.sharded_parameters()) sharded->write_back_all();
   if (!ranks.lead()) return st;
   std::printf("resumed from %s at step %ld\n", dir.c_str(), long(st.step));
   const auto saved = st.metadata.find("world_size");

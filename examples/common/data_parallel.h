@@ -2,6 +2,7 @@
 // checkpoints).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,8 +22,11 @@ class DataParallelConfig;
 class LrScheduleConfig;
 class OptimizerConfig;
 
-// --zero-stage (or --zero1): 0, 1 or 2; ValueError naming the flags otherwise.
+// --zero-stage (or --zero1): 0, 1, 2 or 3; ValueError naming the flags otherwise.
 int zero_stage(const DataParallelConfig& c);
+// ValueError naming `trainer` for --zero-stage 3 (a trainer whose rank-0 work does not gather the
+// sharded weights on every rank first).
+void refuse_zero_stage_3(const DataParallelConfig& c, const char* trainer);
 
 // Under mpirun, this rank's process group: gradients on a GPU all-reduce through NCCL (bootstrapped
 // over MPI), host memory's through MPI. Null in one process, where a ZeRO stage is refused (nothing
@@ -51,6 +55,12 @@ class DataParallel {
   int zero_stage() const { return zero_stage_; }
   // Null in one process.
   const dist::DistributedDataParallel* ddp() const { return ddp_.get(); }
+  // ZeRO-3's sharded parameters (null below stage 3 and in one process).
+  dist::ShardedParameters* sharded_parameters() const { return sharded_.get(); }
+  // Runs `fn` with every parameter whole on this rank: under ZeRO-3 every rank gathers them first
+  // (a collective: every rank calls it, and `fn` may then do rank 0's work alone) and drops them
+  // after; otherwise just `fn`.
+  void with_whole_parameters(const std::function<void()>& fn) const;
 
   // Before the backward of micro-batch `micro` of `accum`: only the last one all-reduces (the
   // gradients accumulated so far); the others accumulate locally.
@@ -68,6 +78,7 @@ class DataParallel {
  private:
   std::shared_ptr<dist::ProcessGroup> group_;
   std::unique_ptr<dist::DistributedDataParallel> ddp_;
+  std::shared_ptr<dist::ShardedParameters> sharded_;
   double bucket_mb_ = 0, timeout_s_ = 0;
   int zero_stage_ = 0;
   int64_t finished_ = 0;           // steps synchronized

@@ -98,7 +98,7 @@ void add_tf32_flag(ConfigFlags& f, PrecisionConfig* precision) {
 void add_data_parallel_flags(ConfigFlags& f, DataParallelConfig* data_parallel) {
   f.option(data_parallel, "zero_stage", "",
            "under mpirun: 1 shards the optimizer's state across ranks, 2 the gradients too (reduce-scattered "
-           "during backward), 0 neither (ZeRO stages)");
+           "during backward), 3 the parameters too (gathered per layer; train_gpt), 0 none (ZeRO stages)");
   f.flag(data_parallel, "zero1", "", "the same as --zero-stage 1");
   f.option(
       data_parallel, "bucket_mb", "",

@@ -141,8 +141,11 @@ TrainStep::TrainStep(TrainLoop& loop)
   loop.allocator().stats().reset_peaks();
   loop.parts_.schedule->apply(*loop.parts_.optimizer, loop.step_);
   loop.parts_.optimizer->zero_grad();
+  dist::ShardedParameters* sharded = loop.parts_.ranks ? loop.parts_.ranks->sharded_parameters() : nullptr;
   if (loop.pager())
     cache_guard_.emplace(loop.pager()->wrap(loop.cache_->cache()));
+  else if (sharded)  // ZeRO-3: a layer's gathered weights go when its scope ends
+    cache_guard_.emplace(sharded->wrap(loop.cache_->cache()));
   else
     cache_guard_.emplace(loop.cache_->cache());
   loop.cache_->begin_step();
@@ -152,11 +155,11 @@ void TrainLoop::finish_update(TrainStep& s) {
   s.phase("optimizer");
   cache_->before_update();
   // The norm stays on the device until a step line prints it (no synchronization per step). Under
-  // ZeRO-2 each rank holds spans of the gradients, and the optimizer clips them over every rank.
+  // ZeRO-2 and 3 each rank holds spans of the gradients, and the optimizer clips them over every rank.
   auto* zero = dynamic_cast<dist::ZeroRedundancyOptimizer*>(parts_.optimizer);
   if (parts_.grad_clip <= 0)
     norm_ = Tensor();
-  else if (zero && zero->stage() == 2)
+  else if (zero && zero->stage() >= 2)
     norm_ = strata::full({1}, zero->clip_grad_norm_(parts_.grad_clip), DType::f64);
   else
     norm_ = optim::clip_grad_norm_tensor_(parts_.parameters, parts_.grad_clip);
@@ -196,10 +199,21 @@ void TrainLoop::end_text_step(double tokens_per_step, double flops_per_token, co
                               std::optional<double>* last_val, const std::function<void(int64_t)>& save) {
   const std::string rate = throughput("train/tokens_per_s", "tok/s", tokens_per_step, flops_per_token);
   const bool eval_now = evaluate && eval_due();
-  if (eval_now) report(val_tag, *(*last_val = evaluate()));
+  // Under ZeRO-3 every rank gathers the weights for rank 0's evaluation.
+  if (eval_due())
+    with_whole_parameters([&] {
+      if (eval_now) report(val_tag, *(*last_val = evaluate()));
+    });
   if (log_due(eval_now))
     print_step_line({loss_label + field(" %.4f", last_loss()), "val " + measured_or_dash(*last_val), rate});
-  if (checkpoint_due()) save(step());
+  if (checkpoint_due()) with_whole_parameters([&] { save(step()); });
+}
+
+void TrainLoop::with_whole_parameters(const std::function<void()>& fn) const {
+  if (parts_.ranks)
+    parts_.ranks->with_whole_parameters(fn);
+  else
+    fn();
 }
 
 void TrainLoop::finish_step() {

@@ -151,6 +151,10 @@ class TrainLoop {
                      const std::string& val_tag, const std::function<double()>& evaluate,
                      std::optional<double>* last_val, const std::function<void(int64_t)>& save);
 
+  // Runs `fn` with every parameter whole on this rank (DataParallel::with_whole_parameters: under
+  // ZeRO-3 a collective, after which `fn` may do rank 0's work alone).
+  void with_whole_parameters(const std::function<void()>& fn) const;
+
   // After the loop: the cache's warning when a step went above --memory-budget, --profile's table.
   void finish();
   // "timing: X ms/step, Y <unit> over steps 2-N<extra>" (without a rate where `unit` is null), when

@@ -121,6 +121,7 @@ int train_bert(BertTrainOptions& o, examples::TrainerRun& trainer_run) {
   // The settings, grouped as in the config file.
   const examples::TrainBertConfig& c = o.config;
   const examples::RunConfig& run = c.run();
+  examples::refuse_zero_stage_3(c.data_parallel(), "train_bert");
   const examples::TrainerStart start = examples::start_trainer(run, c.data_parallel(), trainer_run);
   const Device device = start.dev.device;
   const bool lead = start.lead;  // logs, evaluates, writes checkpoints

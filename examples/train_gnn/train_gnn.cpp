@@ -245,6 +245,7 @@ std::string percent(double v) {
 }
 
 int train_gnn(GnnTrainOptions& o, examples::TrainerRun& trainer_run) {
+  examples::refuse_zero_stage_3(o.config.data_parallel(), "train_gnn");
   STRATA_CHECK(
       !dist::launch_env().launched() || o.link_prediction() || !o.fanouts.empty(), ValueError,
       "train_gnn under mpirun shares each step's batches across the ranks, and a full-graph step has "

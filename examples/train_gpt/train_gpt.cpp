@@ -236,18 +236,20 @@ int train_gpt(TrainOptions& o, examples::TrainerRun& trainer_run) {
   }
   loop.finish();
   const int64_t step = loop.step();
-  if (data.val) {
-    last_val = held_out();
-    std::printf("final: step %ld, train loss %.4f, held-out loss %.4f%s, %.0f s\n", long(step),
-                loop.last_loss(), *last_val, data.byte_level ? " nats/byte" : "", loop.elapsed());
-  }
-  if (loop.steps_run() > 0) save(step);
-  if (lead) std::printf("checkpoint: %s\n", ckpt_dir.c_str());
-  loop.print_timing("tok/s", double(tokens_per_step));
-
-  if (lead) export_weights(model, c);
-  if (lead && c.sample_tokens() > 0 && data.tokenizer)
-    std::printf("sample:\n%s\n", sample_text(model, *data.tokenizer, c, device).c_str());
+  // Rank 0's last work: under ZeRO-3 every rank gathers the weights for it first.
+  loop.with_whole_parameters([&] {
+    if (data.val) {
+      last_val = held_out();
+      std::printf("final: step %ld, train loss %.4f, held-out loss %.4f%s, %.0f s\n", long(step),
+                  loop.last_loss(), *last_val, data.byte_level ? " nats/byte" : "", loop.elapsed());
+    }
+    if (loop.steps_run() > 0) save(step);
+    if (lead) std::printf("checkpoint: %s\n", ckpt_dir.c_str());
+    loop.print_timing("tok/s", double(tokens_per_step));
+    if (lead) export_weights(model, c);
+    if (lead && c.sample_tokens() > 0 && data.tokenizer)
+      std::printf("sample:\n%s\n", sample_text(model, *data.tokenizer, c, device).c_str());
+  });
   return 0;
 }
 

@@ -220,6 +220,7 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
   // The settings, grouped as in the config file.
   const examples::TrainResNetConfig& c = o.config;
   const examples::RunConfig& run = c.run();
+  examples::refuse_zero_stage_3(c.data_parallel(), "train_resnet");
   const examples::TrainerStart start = examples::start_trainer(run, c.data_parallel(), trainer_run);
   const examples::TrainerDevice& dev = start.dev;
   const Device device = dev.device;

@@ -15,6 +15,9 @@
 #   equalities must hold.
 # MODE zero2_nvme: the same, each rank's shard of AdamW's state in a spill file (ZeRO-2 with
 #   ZeRO-Offload's NVMe state); the same equalities must hold.
+# MODE zero3: the two ranks train on sim devices with --zero-stage 3 (each rank keeps its span of
+#   every weight, gathered per layer in forward and backward, beside ZeRO-2's gradient and state
+#   spans; evaluation and checkpoints gather them on every rank); the same equalities must hold.
 # MODE zero1_budget: the two ranks train with --zero-stage 1 on sim devices of 26 MiB, where
 #   keeping everything runs out of memory, under --memory-budget 26M: the budget's plan moves each
 #   rank's shard of AdamW's state to host memory (and recomputes activations); the same equalities
@@ -22,6 +25,8 @@
 # MODE resume (resume_zero2): 2 ranks with ZeRO-1 (ZeRO-2) train 5 steps and checkpoint; one
 #   process resumes the checkpoint for steps 6-10 and must end bit-identical to the single-process
 #   run.
+# MODE resume_zero3: the same with ZeRO-3, resumed by the 2 ranks with ZeRO-3 (each loads the
+#   whole weights and keeps its span of them).
 set -euo pipefail
 mode=$1 train_gpt=$2 work=$3
 shift 3
@@ -58,6 +63,11 @@ case $mode in
     grep -q "(ZeRO-2)" "$work/dp.log" && grep -q "optimizer state: nvme" "$work/dp.log" \
       || { echo "the ranks did not run ZeRO-2 with their shards' state on NVMe"; cat "$work/dp.log"; exit 1; }
     ;;
+  zero3)
+    "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 10 --device sim --zero-stage 3 -o "$work/dp" \
+      > "$work/dp.log"
+    grep -q "(ZeRO-3)" "$work/dp.log" || { echo "the ranks did not run ZeRO-3"; cat "$work/dp.log"; exit 1; }
+    ;;
   zero1_budget)
     sim=(--device sim --sim-memory 26M --zero-stage 1)
     if "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 2 "${sim[@]}" -o "$work/keep" > "$work/keep.log" 2>&1; then
@@ -68,6 +78,11 @@ case $mode in
       > "$work/dp.log"
     grep -q "model state: weights device, gradients device, optimizer state host" "$work/dp.log" \
       || { echo "the budget did not move the shards' state to host memory"; cat "$work/dp.log"; exit 1; }
+    ;;
+  resume_zero3)
+    "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 5 --zero-stage 3 -o "$work/dp" > "$work/dp_first.log"
+    "${mpirun[@]}" -np 2 "$train_gpt" "${common[@]}" --max-steps 10 --zero-stage 3 --resume -o "$work/dp" \
+      > "$work/dp.log"
     ;;
   resume | resume_zero2)
     zero=$([ "$mode" = resume ] && echo --zero1 || echo "--zero-stage 2")
