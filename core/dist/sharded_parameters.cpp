@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "strata/autograd/grad_mode.h"
+#include "strata/autograd/scope_notifying_policy.h"
 #include "strata/core/backend.h"
 #include "strata/core/error.h"
 #include "strata/core/factory.h"
@@ -20,33 +21,6 @@ void copy_bytes(void* dst, const void* src, size_t bytes, Device device) {
   const std::unique_ptr<Event> done = be.copy_bytes_async(dst, src, bytes, device.index, after.get());
   if (done) done->synchronize();
 }
-
-// The SavePolicy wrap() gives: the inner policy's decisions, the parameters told of every scope.
-class ShardingPolicy final : public autograd::SavePolicy {
- public:
-  ShardingPolicy(std::shared_ptr<ShardedParameters> params, std::shared_ptr<autograd::SavePolicy> inner)
-      : params_(std::move(params)),
-        inner_(inner ? std::move(inner) : std::make_shared<autograd::KeepAllPolicy>()) {}
-  autograd::Packed pack(const Tensor& t, const autograd::SaveInfo& info) override {
-    return inner_->pack(t, info);
-  }
-  Tensor unpack(autograd::Packed& p, const autograd::SaveInfo& info) override {
-    return inner_->unpack(p, info);
-  }
-  void on_scope(autograd::ScopeEvent event, autograd::Phase phase, const std::string& path) override {
-    inner_->on_scope(event, phase, path);
-    params_->on_scope(event);
-  }
-  bool wants_segment(const std::string& block_path) override { return inner_->wants_segment(block_path); }
-  void observe_recompute(const Tensor& t, const autograd::SaveInfo& info) override {
-    inner_->observe_recompute(t, info);
-  }
-  bool prefers_lean(const char* op) override { return inner_->prefers_lean(op); }
-
- private:
-  std::shared_ptr<ShardedParameters> params_;
-  std::shared_ptr<autograd::SavePolicy> inner_;
-};
 
 }  // namespace
 
@@ -167,7 +141,9 @@ void ShardedParameters::on_scope(autograd::ScopeEvent event) {
 }
 
 std::shared_ptr<autograd::SavePolicy> ShardedParameters::wrap(std::shared_ptr<autograd::SavePolicy> inner) {
-  return std::make_shared<ShardingPolicy>(shared_from_this(), std::move(inner));
+  return std::make_shared<autograd::ScopeNotifyingPolicy>(
+      std::move(inner), [params = shared_from_this()](autograd::ScopeEvent event, autograd::Phase,
+                                                      const std::string&) { params->on_scope(event); });
 }
 
 size_t ShardedParameters::gathered() const {

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "memory/worker.h"
+#include "strata/autograd/scope_notifying_policy.h"
 #include "strata/core/backend.h"
 #include "strata/core/byte_size.h"
 #include "strata/core/error.h"
@@ -445,39 +446,12 @@ ParamPager::~ParamPager() {
   m.stores.wait_idle();
 }
 
-namespace {
-
-// The SavePolicy wrap() gives: the inner policy's decisions, the pager told of every scope.
-class PagingPolicy final : public autograd::SavePolicy {
- public:
-  PagingPolicy(std::shared_ptr<ParamPager> pager, std::shared_ptr<autograd::SavePolicy> inner)
-      : pager_(std::move(pager)),
-        inner_(inner ? std::move(inner) : std::make_shared<autograd::KeepAllPolicy>()) {}
-  autograd::Packed pack(const Tensor& t, const autograd::SaveInfo& info) override {
-    return inner_->pack(t, info);
-  }
-  Tensor unpack(autograd::Packed& p, const autograd::SaveInfo& info) override {
-    return inner_->unpack(p, info);
-  }
-  void on_scope(ScopeEvent event, Phase phase, const std::string& path) override {
-    pager_->on_scope(event, phase, path);
-    inner_->on_scope(event, phase, path);
-  }
-  bool wants_segment(const std::string& block_path) override { return inner_->wants_segment(block_path); }
-  void observe_recompute(const Tensor& t, const autograd::SaveInfo& info) override {
-    inner_->observe_recompute(t, info);
-  }
-  bool prefers_lean(const char* op) override { return inner_->prefers_lean(op); }
-
- private:
-  std::shared_ptr<ParamPager> pager_;
-  std::shared_ptr<autograd::SavePolicy> inner_;
-};
-
-}  // namespace
-
 std::shared_ptr<autograd::SavePolicy> ParamPager::wrap(std::shared_ptr<autograd::SavePolicy> inner) {
-  return std::make_shared<PagingPolicy>(shared_from_this(), std::move(inner));
+  // The pager is told of every scope; what is saved stays the inner policy's.
+  return std::make_shared<autograd::ScopeNotifyingPolicy>(
+      std::move(inner), [pager = shared_from_this()](ScopeEvent event, Phase phase, const std::string& path) {
+        pager->on_scope(event, phase, path);
+      });
 }
 
 void ParamPager::on_scope(ScopeEvent event, Phase phase, const std::string& path) {
