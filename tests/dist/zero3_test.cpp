@@ -25,15 +25,29 @@ std::vector<std::vector<float>> gathered_values(Mlp& model, ShardedParameters& p
   return v;
 }
 
+// One rank's MLP, its DDP reducing gradients to spans (cut anywhere: alignment 1) and its
+// parameters kept as spans.
+struct ShardedRank {
+  std::shared_ptr<Mlp> model = make_mlp();
+  std::unique_ptr<DistributedDataParallel> ddp;
+  std::shared_ptr<ShardedParameters> params;
+  explicit ShardedRank(std::shared_ptr<ProcessGroup> pg)
+      : ddp(std::make_unique<DistributedDataParallel>(
+            model, std::move(pg),
+            DistributedDataParallelOptions{.shard_gradients = true, .shard_alignment = 1})),
+        params(std::make_shared<ShardedParameters>(*ddp)) {}
+};
+
 }  // namespace
 
 TEST(Zero3, TwoRanksTrainAsOneProcessWithGradAccum2BitForBit) {
   const Data d = make_data(2 * kSteps);
   const Reference ref = train_one_process(d, 0);
   run_ranks(2, [&](int r, std::shared_ptr<ProcessGroup> pg) {
-    auto model = make_mlp();
-    DistributedDataParallel ddp(model, pg, {.shard_gradients = true, .shard_alignment = 1});
-    auto params = std::make_shared<ShardedParameters>(ddp);
+    ShardedRank rank(pg);
+    const std::shared_ptr<Mlp>& model = rank.model;
+    DistributedDataParallel& ddp = *rank.ddp;
+    const std::shared_ptr<ShardedParameters>& params = rank.params;
     auto opt =
         ZeroRedundancyOptimizer::adamw(groups_of(*model), optim::AdamWOptions(1e-2), pg, &ddp, params.get());
     EXPECT_EQ(opt->stage(), 3);
@@ -70,17 +84,16 @@ TEST(Zero3, TwoRanksTrainAsOneProcessWithGradAccum2BitForBit) {
 // handed back, so the next gather has them; a drop after the optimizer's update writes nothing.
 TEST(Zero3, WritesIntoAGatheredParameterReachTheSpans) {
   run_ranks(2, [&](int r, std::shared_ptr<ProcessGroup> pg) {
-    auto model = make_mlp();
-    DistributedDataParallel ddp(model, pg, {.shard_gradients = true, .shard_alignment = 1});
-    ShardedParameters params(ddp);
-    Tensor w = model->fc2->weight;
+    ShardedRank rank(pg);
+    ShardedParameters& params = *rank.params;
+    Tensor w = rank.model->fc2->weight;
     {
       NoGradGuard no_grad;
       w.copy_(ops::full(w.shape(), 0.25));  // gathers it, then writes every element
     }
     release_paged(w);
     EXPECT_EQ(params.gathered(), 0u);
-    const ShardSpan span = ddp.gradient_span(3);  // fc2.weight
+    const ShardSpan span = rank.ddp->gradient_span(3);  // fc2.weight
     EXPECT_EQ(params.shard(3).to_vector<float>(), std::vector<float>(size_t(span.len), 0.25f));
     EXPECT_EQ(w.to_vector<float>(), std::vector<float>(size_t(w.numel()), 0.25f)) << "gathered again";
     params.release_all();
