@@ -241,7 +241,6 @@ int train_resnet(ResNetTrainOptions& o, examples::TrainerRun& trainer_run) {
   STRATA_CHECK(!data.val || data.val->num_classes() == data.train->num_classes(), ValueError,
                "the held-out set has ", data.val->num_classes(), " classes, the training set ",
                data.train->num_classes());
-
   // ---- model and optimizer ----
   manual_seed(run.seed());
   o.model.num_classes = data.train->num_classes();  // describe() prints it
