@@ -123,12 +123,6 @@ void ShardedParameters::release_all() {
   for (auto& scope : scopes_) scope.clear();
 }
 
-void ShardedParameters::write_back_all() {
-  std::lock_guard<std::recursive_mutex> lk(mu_);
-  for (Param& p : params_) drop(p, /*write_back=*/true);
-  for (auto& scope : scopes_) scope.clear();
-}
-
 void ShardedParameters::on_scope(autograd::ScopeEvent event) {
   std::lock_guard<std::recursive_mutex> lk(mu_);
   if (event == autograd::ScopeEvent::Enter) {

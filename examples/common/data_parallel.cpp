@@ -149,8 +149,8 @@ TrainerAdamW make_trainer_adamw(const std::vector<Tensor>& parameters, const LrS
 io::CheckpointState resume_ranks(const std::string& dir, const RunRecord& run, nn::Module& model,
                                  const DataParallel& ranks) {
   io::CheckpointState st = restore_checkpoint(dir, model, run);
-  // ZeRO-3: loading gathered every weight and wrote it; each rank keeps its span of what it read.
-  if (dist::ShardedParameters* sharded = ranks.sharded_parameters()) sharded->write_back_all();
+  // ZeRO-3: load_state_dict hands each weight back once written (release_paged), so each rank's
+  // span holds what it read.
   if (!ranks.lead()) return st;
   std::printf("resumed from %s at step %ld\n", dir.c_str(), long(st.step));
   const auto saved = st.metadata.find("world_size");

@@ -58,9 +58,6 @@ class ShardedParameters final : public StoragePager, public std::enable_shared_f
   // Drops every gathered parameter without writing it back (after the optimizer updated the spans,
   // the whole tensors are stale).
   void release_all();
-  // Drops every gathered parameter, writing what was written into it to this rank's span first (after
-  // a checkpoint's weights were loaded into them).
-  void write_back_all();
   // A SavePolicy that is `inner` (null: keep everything) and drops the parameters a module scope
   // gathered when that scope ends.
   std::shared_ptr<autograd::SavePolicy> wrap(std::shared_ptr<autograd::SavePolicy> inner);
